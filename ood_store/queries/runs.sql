@@ -1,0 +1,16 @@
+-- One row per run, with what the store holds for it.
+SELECT
+    r.run,
+    r.base_model,
+    r.family,
+    r.size,
+    r.in_domain_task,
+    r.seed,
+    (SELECT count(*) FROM checkpoints c WHERE c.run = r.run) AS checkpoints,
+    (SELECT min(step) FROM checkpoints c WHERE c.run = r.run) AS first_step,
+    (SELECT max(step) FROM checkpoints c WHERE c.run = r.run) AS last_step,
+    (SELECT count(*) FROM evaluations e WHERE e.run = r.run) AS evaluations,
+    (SELECT count(DISTINCT task) FROM scores s WHERE s.run = r.run) AS tasks,
+    r.attributes
+FROM runs r
+ORDER BY r.run;

@@ -1,0 +1,94 @@
+"""The store's schema: versioned ``NNNN_name.sql`` migrations, applied in order.
+
+Each migration runs in one transaction together with its row in
+``schema_version``; a store is either at a version or at the one before it.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import re
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+
+import duckdb
+
+from ood_store.connection import fetch_one
+from ood_store.errors import SchemaError
+
+_NAME = re.compile(r"^(\d{4})_[a-z0-9_]+\.sql$")
+
+
+@dataclass(frozen=True)
+class Migration:
+    version: int
+    name: str
+    sql: str
+
+
+@cache
+def migrations() -> tuple[Migration, ...]:
+    """All migrations shipped with this version of ood-store, in order."""
+    found = []
+    for entry in resources.files(__name__).iterdir():
+        match = _NAME.match(entry.name)
+        if match:
+            found.append(Migration(int(match.group(1)), entry.name, entry.read_text("utf-8")))
+    found.sort(key=lambda m: m.version)
+    versions = [m.version for m in found]
+    if versions != list(range(1, len(found) + 1)):
+        raise RuntimeError(f"schema migrations are not numbered 1..n: {versions}")
+    return tuple(found)
+
+
+def latest_version() -> int:
+    return migrations()[-1].version
+
+
+def current_version(con: duckdb.DuckDBPyConnection) -> int:
+    """The version a store is at; 0 for an empty database."""
+    has_table = fetch_one(
+        con,
+        "SELECT count(*) FROM duckdb_tables() WHERE table_name = 'schema_version' AND schema_name = 'main'",
+    )[0]
+    if not has_table:
+        return 0
+    return fetch_one(con, "SELECT coalesce(max(version), 0) FROM schema_version")[0]
+
+
+def check_supported(version: int, where: str) -> None:
+    if version > latest_version():
+        from ood_store import __version__
+
+        raise SchemaError(
+            f"{where}: the store has schema version {version}, but ood-store {__version__} "
+            f"understands versions up to {latest_version()}; upgrade ood-store to open it"
+        )
+
+
+def migrate(con: duckdb.DuckDBPyConnection, where: str) -> list[int]:
+    """Bring a store up to the latest schema; returns the versions applied."""
+    version = current_version(con)
+    check_supported(version, where)
+    applied = []
+    for migration in migrations():
+        if migration.version <= version:
+            continue
+        con.execute("BEGIN TRANSACTION")
+        try:
+            con.execute(migration.sql)
+            con.execute(
+                "INSERT INTO schema_version VALUES (?, ?, ?)",
+                [migration.version, migration.name, _utcnow()],
+            )
+            con.execute("COMMIT")
+        except BaseException:
+            con.execute("ROLLBACK")
+            raise
+        applied.append(migration.version)
+    return applied
+
+
+def _utcnow() -> _dt.datetime:
+    return _dt.datetime.now(_dt.UTC).replace(tzinfo=None)
