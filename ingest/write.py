@@ -1,0 +1,144 @@
+"""Writes validated EvaluationRecords into the store.
+
+Records are written in batches, set-based (a handful of statements per batch,
+not per file), each batch in one transaction. A file therefore goes in whole
+or not at all. Should a batch fail inside DuckDB, it is rolled back and its
+files are retried one per transaction, so that only the culprit is refused.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import duckdb
+import orjson
+import polars as pl
+
+from ood_store import __version__, sqlfiles
+from ood_store.ingest.records import EvaluationRecord
+from ood_store.ingest.runs import set_attributes
+
+_EVALUATION_SCHEMA = {
+    "evaluation_id": pl.Int32,
+    "content_hash": pl.String,
+    "source_path": pl.String,
+    "run": pl.String,
+    "step": pl.Int64,
+    "identity_from": pl.String,
+    "model_type": pl.String,
+    "model_name": pl.String,
+    "model_args": pl.String,
+    "format": pl.String,
+    "lm_eval_version": pl.String,
+    "git_hash": pl.String,
+    "date": pl.Datetime("us"),
+    "num_fewshot": pl.Int32,
+    "sample_limit": pl.Float64,
+    "batch_size": pl.String,
+    "task_hashes": pl.String,
+    "task_versions": pl.String,
+    "config": pl.String,
+    "samples_files": pl.List(pl.String),
+    "ingested_at": pl.Datetime("us"),
+    "ood_store_version": pl.String,
+    # for runs and checkpoints, not stored in evaluations
+    "base_model": pl.String,
+    "checkpoint_model": pl.String,
+    "revision": pl.String,
+}
+
+
+def _sql(name: str) -> str:
+    return sqlfiles.load("ood_store.ingest", name)
+
+
+def write_batch(
+    con: duckdb.DuckDBPyConnection,
+    records: Sequence[EvaluationRecord],
+    attributes: Mapping[str, Any] | None = None,
+) -> list[int]:
+    """Insert the records (evaluations, runs, checkpoints, scores, samples) in one
+    transaction; returns their evaluation ids, in order."""
+    if not records:
+        return []
+    now = dt.datetime.now(dt.UTC).replace(tzinfo=None)
+    con.execute("BEGIN TRANSACTION")
+    try:
+        ids = [row[0] for row in con.execute(_sql("reserve_ids"), {"n": len(records)}).fetchall()]
+        evaluations = _evaluations_frame(records, ids, now)
+        _run(con, "new_evaluations", evaluations, _sql("write_runs"), {"now": now})
+        _run(con, "new_evaluations", evaluations, _sql("write_checkpoints"))
+        _run(con, "new_evaluations", evaluations, _sql("write_evaluations"))
+        scores = pl.concat(
+            [r.scores_frame().with_columns(evaluation_id=pl.lit(i, pl.Int32)) for r, i in zip(records, ids, strict=True)]
+        )
+        _run(con, "new_scores", scores, _sql("insert_scores"))
+        samples = [
+            r.samples.with_columns(evaluation_id=pl.lit(i, pl.Int32))
+            for r, i in zip(records, ids, strict=True)
+            if r.samples is not None and r.samples.height
+        ]
+        if samples:
+            _run(con, "new_samples", pl.concat(samples), _sql("insert_samples"))
+        if attributes:
+            for run in sorted({r.identity.run for r in records}):
+                set_attributes(con, run, attributes)
+        con.execute("COMMIT")
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
+    return ids
+
+
+def _evaluations_frame(records: Sequence[EvaluationRecord], ids: list[int], now: dt.datetime) -> pl.DataFrame:
+    rows = []
+    for record, evaluation_id in zip(records, ids, strict=True):
+        ident = record.identity
+        rows.append(
+            {
+                "evaluation_id": evaluation_id,
+                "content_hash": record.content_hash,
+                "source_path": record.path,
+                "run": ident.run,
+                "step": ident.step,
+                "identity_from": ident.source,
+                "model_type": record.model_type,
+                "model_name": record.model_name,
+                "model_args": _json(record.model_args),
+                "format": record.format,
+                "lm_eval_version": record.lm_eval_version,
+                "git_hash": record.git_hash,
+                "date": record.date,
+                "num_fewshot": record.num_fewshot,
+                "sample_limit": record.sample_limit,
+                "batch_size": record.batch_size,
+                "task_hashes": _json_or_null(record.task_hashes),
+                "task_versions": _json_or_null(record.task_versions),
+                "config": _json_or_null(record.config),
+                "samples_files": record.samples_files,
+                "ingested_at": now,
+                "ood_store_version": __version__,
+                "base_model": ident.base_model,
+                "checkpoint_model": ident.model,
+                "revision": ident.revision,
+            }
+        )
+    return pl.DataFrame(rows, schema=_EVALUATION_SCHEMA)
+
+
+def _run(con: duckdb.DuckDBPyConnection, name: str, frame: pl.DataFrame, sql: str, params: dict | None = None) -> None:
+    con.register(name, frame)
+    try:
+        con.execute(sql, params)
+    finally:
+        con.unregister(name)
+
+
+def _json(value: Any) -> str:
+    return orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS, default=str).decode()
+
+
+def _json_or_null(value: Any) -> str | None:
+    return None if value is None else _json(value)
