@@ -1,0 +1,69 @@
+"""The ``ood-store`` command line: a thin layer over the Python API (:mod:`ood_store`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from ood_store import __version__
+from ood_store.connection import DEFAULT_LOCK_TIMEOUT
+from ood_store.errors import OodStoreError
+from ood_store.store import DB_ENV, DEFAULT_DB, Store
+from ood_store.store import open as open_store
+
+
+class _Group(click.Group):
+    """Turns user errors (OodStoreError) into a one-line ``Error: ...`` and exit status 1."""
+
+    def invoke(self, ctx: click.Context):
+        try:
+            return super().invoke(ctx)
+        except OodStoreError as exc:
+            raise click.ClickException(str(exc)) from None
+
+
+class Settings:
+    def __init__(self, db: Path, lock_timeout: float):
+        self.db = db
+        self.lock_timeout = lock_timeout
+
+    def open(self, *, read_only: bool = False) -> Store:
+        return open_store(self.db, read_only=read_only, lock_timeout=self.lock_timeout)
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
+@click.option(
+    "--db",
+    type=click.Path(dir_okay=False, path_type=Path),
+    envvar=DB_ENV,
+    default=DEFAULT_DB,
+    show_default=True,
+    show_envvar=True,
+    help="The store (a DuckDB file).",
+)
+@click.option(
+    "--lock-timeout",
+    type=click.FloatRange(min=0),
+    envvar="OOD_STORE_LOCK_TIMEOUT",
+    default=DEFAULT_LOCK_TIMEOUT,
+    show_default=True,
+    show_envvar=True,
+    help="Seconds to wait while another process writes the store.",
+)
+@click.version_option(__version__, prog_name="ood-store")
+@click.pass_context
+def main(ctx: click.Context, db: Path, lock_timeout: float) -> None:
+    """Store lm-eval results of every checkpoint in one DuckDB file and query them with SQL."""
+    ctx.obj = Settings(db, lock_timeout)
+
+
+def _register() -> None:
+    from ood_store.cli import demo, ingest, init, listings, query
+
+    for module in (init, ingest, query, listings, demo):
+        for command in module.COMMANDS:
+            main.add_command(command)
+
+
+_register()
