@@ -1,0 +1,84 @@
+"""Shared fixtures. Expected values here are read straight from the JSON files,
+with code that does not use ood_store's parsers."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import duckdb
+import pytest
+from click.testing import CliRunner
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+
+FIXTURES = Path(__file__).parent / "fixtures"
+REAL = FIXTURES / "lm-eval-real"
+PYTHIA = REAL / "pythia-v1"
+PYTHIA_SIZES = ("160m", "410m", "1.4b")
+V04 = REAL / "v0.4"
+V0413 = FIXTURES / "lm-eval-0.4.13" / "out"
+
+# Every table of the store, for row-for-row comparisons.
+TABLES = ("schema_version", "runs", "checkpoints", "evaluations", "evaluation_scores", "samples")
+
+
+def pythia_files(size: str | None = None) -> list[Path]:
+    sizes = [size] if size else PYTHIA_SIZES
+    return sorted(p for s in sizes for p in (PYTHIA / f"pythia-{s}" / "zero-shot").glob("*.json"))
+
+
+def expected_pythia_rows(files: list[Path]) -> dict[tuple, tuple]:
+    """(run, step, task, metric) -> (value, stderr), read directly from v0.3 files."""
+    rows = {}
+    for file in files:
+        doc = json.loads(file.read_text())
+        args = dict(item.split("=", 1) for item in doc["config"]["model_args"].split(","))
+        run, step = args["pretrained"], int(args["revision"].removeprefix("step"))
+        for task, entry in doc["results"].items():
+            for key, value in entry.items():
+                if key.endswith("_stderr"):
+                    continue
+                rows[(run, step, task, key)] = (value, entry.get(f"{key}_stderr"))
+    return rows
+
+
+def table_dump(db: Path) -> dict[str, list[tuple]]:
+    """Every row of every table, sorted: equal dumps mean an unchanged store."""
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        dump = {}
+        for table in TABLES:
+            rows = con.execute(f"SELECT * FROM {table}").fetchall()
+            dump[table] = sorted(rows, key=repr)
+        return dump
+    finally:
+        con.close()
+
+
+@pytest.fixture
+def runner() -> CliRunner:
+    return CliRunner()
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Path:
+    return tmp_path / "store.duckdb"
+
+
+@pytest.fixture
+def copy_file(tmp_path: Path):
+    """Copy a fixture file into a fresh folder (optionally renamed); returns the copy."""
+    counter = iter(range(10_000))
+
+    def copy(source: Path, name: str | None = None) -> Path:
+        folder = tmp_path / f"input{next(counter)}"
+        folder.mkdir()
+        target = folder / (name or source.name)
+        shutil.copyfile(source, target)
+        return target
+
+    return copy

@@ -1,0 +1,125 @@
+"""lm-eval 0.4.13 output of a tiny model: checkpoint paths, groups and per-sample rows."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from conftest import V0413
+
+import ood_store
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory):
+    db = tmp_path_factory.mktemp("v0413") / "store.duckdb"
+    with ood_store.open(db) as s:
+        report = s.ingest([V0413])
+        assert len(report.ingested) == 2 and report.ok
+    s = ood_store.open(db, read_only=True)
+    yield s
+    s.close()
+
+
+def results_files():
+    return sorted(V0413.rglob("results_*.json"))
+
+
+def test_run_and_step_come_from_the_checkpoint_path(store):
+    rows = store.query("SELECT run, step, identity_from FROM evaluations ORDER BY step").rows()
+    assert rows == [("toy-run", 10, "path"), ("toy-run", 20, "path")]
+    checkpoints = store.query("SELECT run, step, model FROM checkpoints ORDER BY step").rows()
+    assert checkpoints == [("toy-run", 10, "toy-run/checkpoint-10"), ("toy-run", 20, "toy-run/checkpoint-20")]
+
+
+def test_scores_match_the_files(store):
+    for path in results_files():
+        doc = json.loads(path.read_text())
+        step = int(doc["config"]["model_args"].rsplit("-", 1)[1])
+        for task, entry in doc["results"].items():
+            for key, value in entry.items():
+                if "," not in key or "_stderr," in key:
+                    continue
+                metric, filt = key.rsplit(",", 1)
+                got = store.query(
+                    "SELECT value, stderr, n_samples, is_group FROM scores "
+                    "WHERE step = $s AND task = $t AND metric = $m AND filter = $f",
+                    s=step, t=task, m=metric, f=filt,
+                ).rows()
+                assert got == [
+                    (value, entry[f"{metric}_stderr,{filt}"], entry["sample_len"], task in doc["group_subtasks"])
+                ], (step, task, key)
+
+
+def test_group_sample_count(store):
+    rows = store.query("SELECT step, n_samples FROM scores WHERE task = 'toy_suite' ORDER BY step").rows()
+    assert rows == [(10, 40), (20, 40)]  # 24 + 16 documents of its two subtasks
+
+
+def test_one_sample_row_per_document(store):
+    counts = store.query(
+        "SELECT step, task, count(*) AS n FROM samples_all GROUP BY step, task ORDER BY step, task"
+    ).rows()
+    assert counts == [
+        (s, t, n) for s in (10, 20) for t, n in (("toy_gen", 6), ("toy_nli", 24), ("toy_nli_yn", 16))
+    ]
+
+
+def test_accuracy_is_the_mean_of_per_sample_correctness(store):
+    rows = store.query(
+        """
+        SELECT s.step, s.task, s.value AS acc, avg(x.metrics['acc']) AS mean_sample_acc
+        FROM scores s JOIN samples x USING (evaluation_id, task, filter)
+        WHERE s.metric = 'acc' AND NOT s.is_group
+        GROUP BY ALL ORDER BY ALL
+        """
+    ).rows()
+    assert len(rows) == 4
+    for step, task, acc, mean_sample_acc in rows:
+        assert acc == pytest.approx(mean_sample_acc, abs=1e-12), (step, task)
+
+
+def test_loglikelihoods_are_numbers_and_explain_acc(store):
+    """acc of a sample is 1 exactly when the gold choice has the highest log-likelihood."""
+    rows = store.query(
+        "SELECT target, loglikelihoods, is_greedy, metrics['acc'] AS acc FROM samples WHERE task = 'toy_nli'"
+    ).rows()
+    assert len(rows) == 48
+    for target, lls, greedy, acc in rows:
+        assert len(lls) == 2 and all(isinstance(v, float) for v in lls)
+        assert all(isinstance(g, bool) for g in greedy)
+        best = max(range(len(lls)), key=lambda i: lls[i])
+        assert acc == float(best == int(target))
+
+
+def test_loglikelihoods_equal_the_strings_in_the_file(store):
+    path = next(V0413.rglob("samples_toy_nli_yn_*.jsonl"))
+    first = json.loads(path.read_text().splitlines()[0])
+    step = int(path.parent.name.rsplit("-", 1)[1])
+    got = store.query(
+        "SELECT loglikelihoods, target FROM samples_all WHERE task = 'toy_nli_yn' AND doc_id = $d AND step = $s",
+        d=first["doc_id"], s=step,
+    ).rows()
+    assert got == [([float(pair[0]) for pair in first["filtered_resps"]], first["target"])]
+
+
+def test_generation_responses(store):
+    path = next(V0413.rglob("samples_toy_gen_*.jsonl"))
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    step = int(path.parent.name.rsplit("-", 1)[1])
+    rows = store.query(
+        "SELECT doc_id, response, target, metrics FROM samples_all WHERE task = 'toy_gen' AND step = $s ORDER BY doc_id",
+        s=step,
+    ).rows()
+    assert rows == [
+        (line["doc_id"], line["filtered_resps"][0], line["target"], {"exact_match": line["exact_match"]})
+        for line in lines
+    ]
+
+
+def test_no_samples_flag(tmp_path):
+    with ood_store.open(tmp_path / "s.duckdb") as s:
+        report = s.ingest([V0413], samples=False)
+        assert report.ok and sum(f.samples for f in report.ingested) == 0
+        assert s.query("SELECT count(*) AS n FROM samples")["n"][0] == 0
+        assert s.query("SELECT count(*) AS n FROM scores")["n"][0] > 0
