@@ -59,7 +59,7 @@ def describe_process(pid: int, exe: str) -> str:
     words = [w for w in raw.decode("utf-8", "replace").split("\0") if w]
     if not words:
         return exe
-    text = " ".join(words)
+    text = " ".join(" ".join(words).split())
     return text if len(text) <= 160 else text[:157] + "..."
 
 

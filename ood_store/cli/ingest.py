@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from ood_store.ingest import IngestReport, Overrides
+from ood_store.ingest.runs import parse_attributes
 
 # How many disagreeing keys to name before summarising the rest.
 _CONFLICTS_SHOWN = 10
@@ -34,11 +35,12 @@ def ingest(settings, paths, run, step, model, attributes, no_samples, quiet) -> 
     with a problem is rejected whole and named with the reason; the exit
     status is then 1.
     """
+    attrs = parse_attributes(list(attributes))  # checked before the store is opened
     with settings.open() as store:
         report = store.ingest(
             paths,
             overrides=Overrides(run=run, step=step, model=model),
-            attributes=list(attributes),
+            attributes=attrs,
             samples=not no_samples,
             progress=not quiet,
         )

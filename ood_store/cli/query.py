@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import click
 
 from ood_store.cli.output import emit, output_options
@@ -33,7 +35,7 @@ def query(settings, sql: str, params: tuple[tuple[str, str], ...], output_format
       ood-store query "SELECT step, value FROM scores WHERE task = $t" -p t hellaswag
     """
     if sql == "-":
-        sql = click.get_text_stream("stdin").read()
+        sql = sys.stdin.read()
     with settings.open(read_only=True) as store:
         frame = store.query(sql, **dict(params))
     emit(frame, output_format, output)

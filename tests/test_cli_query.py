@@ -1,0 +1,189 @@
+"""ood-store query: read-only SQL with table, csv, json, jsonl, markdown, latex and parquet output."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+import polars as pl
+import pytest
+from conftest import pythia_files, table_dump
+
+import ood_store
+from ood_store.cli import main
+
+SQL = "SELECT step, value FROM scores WHERE task = 'arc_easy' AND metric = 'acc' ORDER BY step"
+
+
+@pytest.fixture(scope="module")
+def store_db(tmp_path_factory):
+    db = tmp_path_factory.mktemp("query") / "store.duckdb"
+    with ood_store.open(db) as store:
+        assert store.ingest(pythia_files("160m")).ok
+    return db
+
+
+@pytest.fixture(scope="module")
+def arc_easy():
+    """(step, acc) of arc_easy for Pythia 160m, read from the files."""
+    rows = []
+    for path in pythia_files("160m"):
+        doc = json.loads(path.read_text())
+        step = int(doc["config"]["model_args"].rsplit("revision=step", 1)[1])
+        rows.append((step, doc["results"]["arc_easy"]["acc"]))
+    return sorted(rows)
+
+
+def invoke(runner, db, *args, **kwargs):
+    result = runner.invoke(main, ["--db", str(db), "query", *args], **kwargs)
+    assert "Traceback" not in result.output
+    return result
+
+
+def test_csv(runner, store_db, arc_easy):
+    result = invoke(runner, store_db, SQL, "--format", "csv")
+    assert result.exit_code == 0, result.output
+    rows = list(csv.reader(io.StringIO(result.output)))
+    assert rows[0] == ["step", "value"]
+    assert [(int(s), float(v)) for s, v in rows[1:]] == arc_easy
+
+
+def test_json_and_jsonl(runner, store_db, arc_easy):
+    result = invoke(runner, store_db, SQL, "-f", "json")
+    assert json.loads(result.output) == [{"step": s, "value": v} for s, v in arc_easy]
+    result = invoke(runner, store_db, SQL, "-f", "jsonl")
+    assert [json.loads(line) for line in result.output.splitlines()] == [{"step": s, "value": v} for s, v in arc_easy]
+
+
+def test_table_is_the_default(runner, store_db, arc_easy):
+    result = invoke(runner, store_db, SQL)
+    lines = result.output.splitlines()
+    assert lines[0].split() == ["step", "value"]
+    assert set(lines[1]) <= {"-", " "}
+    assert len(lines) == 2 + len(arc_easy)
+    step, value = lines[2 + 10].split()
+    assert (int(step), float(value)) == pytest.approx(arc_easy[10], rel=1e-5)
+
+
+def test_markdown(runner, store_db, arc_easy):
+    result = invoke(runner, store_db, SQL, "--format", "markdown")
+    lines = result.output.splitlines()
+    assert lines[0].replace(" ", "") == "|step|value|"
+    cells = [[c.strip() for c in line.strip("|").split("|")] for line in lines[2:]]
+    assert [int(s) for s, _ in cells] == [s for s, _ in arc_easy]
+    assert [float(v) for _, v in cells] == pytest.approx([v for _, v in arc_easy], rel=1e-5)
+
+
+def test_latex(runner, store_db):
+    result = invoke(runner, store_db, "SELECT DISTINCT task FROM scores WHERE task LIKE 'arc%' ORDER BY task", "-f", "latex")
+    text = result.output
+    assert "\\toprule" in text and "\\midrule" in text and "\\bottomrule" in text
+    assert "arc\\_challenge" in text and "arc\\_easy" in text  # underscores escaped
+    assert text.index("\\begin{tabular}") < text.index("\\end{tabular}")
+
+
+def test_parquet_needs_an_output_file(runner, store_db, tmp_path, arc_easy):
+    result = invoke(runner, store_db, SQL, "--format", "parquet")
+    assert result.exit_code == 2
+    assert "--format parquet writes a binary file: give it one with -o FILE" in result.output
+    out = tmp_path / "arc.parquet"
+    result = invoke(runner, store_db, SQL, "--format", "parquet", "-o", str(out))
+    assert result.exit_code == 0 and result.output == ""
+    assert pl.read_parquet(out).rows() == arc_easy
+
+
+def test_output_file_for_text_formats(runner, store_db, tmp_path, arc_easy):
+    out = tmp_path / "arc.csv"
+    assert invoke(runner, store_db, SQL, "-f", "csv", "-o", str(out)).exit_code == 0
+    assert pl.read_csv(out).rows() == arc_easy
+
+
+def test_named_parameters(runner, store_db, arc_easy):
+    result = invoke(
+        runner, store_db,
+        "SELECT value FROM scores WHERE task = $task AND metric = 'acc' AND step = $step",
+        "-p", "task", "arc_easy", "-p", "step", str(arc_easy[3][0]), "-f", "json",
+    )
+    assert json.loads(result.output) == [{"value": arc_easy[3][1]}]
+
+
+def test_sql_from_stdin(runner, store_db, arc_easy):
+    result = invoke(runner, store_db, "-", "-f", "csv", input=SQL)
+    assert result.exit_code == 0 and len(result.output.splitlines()) == 1 + len(arc_easy)
+
+
+def test_pivot_is_allowed(runner, store_db):
+    result = invoke(
+        runner, store_db,
+        "PIVOT (SELECT step, task, value FROM scores WHERE metric = 'acc' AND task IN ('arc_easy', 'piqa')) "
+        "ON task USING first(value) ORDER BY step",
+        "-f", "json",
+    )
+    rows = json.loads(result.output)
+    assert len(rows) == 27 and set(rows[0]) == {"step", "arc_easy", "piqa"}
+
+
+@pytest.mark.parametrize(
+    ("sql", "kind"),
+    [
+        ("INSERT INTO runs (run, attributes, created_at) VALUES ('x', '{}', now())", "INSERT"),
+        ("UPDATE evaluation_scores SET value = 0", "UPDATE"),
+        ("DELETE FROM evaluations", "DELETE"),
+        ("CREATE TABLE t AS SELECT 1", "CREATE"),
+        ("DROP VIEW scores", "DROP"),
+        ("COPY (SELECT 1) TO 'x.csv'", "COPY"),
+        ("ATTACH 'other.duckdb'", "ATTACH"),
+        ("CHECKPOINT", "CALL"),
+        ("SET threads = 1", "SET"),
+    ],
+)
+def test_writes_are_refused(runner, store_db, sql, kind):
+    before = table_dump(store_db)
+    result = invoke(runner, store_db, sql)
+    assert result.exit_code == 1
+    assert result.output == (
+        f"Error: queries are read-only: {kind} statements are not allowed (add data with `ood-store ingest`)\n"
+    )
+    assert table_dump(store_db) == before
+
+
+def test_one_statement_at_a_time(runner, store_db):
+    result = invoke(runner, store_db, "SELECT 1; DROP TABLE runs")
+    assert result.exit_code == 1 and result.output == "Error: expected one SQL statement, got 2\n"
+
+
+def test_sql_errors_are_reported_without_traceback(runner, store_db):
+    result = invoke(runner, store_db, "SELEC 1")
+    assert result.exit_code == 1 and result.output.startswith("Error: Parser Error: syntax error")
+    result = invoke(runner, store_db, "SELECT * FROM nope")
+    assert result.exit_code == 1 and result.output.startswith("Error: Catalog Error: Table with name nope does not exist")
+    result = invoke(runner, store_db, "SELECT $missing")
+    assert result.exit_code == 1 and "missing" in result.output
+
+
+def test_missing_store(runner, tmp_path):
+    db = tmp_path / "none.duckdb"
+    result = invoke(runner, db, "SELECT 1")
+    assert result.exit_code == 1
+    assert result.output == f"Error: {db}: no store here; create one with `ood-store init` or `ood-store ingest`\n"
+    assert not db.exists()
+
+
+def test_not_a_duckdb_file(runner, tmp_path):
+    db = tmp_path / "results.json"
+    db.write_text('{"results": {}}' * 10)
+    result = invoke(runner, db, "SELECT 1")
+    assert result.exit_code == 1 and result.output == f"Error: {db}: not a DuckDB database file\n"
+
+
+def test_db_from_environment(runner, store_db, arc_easy):
+    result = runner.invoke(main, ["query", SQL, "-f", "csv"], env={"OOD_STORE_DB": str(store_db)})
+    assert result.exit_code == 0 and len(result.output.splitlines()) == 1 + len(arc_easy)
+
+
+def test_python_api_refuses_writes_too(store_db):
+    with ood_store.open(store_db) as store:
+        with pytest.raises(ood_store.QueryError, match="DELETE statements are not allowed"):
+            store.query("DELETE FROM runs")
+        assert store.query("SELECT count(*) AS n FROM runs")["n"][0] == 1

@@ -1,0 +1,146 @@
+"""Versioned schema: migrations in order, each atomic; newer stores refused, older ones migrated."""
+
+from __future__ import annotations
+
+import duckdb
+import pytest
+from conftest import pythia_files, table_dump
+
+import ood_store
+from ood_store import schema
+from ood_store.cli import main
+
+PUBLIC_SCORE_COLUMNS = ["run", "step", "task", "num_fewshot", "metric", "filter", "value", "stderr"]
+
+
+def test_new_store_has_the_latest_schema(db):
+    with ood_store.open(db) as store:
+        assert store.migrations_applied == [m.version for m in schema.migrations()]
+        versions = store.query("SELECT version, name FROM schema_version ORDER BY version").rows()
+        objects = store.query("SELECT table_name, table_type FROM information_schema.tables ORDER BY 1").rows()
+    assert versions == [(m.version, m.name) for m in schema.migrations()]
+    assert versions[0] == (1, "0001_init.sql")
+    assert dict(objects) == {
+        "checkpoints": "BASE TABLE",
+        "evaluation_scores": "BASE TABLE",
+        "evaluations": "BASE TABLE",
+        "runs": "BASE TABLE",
+        "samples": "BASE TABLE",
+        "schema_version": "BASE TABLE",
+        "samples_all": "VIEW",
+        "score_conflicts": "VIEW",
+        "scores": "VIEW",
+        "scores_all": "VIEW",
+    }
+
+
+def test_scores_columns_are_the_public_contract(db):
+    with ood_store.open(db) as store:
+        columns = store.query("SELECT * FROM scores LIMIT 0").columns
+        all_columns = store.query("SELECT * FROM scores_all LIMIT 0").columns
+    assert columns[:8] == PUBLIC_SCORE_COLUMNS
+    assert all_columns[:8] == PUBLIC_SCORE_COLUMNS
+
+
+def test_migrations_are_numbered_files_in_the_package():
+    found = schema.migrations()
+    assert [m.version for m in found] == list(range(1, len(found) + 1))
+    assert all(m.name.startswith(f"{m.version:04d}_") and m.name.endswith(".sql") for m in found)
+
+
+def _with_extra_migration(monkeypatch, sql: str):
+    extra = schema.Migration(len(schema.migrations()) + 1, f"{len(schema.migrations()) + 1:04d}_extra.sql", sql)
+    shipped = schema.migrations()
+    monkeypatch.setattr(schema, "migrations", lambda: (*shipped, extra))
+    return extra
+
+
+def test_older_store_is_migrated_on_open_and_keeps_its_data(db, monkeypatch):
+    with ood_store.open(db) as store:
+        assert store.ingest(pythia_files("160m")[:2]).ok
+    before = table_dump(db)
+    extra = _with_extra_migration(monkeypatch, "ALTER TABLE runs ADD COLUMN notes VARCHAR;")
+    with ood_store.open(db) as store:
+        assert store.migrations_applied == [extra.version]
+        assert store.schema_version == extra.version
+        assert "notes" in store.query("SELECT * FROM runs").columns
+    after = table_dump(db)
+    assert after["evaluation_scores"] == before["evaluation_scores"]
+    assert len(after["schema_version"]) == len(before["schema_version"]) + 1
+
+
+def test_read_only_open_of_an_older_store_asks_for_init(db, monkeypatch, runner):
+    ood_store.open(db).close()
+    extra = _with_extra_migration(monkeypatch, "ALTER TABLE runs ADD COLUMN notes VARCHAR;")
+    with pytest.raises(ood_store.StoreError, match="run `ood-store init`"):
+        ood_store.open(db, read_only=True)
+    result = runner.invoke(main, ["--db", str(db), "query", "SELECT 1"])
+    assert result.exit_code == 1
+    assert result.output == (
+        f"Error: {db}: the store has schema version {extra.version - 1} and needs migrating to "
+        f"{extra.version}; run `ood-store init` (it keeps all data)\n"
+    )
+    result = runner.invoke(main, ["--db", str(db), "init"])
+    assert result.exit_code == 0
+    assert result.output == f"Migrated {db} to schema version {extra.version} (applied {extra.version}).\n"
+    assert runner.invoke(main, ["--db", str(db), "query", "SELECT 1"]).exit_code == 0
+
+
+def test_a_failing_migration_changes_nothing(db, monkeypatch):
+    ood_store.open(db).close()
+    before = table_dump(db)
+    _with_extra_migration(monkeypatch, "CREATE TABLE half_done (x INTEGER); SELEC broken;")
+    with pytest.raises(duckdb.ParserException):
+        ood_store.open(db)
+    assert table_dump(db) == before
+    con = duckdb.connect(str(db), read_only=True)
+    assert con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'half_done'").fetchall() == [(0,)]
+    con.close()
+
+
+def test_newer_store_is_refused(db, runner):
+    ood_store.open(db).close()
+    con = duckdb.connect(str(db))
+    con.execute("INSERT INTO schema_version VALUES (99, '0099_future.sql', now()::TIMESTAMP)")
+    con.close()
+    before = table_dump(db)
+    message = (
+        f"{db}: the store has schema version 99, but ood-store {ood_store.__version__} understands versions up to "
+        f"{schema.latest_version()}; upgrade ood-store to open it"
+    )
+    for read_only in (False, True):
+        with pytest.raises(ood_store.StoreError) as error:
+            ood_store.open(db, read_only=read_only)
+        assert str(error.value) == message
+    for command in (["init"], ["query", "SELECT 1"], ["ingest", str(pythia_files("160m")[0])]):
+        result = runner.invoke(main, ["--db", str(db), *command])
+        assert (result.exit_code, result.output) == (1, f"Error: {message}\n")
+    assert table_dump(db) == before
+
+
+def test_a_foreign_duckdb_file_is_left_alone(tmp_path, runner):
+    db = tmp_path / "other.duckdb"
+    con = duckdb.connect(str(db))
+    con.execute("CREATE TABLE mine AS SELECT 1 AS x")
+    con.close()
+    result = runner.invoke(main, ["--db", str(db), "init"])
+    assert result.exit_code == 1
+    assert result.output == f"Error: {db}: a DuckDB database, but not an ood-store (no schema_version table)\n"
+    con = duckdb.connect(str(db), read_only=True)
+    assert [r[0] for r in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()] == ["mine"]
+    con.close()
+
+
+def test_init_creates_then_reports(tmp_path, runner):
+    db = tmp_path / "new.duckdb"
+    first = runner.invoke(main, ["--db", str(db), "init"])
+    assert (first.exit_code, first.output) == (0, f"Created {db} (schema version {schema.latest_version()}).\n")
+    again = runner.invoke(main, ["--db", str(db), "init"])
+    latest = schema.latest_version()
+    assert again.output == f"{db} is at schema version {latest}, the latest ({latest}).\n"
+
+
+def test_store_in_a_missing_folder(tmp_path, runner):
+    db = tmp_path / "no" / "such" / "store.duckdb"
+    result = runner.invoke(main, ["--db", str(db), "init"])
+    assert (result.exit_code, result.output) == (1, f"Error: {db}: folder {db.parent} does not exist\n")
