@@ -1,0 +1,53 @@
+"""One installed import package: the top-level folders ship inside ood_store, with their .sql files."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def wheel_names(tmp_path_factory) -> list[str]:
+    out = tmp_path_factory.mktemp("wheel")
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", str(ROOT), "-w", str(out)],
+        check=True,
+        capture_output=True,
+    )
+    [wheel] = out.glob("ood_store-*.whl")
+    with zipfile.ZipFile(wheel) as zf:
+        return zf.namelist()
+
+
+def test_everything_installs_under_ood_store(wheel_names):
+    tops = {name.split("/")[0] for name in wheel_names}
+    assert {t for t in tops if not t.endswith(".dist-info")} == {"ood_store"}
+
+
+def test_top_level_folders_map_into_the_package(wheel_names):
+    for folder in ("schema", "ingest", "analysis"):
+        sources = sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / folder).iterdir() if p.suffix in (".py", ".sql"))
+        assert sources
+        for source in sources:
+            assert f"ood_store/{source}" in wheel_names, source
+
+
+def test_package_data(wheel_names):
+    for name in ("ood_store/examples/pythia-v1.zip", "ood_store/queries/runs.sql", "ood_store/schema/0001_init.sql"):
+        assert name in wheel_names
+
+
+def test_installed_modules_come_from_the_mapped_folders():
+    import ood_store.analysis
+    import ood_store.ingest
+    import ood_store.schema
+
+    assert Path(ood_store.ingest.__file__).parent == ROOT / "ingest"
+    assert Path(ood_store.schema.__file__).parent == ROOT / "schema"
+    assert Path(ood_store.analysis.__file__).parent == ROOT / "analysis"

@@ -1,0 +1,84 @@
+"""The README is checked: its tour runs as written and prints what it shows, every
+command is documented, and CI runs the README's test command."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from ood_store.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+README = (ROOT / "README.md").read_text()
+
+
+def blocks(language: str) -> list[str]:
+    return re.findall(rf"```{language}\n(.*?)```", README, flags=re.DOTALL)
+
+
+def shell_words(command: str) -> list[str]:
+    """The arguments bash would pass for ``command`` (quotes, escapes and all)."""
+    out = subprocess.run(
+        ["bash", "-c", f"printf '%s\\0' {command}"], capture_output=True, check=True, env={"PATH": "/usr/bin:/bin"}
+    ).stdout
+    return out.decode().split("\0")[:-1]
+
+
+def console_steps() -> list[tuple[str, list[str]]]:
+    """(command, expected output lines) for every `$ ` line of the console blocks."""
+    steps = []
+    for block in blocks("console"):
+        for line in block.splitlines():
+            if line.startswith("$ "):
+                steps.append((line[2:], []))
+            else:
+                steps[-1][1].append(line)
+    return steps
+
+
+@pytest.fixture
+def tour_dir(tmp_path, monkeypatch):
+    (tmp_path / "tests").symlink_to(ROOT / "tests")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("OOD_STORE_DB", raising=False)
+    return tmp_path
+
+
+def test_the_tour_runs_as_written(runner, tour_dir):
+    steps = console_steps()
+    assert len(steps) >= 8
+    for command, expected in steps:
+        args = shell_words(command)
+        assert args[0] == "ood-store", command
+        result = runner.invoke(main, args[1:])
+        assert "Traceback" not in result.output, command
+        assert result.output.splitlines() == expected, command
+    assert (tour_dir / "pythia_acc.parquet").exists()
+    for block in blocks("python"):
+        exec(compile(block, "README.md", "exec"), {})
+
+
+def test_every_command_is_documented():
+    for name in main.commands:
+        assert f"| `ood-store {name}" in README, name
+
+
+def test_ci_runs_the_readme_test_command():
+    setup = blocks("sh")[0]
+    test_line = next(line for line in setup.splitlines() if "test" in line)
+    command = test_line.split("#")[0].strip()
+    assert command == "make test"
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert [line for line in ci.splitlines() if line and not line.startswith(("#", "set ", "cd "))] == [command]
+    makefile = (ROOT / "Makefile").read_text()
+    assert re.search(r"^test: .*\n\t\$\(BIN\)/python -m pytest", makefile, flags=re.MULTILINE)
+
+
+def test_main_job_is_the_demo():
+    setup = blocks("sh")[0]
+    assert setup.splitlines()[0].split("#")[0].strip() == "make demo"
+    makefile = (ROOT / "Makefile").read_text()
+    assert re.search(r"^demo: .*\n\t\$\(BIN\)/ood-store demo$", makefile, flags=re.MULTILINE)
