@@ -62,6 +62,8 @@ def parse_results(path: str, content_hash: str, doc: Any, overrides: Overrides) 
             "config.model_args",
             "names no model (no pretrained=, no model_name): cannot tell which run it is; pass --run",
         )
+    if identity.step is not None and not -(2**63) <= identity.step < 2**63:
+        raise InputError(path, "config.model_args", f"step {identity.step} is out of range; pass --step")
 
     n_shot = _optional_object(path, doc, "n-shot") or {}
     n_samples = _optional_object(path, doc, "n-samples") or {}
@@ -203,17 +205,21 @@ def _n_samples(path: str, task: str, n_samples: dict, entry: dict) -> int | None
 
 
 def _int_or_none(path: str, field: str, raw: Any) -> int | None:
+    """A count (shots, documents): a non-negative integer that fits the store's columns."""
     if raw is None:
         return None
-    if isinstance(raw, bool):
+    value = None
+    if isinstance(raw, int) and not isinstance(raw, bool):
+        value = raw
+    elif isinstance(raw, float) and raw.is_integer():
+        value = int(raw)
+    elif isinstance(raw, str) and raw.strip().isdigit():
+        value = int(raw)
+    if value is None:
         raise InputError(path, field, f"expected an integer, got {_kind(raw)}")
-    if isinstance(raw, int):
-        return raw
-    if isinstance(raw, float) and raw.is_integer():
-        return int(raw)
-    if isinstance(raw, str) and raw.strip().lstrip("-").isdigit():
-        return int(raw)
-    raise InputError(path, field, f"expected an integer, got {_kind(raw)}")
+    if not 0 <= value < 2**31:
+        raise InputError(path, field, f"{json.dumps(raw)} is out of range")
+    return value
 
 
 def _limit(path: str, raw: Any) -> float | None:

@@ -97,3 +97,17 @@ def test_help_lists_every_command(runner):
     assert result.exit_code == 0
     for command in ("init", "ingest", "query", "runs", "tasks", "demo"):
         assert f"  {command} " in result.output
+
+
+def test_progress_bar_on_a_terminal(runner, db):
+    files = pythia_files("160m")
+    result = runner.invoke(main, ["--db", str(db), "ingest", *map(str, files)], env={"TTY_COMPATIBLE": "1"})
+    assert result.exit_code == 0, result.output
+    assert "ingesting" in result.output and f"{len(files)}/{len(files)}" in result.output
+    quiet = runner.invoke(main, ["--db", str(db), "ingest", "-q", *map(str, files)], env={"TTY_COMPATIBLE": "1"})
+    assert quiet.output == ""
+
+
+def test_no_progress_bar_when_not_a_terminal(runner, db):
+    result = runner.invoke(main, ["--db", str(db), "ingest", str(PYTHIA / "pythia-160m")], env={"TTY_COMPATIBLE": "0"})
+    assert "ingesting" not in result.output

@@ -187,3 +187,9 @@ def test_python_api_refuses_writes_too(store_db):
         with pytest.raises(ood_store.QueryError, match="DELETE statements are not allowed"):
             store.query("DELETE FROM runs")
         assert store.query("SELECT count(*) AS n FROM runs")["n"][0] == 1
+
+
+def test_output_into_a_missing_folder(runner, store_db, tmp_path):
+    out = tmp_path / "no" / "such" / "x.csv"
+    result = invoke(runner, store_db, SQL, "-f", "csv", "-o", str(out))
+    assert (result.exit_code, result.output) == (1, f"Error: {out}: cannot write: No such file or directory\n")

@@ -290,3 +290,40 @@ def test_python_api_reports_instead_of_raising(db, copy_file):
     [outcome] = report.rejected
     assert outcome.path == str(bad)
     assert outcome.reason == f'{bad}: results["arc_easy"]["acc"]: expected a number, got string "high"'
+
+
+def test_counts_out_of_range(runner, seeded_db, copy_file):
+    path = edit_json(copy_file, LEADERBOARD, lambda d: d["n-samples"]["hellaswag"].update({"effective": 10**30}))
+    # 10**30 does not fit a 64-bit integer, so JSON parsers read it as the float 1e+30
+    assert_rejected(runner, seeded_db, path, f'{path}: n-samples["hellaswag"]["effective"]: 1e+30 is out of range')
+
+
+def test_step_out_of_range(runner, seeded_db, copy_file):
+    big = "9" * 25
+    path = edit_json(
+        copy_file, PYTHIA_FILE, lambda d: d["config"].update({"model_args": f"pretrained=x/y,revision=step{big}"})
+    )
+    assert_rejected(runner, seeded_db, path, f"{path}: config.model_args: step {big} is out of range; pass --step")
+
+
+def test_a_file_duckdb_refuses_is_rejected_alone(db, monkeypatch):
+    """Should DuckDB refuse a batch, its files are retried one by one and only the culprit is named."""
+    import duckdb
+
+    from ood_store.ingest import write
+
+    real = write.write_batch
+    files = pythia_files("160m")[:4]
+    culprit = str(files[2].resolve())
+
+    def refusing(con, records, attributes=None):
+        if any(r.path == culprit for r in records):
+            raise duckdb.ConstraintException("Constraint Error: simulated")
+        return real(con, records, attributes)
+
+    monkeypatch.setattr("ood_store.ingest.write_batch", refusing)
+    with ood_store.open(db) as store:
+        report = store.ingest(files)
+        assert len(report.ingested) == 3
+        assert [f.reason for f in report.rejected] == [f"{files[2]}: could not be stored: Constraint Error: simulated"]
+        assert store.query("SELECT count(*) AS n FROM evaluations")["n"][0] == 3

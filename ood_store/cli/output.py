@@ -13,6 +13,8 @@ import click
 import polars as pl
 from tabulate import tabulate
 
+from ood_store.errors import OodStoreError
+
 FORMATS = ("table", "csv", "json", "jsonl", "markdown", "latex", "parquet")
 _TABULATE = {"table": "simple", "markdown": "github", "latex": "latex_booktabs"}
 
@@ -47,14 +49,17 @@ def output_options(fn):
 def emit(frame: pl.DataFrame, output_format: str, output: Path | None) -> None:
     """Write ``frame`` in ``output_format`` to ``output`` or standard output."""
     output_format = output_format.lower()
-    if output_format == "parquet":
-        frame.write_parquet(output)
-        return
-    text = render(frame, output_format)
-    if output is None:
-        click.echo(text, nl=not text.endswith("\n"))
-    else:
-        output.write_text(text, encoding="utf-8")
+    try:
+        if output_format == "parquet":
+            frame.write_parquet(output)
+            return
+        text = render(frame, output_format)
+        if output is None:
+            click.echo(text, nl=not text.endswith("\n"))
+        else:
+            output.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise OodStoreError(f"{output}: cannot write: {exc.strerror or exc}") from None
 
 
 def render(frame: pl.DataFrame, output_format: str) -> str:
