@@ -21,9 +21,9 @@ from ood_store.errors import InputError
 from ood_store.ingest.discover import Candidate, discover
 from ood_store.ingest.identity import Overrides
 from ood_store.ingest.lmeval import NotLmEval, load_json, parse_results
+from ood_store.ingest.records import EvaluationRecord
 from ood_store.ingest.runs import parse_attributes, set_attributes
 from ood_store.ingest.samples import read_samples, samples_beside, task_of
-from ood_store.ingest.records import EvaluationRecord
 from ood_store.ingest.write import write_batch
 
 __all__ = ["Conflict", "FileOutcome", "IngestReport", "Overrides", "ingest"]
@@ -182,7 +182,9 @@ class _Batch:
             if len(pending) == 1:
                 index, record = pending[0]
                 self.outcomes[index] = FileOutcome(
-                    record.display_path, "rejected", f"{record.display_path}: could not be stored: {_first_line(sys.exc_info()[1])}"
+                    record.display_path,
+                    "rejected",
+                    f"{record.display_path}: could not be stored: {_first_line(sys.exc_info()[1])}",
                 )
                 return
             for item in pending:  # isolate the file that DuckDB refused
@@ -228,7 +230,9 @@ def _read_one(
             _attach_samples(record, candidate.path)
     except NotLmEval:
         if candidate.explicit:
-            return FileOutcome(shown, "rejected", f"{shown}: not an lm-eval results file (no top-level 'results' object)")
+            return FileOutcome(
+                shown, "rejected", f"{shown}: not an lm-eval results file (no top-level 'results' object)"
+            )
         return FileOutcome(shown, "skipped", "not an lm-eval results file")
     except InputError as exc:
         return FileOutcome(shown, "rejected", str(exc))
@@ -264,7 +268,12 @@ def _conflicts(con: duckdb.DuckDBPyConnection, new_ids: list[int]) -> list[Confl
     for run, step, task, shots, metric, filt, ids, values, paths, chosen in rows:
         out.append(
             Conflict(
-                run=run, step=step, task=task, num_fewshot=shots, metric=metric, filter=filt,
+                run=run,
+                step=step,
+                task=task,
+                num_fewshot=shots,
+                metric=metric,
+                filter=filt,
                 values=list(zip(values, paths, strict=True)),
                 chosen=paths[ids.index(chosen)],
             )
@@ -293,8 +302,13 @@ class _progress_bar:
             console = Console(stderr=True)
             if console.is_terminal:
                 self._progress = Progress(
-                    TextColumn("ingesting"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-                    TextColumn("{task.description}"), console=console, transient=True,
+                    TextColumn("ingesting"),
+                    BarColumn(),
+                    MofNCompleteColumn(),
+                    TimeRemainingColumn(),
+                    TextColumn("{task.description}"),
+                    console=console,
+                    transient=True,
                 )
                 self._progress.start()
                 self._task = self._progress.add_task("", total=self.total)

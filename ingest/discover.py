@@ -21,10 +21,20 @@ from ood_store.ingest.samples import results_beside
 
 # Files written into model checkpoints and training folders: never lm-eval results.
 CHECKPOINT_FILES = {
-    "config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json",
-    "special_tokens_map.json", "added_tokens.json", "vocab.json", "trainer_state.json",
-    "training_args.json", "adapter_config.json", "preprocessor_config.json",
-    "chat_template.json", "model.safetensors.index.json", "pytorch_model.bin.index.json",
+    "config.json",
+    "generation_config.json",
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "special_tokens_map.json",
+    "added_tokens.json",
+    "vocab.json",
+    "trainer_state.json",
+    "training_args.json",
+    "adapter_config.json",
+    "preprocessor_config.json",
+    "chat_template.json",
+    "model.safetensors.index.json",
+    "pytorch_model.bin.index.json",
 }
 
 

@@ -67,7 +67,9 @@ def step_in(name: str | None) -> int | None:
     return int(match.group(1)) if match else None
 
 
-def identify(args: dict[str, Any], config: dict[str, Any], top: dict[str, Any], overrides: Overrides) -> Identity | None:
+def identify(
+    args: dict[str, Any], config: dict[str, Any], top: dict[str, Any], overrides: Overrides
+) -> Identity | None:
     """Run and step for one results file; None when nothing names the model."""
     evaluated = overrides.model or _first(args, _MODEL_KEYS) or _text(top.get("model_name"))
     evaluated = evaluated.rstrip("/") if evaluated else None

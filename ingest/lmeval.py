@@ -211,9 +211,7 @@ def _int_or_none(path: str, field: str, raw: Any) -> int | None:
     value = None
     if isinstance(raw, int) and not isinstance(raw, bool):
         value = raw
-    elif isinstance(raw, float) and raw.is_integer():
-        value = int(raw)
-    elif isinstance(raw, str) and raw.strip().isdigit():
+    elif isinstance(raw, float) and raw.is_integer() or isinstance(raw, str) and raw.strip().isdigit():
         value = int(raw)
     if value is None:
         raise InputError(path, field, f"expected an integer, got {_kind(raw)}")
@@ -239,16 +237,16 @@ def _date(path: str, doc: dict) -> dt.datetime | None:
             raise InputError(path, "date", f"not a Unix time: {raw!r}") from None
     match = _FILE_TS.search(Path(path).name)
     if match:
-        return dt.datetime.strptime(match.group(1), "%Y-%m-%dT%H-%M-%S.%f" if "." in match.group(1) else "%Y-%m-%dT%H-%M-%S")
+        return dt.datetime.strptime(
+            match.group(1), "%Y-%m-%dT%H-%M-%S.%f" if "." in match.group(1) else "%Y-%m-%dT%H-%M-%S"
+        )
     return None
 
 
 def _is_v04(doc: dict) -> bool:
     if any(k in doc for k in ("n-shot", "configs", "n-samples", "lm_eval_version", "group_subtasks")):
         return True
-    return any(
-        isinstance(entry, dict) and any("," in key for key in entry) for entry in doc["results"].values()
-    )
+    return any(isinstance(entry, dict) and any("," in key for key in entry) for entry in doc["results"].values())
 
 
 def _optional_object(path: str, doc: dict, key: str) -> dict | None:

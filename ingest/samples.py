@@ -20,8 +20,20 @@ from ood_store.ingest import jsontext
 
 # Keys of a sample line that are not per-sample metric values.
 _FIXED = {
-    "doc_id", "doc", "target", "arguments", "resps", "filtered_resps", "filter", "metrics",
-    "doc_hash", "prompt_hash", "target_hash", "task_name", "task", "index",
+    "doc_id",
+    "doc",
+    "target",
+    "arguments",
+    "resps",
+    "filtered_resps",
+    "filter",
+    "metrics",
+    "doc_hash",
+    "prompt_hash",
+    "target_hash",
+    "task_name",
+    "task",
+    "index",
 }
 
 SAMPLE_SCHEMA = {
@@ -90,9 +102,17 @@ def read_samples(path: Path, output_type: str | None) -> pl.DataFrame:
         metrics, other = _metric_values(sample)
         rows.append(
             (
-                task, doc_id, filt, _as_text(sample.get("target")), lls, greedy, response,
-                metrics, orjson.dumps(other).decode() if other else None,
-                _opt_str(sample.get("doc_hash")), _opt_str(sample.get("prompt_hash")),
+                task,
+                doc_id,
+                filt,
+                _as_text(sample.get("target")),
+                lls,
+                greedy,
+                response,
+                metrics,
+                orjson.dumps(other).decode() if other else None,
+                _opt_str(sample.get("doc_hash")),
+                _opt_str(sample.get("prompt_hash")),
                 _opt_str(sample.get("target_hash")),
             )
         )
@@ -170,7 +190,9 @@ def _number(raw: Any) -> float | None:
 def _as_text(raw: Any) -> str | None:
     if raw is None or isinstance(raw, str):
         return raw
-    return orjson.dumps(raw, option=orjson.OPT_SERIALIZE_NUMPY).decode() if not isinstance(raw, int | float) else str(raw)
+    return (
+        orjson.dumps(raw, option=orjson.OPT_SERIALIZE_NUMPY).decode() if not isinstance(raw, int | float) else str(raw)
+    )
 
 
 def _opt_str(raw: Any) -> str | None:

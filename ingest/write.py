@@ -72,7 +72,10 @@ def write_batch(
         _run(con, "new_evaluations", evaluations, _sql("write_checkpoints"))
         _run(con, "new_evaluations", evaluations, _sql("write_evaluations"))
         scores = pl.concat(
-            [r.scores_frame().with_columns(evaluation_id=pl.lit(i, pl.Int32)) for r, i in zip(records, ids, strict=True)]
+            [
+                r.scores_frame().with_columns(evaluation_id=pl.lit(i, pl.Int32))
+                for r, i in zip(records, ids, strict=True)
+            ]
         )
         _run(con, "new_scores", scores, _sql("insert_scores"))
         samples = [

@@ -4,7 +4,8 @@ lm-evaluation-harness outputs go in (``Store.ingest``), tidy rows come out of
 DuckDB with SQL (``Store.query``).
 """
 
-from importlib.metadata import PackageNotFoundError, version as _version
+from importlib.metadata import PackageNotFoundError
+from importlib.metadata import version as _version
 
 try:
     __version__ = _version("ood-store")

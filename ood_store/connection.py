@@ -45,9 +45,7 @@ def connect(path: Path, *, read_only: bool, lock_timeout: float) -> duckdb.DuckD
             time.sleep(min(delay, remaining))
             delay = min(delay * 2, 0.5)
         except duckdb.ConnectionException as exc:
-            raise StoreError(
-                f"{path}: already open in this process in another mode ({_first_line(exc)})"
-            ) from None
+            raise StoreError(f"{path}: already open in this process in another mode ({_first_line(exc)})") from None
 
 
 def describe_process(pid: int, exe: str) -> str:
@@ -68,9 +66,7 @@ def _check_file(path: Path, read_only: bool) -> None:
         raise StoreError(f"{path}: is a directory, not a store file")
     if not path.exists():
         if read_only:
-            raise StoreError(
-                f"{path}: no store here; create one with `ood-store init` or `ood-store ingest`"
-            )
+            raise StoreError(f"{path}: no store here; create one with `ood-store init` or `ood-store ingest`")
         if not path.parent.exists():
             raise StoreError(f"{path}: folder {path.parent} does not exist")
         return

@@ -131,8 +131,7 @@ class Store:
         kind = statements[0].type
         if kind not in _READ_STATEMENTS:
             raise QueryError(
-                f"queries are read-only: {kind.name} statements are not allowed "
-                "(add data with `ood-store ingest`)"
+                f"queries are read-only: {kind.name} statements are not allowed (add data with `ood-store ingest`)"
             )
         return self._read(sql, params)
 

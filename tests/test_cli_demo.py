@@ -6,9 +6,8 @@ import json
 import zipfile
 from importlib import resources
 
-from conftest import PYTHIA, pythia_files
-
 import ood_store
+from conftest import PYTHIA, pythia_files
 from ood_store.cli import main
 
 

@@ -5,9 +5,8 @@ from __future__ import annotations
 import json
 import shutil
 
-from conftest import PYTHIA, V04, V0413, pythia_files
-
 import ood_store
+from conftest import PYTHIA, V04, V0413, pythia_files
 from ood_store.cli import main
 
 
@@ -15,7 +14,10 @@ def test_summary(runner, db):
     result = runner.invoke(main, ["--db", str(db), "ingest", str(PYTHIA / "pythia-410m")])
     assert result.exit_code == 0, result.output
     scores = sum(
-        1 for f in pythia_files("410m") for e in json.loads(f.read_text())["results"].values() for k in e
+        1
+        for f in pythia_files("410m")
+        for e in json.loads(f.read_text())["results"].values()
+        for k in e
         if not k.endswith("_stderr")
     )
     assert result.output == (
@@ -24,7 +26,10 @@ def test_summary(runner, db):
         "Rejected: 0 files.\n"
     )
     again = runner.invoke(main, ["--db", str(db), "ingest", str(PYTHIA / "pythia-410m")])
-    assert again.output == f"Ingested 0 files into {db}: 0 scores, 0 samples, 0 runs.\nAlready present: 27 files.\nRejected: 0 files.\n"
+    assert (
+        again.output
+        == f"Ingested 0 files into {db}: 0 scores, 0 samples, 0 runs.\nAlready present: 27 files.\nRejected: 0 files.\n"
+    )
 
 
 def test_quiet_prints_nothing_when_all_is_well(runner, db):

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import PYTHIA, PYTHIA_SIZES, pythia_files
 
+from conftest import PYTHIA, PYTHIA_SIZES, pythia_files
 from ood_store.cli import main
 
 
@@ -19,8 +19,21 @@ def store_db(tmp_path_factory):
     for size in PYTHIA_SIZES:
         result = runner.invoke(
             main,
-            ["--db", str(db), "ingest", "-q", str(PYTHIA / f"pythia-{size}"),
-             "--attr", "family=pythia", "--attr", f"size={size}", "--attr", "seed=1234", "--attr", "dedup=no"],
+            [
+                "--db",
+                str(db),
+                "ingest",
+                "-q",
+                str(PYTHIA / f"pythia-{size}"),
+                "--attr",
+                "family=pythia",
+                "--attr",
+                f"size={size}",
+                "--attr",
+                "seed=1234",
+                "--attr",
+                "dedup=no",
+            ],
         )
         assert result.exit_code == 0, result.output
     return db
@@ -56,7 +69,13 @@ def test_tasks(runner, store_db):
     }
     assert {(r["task"], r["metric"]) for r in rows} == expected
     for row in rows:
-        assert (row["filter"], row["num_fewshot"], row["is_group"], row["runs"], row["scores"]) == ("none", 0, False, 3, 81)
+        assert (row["filter"], row["num_fewshot"], row["is_group"], row["runs"], row["scores"]) == (
+            "none",
+            0,
+            False,
+            3,
+            81,
+        )
 
 
 def test_tasks_of_one_run(runner, store_db):
@@ -80,10 +99,14 @@ def test_attributes_can_be_set_again_on_files_already_present(runner, store_db):
 
 
 def test_bad_attribute(runner, tmp_path):
-    result = runner.invoke(main, ["--db", str(tmp_path / "s.duckdb"), "ingest", str(pythia_files("160m")[0]), "--attr", "seed=one"])
+    result = runner.invoke(
+        main, ["--db", str(tmp_path / "s.duckdb"), "ingest", str(pythia_files("160m")[0]), "--attr", "seed=one"]
+    )
     assert result.exit_code == 1
     assert result.output == "Error: --attr: seed: expected an integer, got 'one'\n"
-    result = runner.invoke(main, ["--db", str(tmp_path / "s.duckdb"), "ingest", str(pythia_files("160m")[0]), "--attr", "family"])
+    result = runner.invoke(
+        main, ["--db", str(tmp_path / "s.duckdb"), "ingest", str(pythia_files("160m")[0]), "--attr", "family"]
+    )
     assert result.output == "Error: --attr: family: expected KEY=VALUE\n"
     assert not (tmp_path / "s.duckdb").exists()
 

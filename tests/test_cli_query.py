@@ -8,9 +8,9 @@ import json
 
 import polars as pl
 import pytest
-from conftest import pythia_files, table_dump
 
 import ood_store
+from conftest import pythia_files, table_dump
 from ood_store.cli import main
 
 SQL = "SELECT step, value FROM scores WHERE task = 'arc_easy' AND metric = 'acc' ORDER BY step"
@@ -76,7 +76,9 @@ def test_markdown(runner, store_db, arc_easy):
 
 
 def test_latex(runner, store_db):
-    result = invoke(runner, store_db, "SELECT DISTINCT task FROM scores WHERE task LIKE 'arc%' ORDER BY task", "-f", "latex")
+    result = invoke(
+        runner, store_db, "SELECT DISTINCT task FROM scores WHERE task LIKE 'arc%' ORDER BY task", "-f", "latex"
+    )
     text = result.output
     assert "\\toprule" in text and "\\midrule" in text and "\\bottomrule" in text
     assert "arc\\_challenge" in text and "arc\\_easy" in text  # underscores escaped
@@ -101,9 +103,17 @@ def test_output_file_for_text_formats(runner, store_db, tmp_path, arc_easy):
 
 def test_named_parameters(runner, store_db, arc_easy):
     result = invoke(
-        runner, store_db,
+        runner,
+        store_db,
         "SELECT value FROM scores WHERE task = $task AND metric = 'acc' AND step = $step",
-        "-p", "task", "arc_easy", "-p", "step", str(arc_easy[3][0]), "-f", "json",
+        "-p",
+        "task",
+        "arc_easy",
+        "-p",
+        "step",
+        str(arc_easy[3][0]),
+        "-f",
+        "json",
     )
     assert json.loads(result.output) == [{"value": arc_easy[3][1]}]
 
@@ -115,10 +125,12 @@ def test_sql_from_stdin(runner, store_db, arc_easy):
 
 def test_pivot_is_allowed(runner, store_db):
     result = invoke(
-        runner, store_db,
+        runner,
+        store_db,
         "PIVOT (SELECT step, task, value FROM scores WHERE metric = 'acc' AND task IN ('arc_easy', 'piqa')) "
         "ON task USING first(value) ORDER BY step",
-        "-f", "json",
+        "-f",
+        "json",
     )
     rows = json.loads(result.output)
     assert len(rows) == 27 and set(rows[0]) == {"step", "arc_easy", "piqa"}
@@ -157,7 +169,9 @@ def test_sql_errors_are_reported_without_traceback(runner, store_db):
     result = invoke(runner, store_db, "SELEC 1")
     assert result.exit_code == 1 and result.output.startswith("Error: Parser Error: syntax error")
     result = invoke(runner, store_db, "SELECT * FROM nope")
-    assert result.exit_code == 1 and result.output.startswith("Error: Catalog Error: Table with name nope does not exist")
+    assert result.exit_code == 1 and result.output.startswith(
+        "Error: Catalog Error: Table with name nope does not exist"
+    )
     result = invoke(runner, store_db, "SELECT $missing")
     assert result.exit_code == 1 and "missing" in result.output
 

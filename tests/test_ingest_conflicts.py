@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import json
 
-from conftest import V04, pythia_files
-
 import ood_store
+from conftest import V04, pythia_files
 from ood_store.cli import main
 
 MEDNLI = next((V04 / "araag2-MedNLI").rglob("results_*.json"))
@@ -38,7 +37,9 @@ def test_newest_date_wins_whatever_the_ingest_order(tmp_path):
         all_rows = store.query(
             "SELECT value FROM scores_all WHERE task = 'MedNLI_0-shot' AND metric = 'acc' ORDER BY value"
         )["value"].to_list()
-        shown = store.query("SELECT value FROM scores WHERE task = 'MedNLI_0-shot' AND metric = 'acc'")["value"].to_list()
+        shown = store.query("SELECT value FROM scores WHERE task = 'MedNLI_0-shot' AND metric = 'acc'")[
+            "value"
+        ].to_list()
     assert all_rows == sorted([original["results"]["MedNLI_0-shot"]["acc,none"], 0.7])
     assert shown == [0.7]
     [conflict] = second.conflicts
@@ -82,9 +83,7 @@ def test_zero_and_five_shot_are_two_rows(tmp_path):
     path, _ = rerun(tmp_path, MEDNLI, "five", five_shot)
     with ood_store.open(tmp_path / "s.duckdb") as store:
         report = store.ingest([MEDNLI, path])
-        rows = store.query(
-            "SELECT num_fewshot, value FROM scores WHERE metric = 'acc' ORDER BY num_fewshot"
-        ).rows()
+        rows = store.query("SELECT num_fewshot, value FROM scores WHERE metric = 'acc' ORDER BY num_fewshot").rows()
     assert not report.conflicts
     assert rows == [(0, json.loads(MEDNLI.read_text())["results"]["MedNLI_0-shot"]["acc,none"]), (5, 0.8)]
 

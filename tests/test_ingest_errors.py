@@ -9,9 +9,9 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import V04, V0413, pythia_files, table_dump
 
 import ood_store
+from conftest import V04, V0413, pythia_files, table_dump
 from ood_store.cli import main
 
 PYTHIA_FILE = pythia_files("160m")[0]
@@ -63,7 +63,9 @@ def test_truncated_json(runner, seeded_db, copy_file):
     try:
         json.loads(text)
     except json.JSONDecodeError as exc:
-        expected = f"{path}: truncated JSON at line {exc.lineno}, column {exc.colno}: {exc.msg.removesuffix(' starting at')}"
+        expected = (
+            f"{path}: truncated JSON at line {exc.lineno}, column {exc.colno}: {exc.msg.removesuffix(' starting at')}"
+        )
     assert_rejected(runner, seeded_db, path, expected)
 
 
@@ -77,7 +79,10 @@ def test_invalid_json(runner, seeded_db, copy_file):
     path = copy_file(PYTHIA_FILE)
     path.write_text('{"results": {"arc_easy": {"acc": 0.5,, }}}')
     assert_rejected(
-        runner, seeded_db, path, f"{path}: invalid JSON at line 1, column 38: Expecting property name enclosed in double quotes"
+        runner,
+        seeded_db,
+        path,
+        f"{path}: invalid JSON at line 1, column 38: Expecting property name enclosed in double quotes",
     )
 
 
@@ -107,13 +112,18 @@ def test_boolean_value(runner, seeded_db, copy_file):
 
 def test_null_value(runner, seeded_db, copy_file):
     path = edit_json(copy_file, LEADERBOARD, lambda d: d["results"]["hellaswag"].update({"acc_norm,none": None}))
-    assert_rejected(runner, seeded_db, path, f'{path}: results["hellaswag"]["acc_norm,none"]: expected a number, got null')
+    assert_rejected(
+        runner, seeded_db, path, f'{path}: results["hellaswag"]["acc_norm,none"]: expected a number, got null'
+    )
 
 
 def test_wrong_type_stderr(runner, seeded_db, copy_file):
     path = edit_json(copy_file, LEADERBOARD, lambda d: d["results"]["hellaswag"].update({"acc_stderr,none": [0.1]}))
     assert_rejected(
-        runner, seeded_db, path, f'{path}: results["hellaswag"]["acc_stderr,none"]: expected a number or "N/A", got a list'
+        runner,
+        seeded_db,
+        path,
+        f'{path}: results["hellaswag"]["acc_stderr,none"]: expected a number or "N/A", got a list',
     )
 
 
@@ -154,8 +164,11 @@ def test_missing_results_key(runner, seeded_db, copy_file):
 def test_missing_model(runner, seeded_db, copy_file):
     path = edit_json(copy_file, PYTHIA_FILE, lambda d: d["config"].pop("model_args"))
     assert_rejected(
-        runner, seeded_db, path,
-        f"{path}: config.model_args: names no model (no pretrained=, no model_name): cannot tell which run it is; pass --run",
+        runner,
+        seeded_db,
+        path,
+        f"{path}: config.model_args: names no model (no pretrained=, no model_name): "
+        "cannot tell which run it is; pass --run",
     )
 
 
@@ -169,7 +182,9 @@ def test_missing_model_is_fine_with_run_flag(runner, db, copy_file):
 
 def test_model_args_of_wrong_type(runner, seeded_db, copy_file):
     path = edit_json(copy_file, PYTHIA_FILE, lambda d: d["config"].update({"model_args": 42}))
-    assert_rejected(runner, seeded_db, path, f"{path}: config.model_args: expected a string, an object or null, got int")
+    assert_rejected(
+        runner, seeded_db, path, f"{path}: config.model_args: expected a string, an object or null, got int"
+    )
 
 
 def test_entry_not_an_object(runner, seeded_db, copy_file):
@@ -233,7 +248,10 @@ def test_truncated_samples_file_rejects_the_whole_evaluation(runner, seeded_db, 
         json.loads(lines[5][:40])
     assert error.value.msg == "Unterminated string starting at"
     assert_rejected(
-        runner, seeded_db, folder, f"{samples}: line 6: truncated JSON at column {error.value.colno}: Unterminated string"
+        runner,
+        seeded_db,
+        folder,
+        f"{samples}: line 6: truncated JSON at column {error.value.colno}: Unterminated string",
     )
 
 
@@ -255,7 +273,10 @@ def test_samples_file_without_its_results(runner, seeded_db, copy_file):
     samples = copy_file(next(V0413.rglob("samples_toy_gen_*.jsonl")))
     expected_results = "results_" + samples.name.rsplit("_", 1)[1].removesuffix(".jsonl") + ".json"
     assert_rejected(
-        runner, seeded_db, samples, f"{samples}: a samples file without its results file ({expected_results} is not beside it)"
+        runner,
+        seeded_db,
+        samples,
+        f"{samples}: a samples file without its results file ({expected_results} is not beside it)",
     )
 
 

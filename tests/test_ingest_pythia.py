@@ -6,9 +6,9 @@ import json
 import math
 
 import pytest
-from conftest import PYTHIA, expected_pythia_rows, pythia_files, table_dump
 
 import ood_store
+from conftest import PYTHIA, expected_pythia_rows, pythia_files, table_dump
 
 
 @pytest.fixture(scope="module")
@@ -61,9 +61,7 @@ def test_evaluations_record_provenance(pythia_store):
     file = PYTHIA / "pythia-160m" / "zero-shot" / "160m_step1000.json"
     doc = json.loads(file.read_text())
     with ood_store.open(db, read_only=True) as store:
-        row = store.query(
-            "SELECT * FROM evaluations WHERE source_path = $p", p=str(file.resolve())
-        ).to_dicts()[0]
+        row = store.query("SELECT * FROM evaluations WHERE source_path = $p", p=str(file.resolve())).to_dicts()[0]
     import hashlib
 
     assert row["content_hash"] == hashlib.sha256(file.read_bytes()).hexdigest()
@@ -90,7 +88,5 @@ def test_values_are_finite_and_stderr_known(pythia_store):
         nulls = store.query("SELECT count(*) AS n FROM scores WHERE stderr IS NULL")["n"][0]
         values = store.query("SELECT value FROM scores")["value"].to_list()
     assert all(math.isfinite(v) for v in values)
-    expected_nulls = sum(
-        1 for value, stderr in expected_pythia_rows(pythia_files()).values() if stderr is None
-    )
+    expected_nulls = sum(1 for value, stderr in expected_pythia_rows(pythia_files()).values() if stderr is None)
     assert nulls == expected_nulls

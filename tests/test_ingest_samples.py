@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import V0413
 
 import ood_store
+from conftest import V0413
 
 
 @pytest.fixture(scope="module")
@@ -44,7 +44,10 @@ def test_scores_match_the_files(store):
                 got = store.query(
                     "SELECT value, stderr, n_samples, is_group FROM scores "
                     "WHERE step = $s AND task = $t AND metric = $m AND filter = $f",
-                    s=step, t=task, m=metric, f=filt,
+                    s=step,
+                    t=task,
+                    m=metric,
+                    f=filt,
                 ).rows()
                 assert got == [
                     (value, entry[f"{metric}_stderr,{filt}"], entry["sample_len"], task in doc["group_subtasks"])
@@ -60,9 +63,7 @@ def test_one_sample_row_per_document(store):
     counts = store.query(
         "SELECT step, task, count(*) AS n FROM samples_all GROUP BY step, task ORDER BY step, task"
     ).rows()
-    assert counts == [
-        (s, t, n) for s in (10, 20) for t, n in (("toy_gen", 6), ("toy_nli", 24), ("toy_nli_yn", 16))
-    ]
+    assert counts == [(s, t, n) for s in (10, 20) for t, n in (("toy_gen", 6), ("toy_nli", 24), ("toy_nli_yn", 16))]
 
 
 def test_accuracy_is_the_mean_of_per_sample_correctness(store):
@@ -98,7 +99,8 @@ def test_loglikelihoods_equal_the_strings_in_the_file(store):
     step = int(path.parent.name.rsplit("-", 1)[1])
     got = store.query(
         "SELECT loglikelihoods, target FROM samples_all WHERE task = 'toy_nli_yn' AND doc_id = $d AND step = $s",
-        d=first["doc_id"], s=step,
+        d=first["doc_id"],
+        s=step,
     ).rows()
     assert got == [([float(pair[0]) for pair in first["filtered_resps"]], first["target"])]
 
@@ -108,7 +110,8 @@ def test_generation_responses(store):
     lines = [json.loads(line) for line in path.read_text().splitlines()]
     step = int(path.parent.name.rsplit("-", 1)[1])
     rows = store.query(
-        "SELECT doc_id, response, target, metrics FROM samples_all WHERE task = 'toy_gen' AND step = $s ORDER BY doc_id",
+        "SELECT doc_id, response, target, metrics FROM samples_all "
+        "WHERE task = 'toy_gen' AND step = $s ORDER BY doc_id",
         s=step,
     ).rows()
     assert rows == [

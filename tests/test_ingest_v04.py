@@ -6,9 +6,9 @@ import datetime as dt
 import json
 
 import pytest
-from conftest import V04
 
 import ood_store
+from conftest import V04
 
 LEADERBOARD = next((V04 / "csabakecskemeti").rglob("results_*.json"))
 MMLU = V04 / "saucam-PowerBot-8B" / "mmlu.json"
@@ -66,7 +66,10 @@ def test_na_stderr_is_null_and_numbers_are_kept(store):
     rows = {(r["task"], r["metric"]): r for r in scores_of(store, LEADERBOARD)}
     assert entry["inst_level_strict_acc_stderr,none"] == "N/A"
     assert rows[("leaderboard_ifeval", "inst_level_strict_acc")]["stderr"] is None
-    assert rows[("leaderboard_ifeval", "prompt_level_strict_acc")]["stderr"] == entry["prompt_level_strict_acc_stderr,none"]
+    assert (
+        rows[("leaderboard_ifeval", "prompt_level_strict_acc")]["stderr"]
+        == entry["prompt_level_strict_acc_stderr,none"]
+    )
     mednli = {r["metric"]: r for r in scores_of(store, MEDNLI)}
     assert mednli["f1"]["stderr"] is None and mednli["f1"]["value"] == 0.9286075949367089
     assert mednli["acc"]["stderr"] == 0.012923740871368583
@@ -83,9 +86,11 @@ def test_groups_with_aggregates_are_stored_and_marked(store):
     doc = json.loads(MMLU.read_text())
     rows = scores_of(store, MMLU)
     groups = {r["task"]: r for r in rows if r["is_group"]}
-    assert set(groups) == set(doc["groups"]) == {
-        "mmlu", "mmlu_humanities", "mmlu_other", "mmlu_social_sciences", "mmlu_stem"
-    }
+    assert (
+        set(groups)
+        == set(doc["groups"])
+        == {"mmlu", "mmlu_humanities", "mmlu_other", "mmlu_social_sciences", "mmlu_stem"}
+    )
     for name, row in groups.items():
         assert row["value"] == doc["groups"][name]["acc,none"]
         assert row["stderr"] == doc["groups"][name]["acc_stderr,none"]
@@ -107,9 +112,7 @@ def test_string_model_args_from_vllm(store):
 def test_samples_file_beside_results_is_ingested(store):
     samples_file = next(EVALEVAL.parent.glob("samples_*.jsonl"))
     lines = [json.loads(line) for line in samples_file.read_text().splitlines() if line.strip()]
-    rows = store.query(
-        "SELECT * FROM samples_all WHERE task = 'math_perturbed_full' ORDER BY doc_id"
-    ).to_dicts()
+    rows = store.query("SELECT * FROM samples_all WHERE task = 'math_perturbed_full' ORDER BY doc_id").to_dicts()
     assert len(rows) == len(lines) == 10
     for row, line in zip(rows, lines, strict=True):
         assert row["doc_id"] == line["doc_id"]
@@ -137,5 +140,7 @@ def test_filters_are_kept_apart(tmp_path):
     path.write_text(json.dumps(doc))
     with ood_store.open(tmp_path / "s.duckdb") as s:
         assert s.ingest([path]).ok
-        rows = s.query("SELECT filter, value, stderr, num_fewshot FROM scores WHERE task = 'gsm8k' ORDER BY filter").rows()
+        rows = s.query(
+            "SELECT filter, value, stderr, num_fewshot FROM scores WHERE task = 'gsm8k' ORDER BY filter"
+        ).rows()
     assert rows == [("flexible-extract", 0.5, None, 5), ("strict-match", 0.25, 0.01, 5)]

@@ -7,9 +7,9 @@ import sys
 import time
 
 import pytest
-from conftest import pythia_files
 
 import ood_store
+from conftest import pythia_files
 from ood_store.cli import main
 
 HOLDER = """
@@ -58,7 +58,9 @@ def test_second_process_waits_then_names_the_holder(runner, db, hold, command):
 def test_a_writer_that_finishes_in_time_lets_the_next_one_in(runner, db, hold):
     hold(1.5)
     started = time.monotonic()
-    result = runner.invoke(main, ["--db", str(db), "--lock-timeout", "30", "ingest", "-q", str(pythia_files("160m")[0])])
+    result = runner.invoke(
+        main, ["--db", str(db), "--lock-timeout", "30", "ingest", "-q", str(pythia_files("160m")[0])]
+    )
     assert result.exit_code == 0, result.output
     assert time.monotonic() - started >= 1.0
     with ood_store.open(db, read_only=True) as store:

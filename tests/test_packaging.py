@@ -32,7 +32,9 @@ def test_everything_installs_under_ood_store(wheel_names):
 
 def test_top_level_folders_map_into_the_package(wheel_names):
     for folder in ("schema", "ingest", "analysis"):
-        sources = sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / folder).iterdir() if p.suffix in (".py", ".sql"))
+        sources = sorted(
+            p.relative_to(ROOT).as_posix() for p in (ROOT / folder).iterdir() if p.suffix in (".py", ".sql")
+        )
         assert sources
         for source in sources:
             assert f"ood_store/{source}" in wheel_names, source

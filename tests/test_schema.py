@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import duckdb
 import pytest
-from conftest import pythia_files, table_dump
 
 import ood_store
+from conftest import pythia_files, table_dump
 from ood_store import schema
 from ood_store.cli import main
 

@@ -53,7 +53,7 @@ def demo(ctx: click.Context) -> None:
         "\nNext, try:\n"
         f"  ood-store --db {db} runs\n"
         f"  ood-store --db {db} tasks\n"
-        f"  ood-store --db {db} query \"SELECT run, step, value FROM scores "
+        f'  ood-store --db {db} query "SELECT run, step, value FROM scores '
         "WHERE task = 'arc_easy' AND metric = 'acc' ORDER BY run, step\" --format csv\n"
         "On your own lm-eval outputs: ood-store ingest PATH... (files, folders or globs)."
     )

@@ -15,7 +15,9 @@ _CONFLICTS_SHOWN = 10
 @click.argument("paths", nargs=-1, required=True)
 @click.option("--run", help="Use this run for every file, whatever the files say.")
 @click.option("--step", type=int, help="Use this step for every file.")
-@click.option("--model", help="Treat the files as evaluations of this model path or repo (run and step derive from it).")
+@click.option(
+    "--model", help="Treat the files as evaluations of this model path or repo (run and step derive from it)."
+)
 @click.option(
     "--attr",
     "attributes",
@@ -71,9 +73,7 @@ def _summarise(report: IngestReport, db, quiet: bool) -> None:
         )
         for c in report.conflicts[:_CONFLICTS_SHOWN]:
             values = ", ".join(f"{v:g} ({p})" for v, p in c.values)
-            click.echo(
-                f"  {c.run} step {c.step} {c.task} {c.metric},{c.filter}: {values}; shown: {c.chosen}", err=True
-            )
+            click.echo(f"  {c.run} step {c.step} {c.task} {c.metric},{c.filter}: {values}; shown: {c.chosen}", err=True)
         if len(report.conflicts) > _CONFLICTS_SHOWN:
             click.echo(
                 f"  ... and {len(report.conflicts) - _CONFLICTS_SHOWN:,} more: "

@@ -9,7 +9,7 @@ from pathlib import Path
 
 def extract_pythia(target: Path) -> Path:
     """Unpack the bundled Pythia v1.1 evaluations into ``target``; returns the folder holding them."""
-    with resources.as_file(resources.files(__name__).joinpath("pythia-v1.zip")) as archive:
-        with zipfile.ZipFile(archive) as zf:
-            zf.extractall(target)
+    archive = resources.files(__name__).joinpath("pythia-v1.zip")
+    with resources.as_file(archive) as path, zipfile.ZipFile(path) as zf:
+        zf.extractall(target)
     return target / "pythia-v1"
