@@ -8,7 +8,6 @@ its own transaction: a file goes in whole or not at all.
 from __future__ import annotations
 
 import hashlib
-import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -134,7 +133,7 @@ def ingest(
     batch = _Batch(con, attrs, outcomes)
     with _progress_bar(progress, len(candidates)) as advance:
         for index, candidate in enumerate(candidates):
-            result = _read_one(con, candidate, overrides, attrs, samples, known)
+            result = _read_one(candidate, overrides, samples, known)
             if isinstance(result, FileOutcome):
                 outcomes[index] = result
             else:
@@ -145,6 +144,8 @@ def ingest(
             advance(candidate.path.name)
         batch.flush()
     report.files.extend(outcomes[i] for i in sorted(outcomes))
+    if attrs:  # attributes also go to the runs of files that were already present
+        _set_attributes(con, sorted({f.run for f in report.present} - {f.run for f in report.ingested}), attrs)
 
     matched_nothing = {e.path for e in errors}
     for root in sorted(set(searched) - recognised - matched_nothing):
@@ -178,13 +179,11 @@ class _Batch:
             return
         try:
             ids = write_batch(self.con, [r for _, r in pending], self.attrs)
-        except duckdb.Error:
+        except duckdb.Error as exc:
             if len(pending) == 1:
                 index, record = pending[0]
                 self.outcomes[index] = FileOutcome(
-                    record.display_path,
-                    "rejected",
-                    f"{record.display_path}: could not be stored: {_first_line(sys.exc_info()[1])}",
+                    record.display_path, "rejected", f"{record.display_path}: could not be stored: {_first_line(exc)}"
                 )
                 return
             for item in pending:  # isolate the file that DuckDB refused
@@ -205,10 +204,8 @@ class _Batch:
 
 
 def _read_one(
-    con: duckdb.DuckDBPyConnection,
     candidate: Candidate,
     overrides: Overrides,
-    attrs: Mapping[str, Any] | None,
     with_samples: bool,
     known: dict[str, tuple[str, str]],
 ) -> FileOutcome | EvaluationRecord:
@@ -221,8 +218,6 @@ def _read_one(
     digest = hashlib.sha256(data).hexdigest()
     if digest in known:
         first_path, run = known[digest]
-        if attrs:
-            _set_attributes(con, run, attrs)
         return FileOutcome(shown, "present", f"same content as {first_path}", run=run)
     try:
         record = parse_results(shown, digest, load_json(shown, data), overrides)
@@ -241,10 +236,13 @@ def _read_one(
     return record
 
 
-def _set_attributes(con: duckdb.DuckDBPyConnection, run: str, attrs: Mapping[str, Any]) -> None:
+def _set_attributes(con: duckdb.DuckDBPyConnection, runs: list[str], attrs: Mapping[str, Any]) -> None:
+    if not runs:
+        return
     con.execute("BEGIN TRANSACTION")
     try:
-        set_attributes(con, run, attrs)
+        for run in runs:
+            set_attributes(con, run, attrs)
         con.execute("COMMIT")
     except BaseException:
         con.execute("ROLLBACK")
@@ -281,7 +279,7 @@ def _conflicts(con: duckdb.DuckDBPyConnection, new_ids: list[int]) -> list[Confl
     return out
 
 
-def _first_line(exc: BaseException | None) -> str:
+def _first_line(exc: BaseException) -> str:
     text = str(exc).strip()
     return text.splitlines()[0] if text else type(exc).__name__
 

@@ -118,3 +118,18 @@ def test_listings_of_an_empty_store(runner, tmp_path):
     assert result.exit_code == 0
     assert result.output.splitlines()[0].startswith("run,base_model,family,size,in_domain_task,seed,checkpoints")
     assert len(result.output.splitlines()) == 1
+
+
+def test_the_same_file_twice_in_one_call_with_attributes(runner, tmp_path):
+    source = pythia_files("160m")[0]
+    for name in ("a", "b"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / source.name).write_bytes(source.read_bytes())
+    db = tmp_path / "s.duckdb"
+    result = runner.invoke(
+        main, ["--db", str(db), "ingest", str(tmp_path / "a"), str(tmp_path / "b"), "--attr", "family=pythia"]
+    )
+    assert result.exit_code == 0, result.output
+    assert "Ingested 1 file" in result.output and "Already present: 1 file." in result.output
+    rows = json.loads(runner.invoke(main, ["--db", str(db), "runs", "-f", "json"]).output)
+    assert [(r["run"], r["family"], r["evaluations"]) for r in rows] == [("EleutherAI/pythia-v1.1-160m", "pythia", 1)]

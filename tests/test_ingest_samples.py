@@ -126,3 +126,25 @@ def test_no_samples_flag(tmp_path):
         assert report.ok and sum(f.samples for f in report.ingested) == 0
         assert s.query("SELECT count(*) AS n FROM samples")["n"][0] == 0
         assert s.query("SELECT count(*) AS n FROM scores")["n"][0] > 0
+
+
+def test_non_numeric_per_sample_values_are_kept_as_json(tmp_path):
+    """ifeval writes lists of booleans and f1 writes (gold, prediction) pairs per sample."""
+    import shutil
+
+    folder = tmp_path / "out"
+    shutil.copytree(next(V0413.glob("toy-run__checkpoint-10")), folder)
+    samples = next(folder.glob("samples_toy_gen_*.jsonl"))
+    lines = [json.loads(line) for line in samples.read_text().splitlines()]
+    for line in lines:
+        line["metrics"] = ["exact_match", "f1", "inst_level_strict_acc"]
+        line["f1"] = [line["target"], line["filtered_resps"][0]]
+        line["inst_level_strict_acc"] = [True, False]
+    samples.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    with ood_store.open(tmp_path / "s.duckdb") as store:
+        assert store.ingest([folder]).ok
+        rows = store.query("SELECT doc_id, metrics, metrics_other FROM samples WHERE task = 'toy_gen' ORDER BY doc_id")
+    for (doc_id, metrics, other), line in zip(rows.rows(), lines, strict=True):
+        assert doc_id == line["doc_id"]
+        assert metrics == {"exact_match": line["exact_match"]}
+        assert json.loads(other) == {"f1": line["f1"], "inst_level_strict_acc": [True, False]}

@@ -1,0 +1,62 @@
+"""The Python API: ood_store.open, Store.query/runs/tasks/ingest/set_run_attributes."""
+
+from __future__ import annotations
+
+import json
+
+import polars as pl
+import pytest
+from conftest import pythia_files
+
+import ood_store
+
+
+def test_default_path_comes_from_the_environment(tmp_path, monkeypatch):
+    monkeypatch.setenv("OOD_STORE_DB", str(tmp_path / "env.duckdb"))
+    assert ood_store.default_path() == tmp_path / "env.duckdb"
+    with ood_store.open() as store:
+        assert store.path == tmp_path / "env.duckdb"
+        assert repr(store) == f"<ood_store.Store {str(tmp_path / 'env.duckdb')!r} read-write>"
+    monkeypatch.delenv("OOD_STORE_DB")
+    monkeypatch.chdir(tmp_path)
+    assert str(ood_store.default_path()) == "ood_store.duckdb"
+
+
+def test_query_returns_polars_with_parameters(db):
+    files = pythia_files("1.4b")
+    doc = json.loads(files[-1].read_text())
+    step = int(doc["config"]["model_args"].rsplit("revision=step", 1)[1])
+    with ood_store.open(db) as store:
+        store.ingest(files)
+        frame = store.query(
+            "SELECT value FROM scores WHERE step = $step AND task = $task AND metric = $metric",
+            step=step,
+            task="winogrande",
+            metric="acc",
+        )
+    assert isinstance(frame, pl.DataFrame)
+    assert frame["value"].to_list() == [doc["results"]["winogrande"]["acc"]]
+
+
+def test_set_run_attributes(db):
+    with ood_store.open(db) as store:
+        store.ingest(pythia_files("160m")[:1])
+        store.set_run_attributes("EleutherAI/pythia-v1.1-160m", {"family": "pythia", "seed": "3", "note": "v1.1"})
+        row = store.runs().to_dicts()[0]
+        with pytest.raises(ood_store.InputError, match="no such run"):
+            store.set_run_attributes("nope", {"family": "x"})
+    assert (row["family"], row["seed"], json.loads(row["attributes"])) == ("pythia", 3, {"note": "v1.1"})
+
+
+def test_read_only_store_refuses_to_ingest(db):
+    ood_store.open(db).close()
+    with ood_store.open(db, read_only=True) as store:
+        with pytest.raises(ood_store.StoreError, match="opened read-only; cannot ingest"):
+            store.ingest(pythia_files("160m")[:1])
+
+
+def test_closed_after_the_with_block(db):
+    with ood_store.open(db) as store:
+        pass
+    with pytest.raises(Exception, match="closed"):
+        store.query("SELECT 1")
