@@ -6,9 +6,9 @@ import json
 
 import polars as pl
 import pytest
-from conftest import pythia_files
 
 import ood_store
+from conftest import pythia_files
 
 
 def test_default_path_comes_from_the_environment(tmp_path, monkeypatch):
@@ -50,9 +50,11 @@ def test_set_run_attributes(db):
 
 def test_read_only_store_refuses_to_ingest(db):
     ood_store.open(db).close()
-    with ood_store.open(db, read_only=True) as store:
-        with pytest.raises(ood_store.StoreError, match="opened read-only; cannot ingest"):
-            store.ingest(pythia_files("160m")[:1])
+    with (
+        ood_store.open(db, read_only=True) as store,
+        pytest.raises(ood_store.StoreError, match="opened read-only; cannot ingest"),
+    ):
+        store.ingest(pythia_files("160m")[:1])
 
 
 def test_closed_after_the_with_block(db):
