@@ -34,3 +34,19 @@ def loads(path: str, field: str | None, data: bytes) -> Any:
         raise InputError(path, field, f"{what} at {where}: {exc.msg.removesuffix(' starting at')}") from None
     except RecursionError:
         raise InputError(path, field, "invalid JSON: nested too deeply") from None
+
+
+def describe(value: Any) -> str:
+    """A JSON value as an error message names it: `string "abc"`, `null`, `a list`, ..."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return f"boolean {json.dumps(value)}"
+    if isinstance(value, str):
+        shown = value if len(value) <= 40 else value[:37] + "..."
+        return f"string {json.dumps(shown)}"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, dict):
+        return "an object"
+    return type(value).__name__

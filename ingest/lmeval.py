@@ -28,6 +28,7 @@ from typing import Any
 from ood_store.errors import InputError
 from ood_store.ingest import jsontext
 from ood_store.ingest.identity import Overrides, identify, parse_model_args
+from ood_store.ingest.jsontext import describe
 from ood_store.ingest.records import EvaluationRecord, ScoreRow
 
 # Keys of a task's entry that are not metrics.
@@ -70,6 +71,9 @@ def parse_results(path: str, content_hash: str, doc: Any, overrides: Overrides) 
     versions = _optional_object(path, doc, "versions") or {}
     higher = _optional_object(path, doc, "higher_is_better") or {}
     group_subtasks = _optional_object(path, doc, "group_subtasks") or {}
+    for name, subs in group_subtasks.items():
+        if not (isinstance(subs, list) and all(isinstance(sub, str) for sub in subs)):
+            raise InputError(path, f"group_subtasks[{json.dumps(name)}]", "expected a list of task names")
     groups = _optional_object(path, doc, "groups") or {}
     configs = _optional_object(path, doc, "configs") or {}
 
@@ -84,7 +88,7 @@ def parse_results(path: str, content_hash: str, doc: Any, overrides: Overrides) 
     for task, (section, entry) in entries.items():
         where = f"{section}[{json.dumps(task, ensure_ascii=False)}]"
         if not isinstance(entry, dict):
-            raise InputError(path, where, f"expected an object of metrics, got {_kind(entry)}")
+            raise InputError(path, where, f"expected an object of metrics, got {describe(entry)}")
         shots = _shots(path, task, n_shot, group_subtasks, default_shots)
         count = _n_samples(path, task, n_samples, entry)
         version = versions.get(task)
@@ -167,7 +171,7 @@ def _value(path: str, where: str, key: str, raw: Any) -> float:
         return raw
     field = f"{where}[{json.dumps(key)}]"
     if isinstance(raw, bool) or not isinstance(raw, int | float):
-        raise InputError(path, field, f"expected a number, got {_kind(raw)}")
+        raise InputError(path, field, f"expected a number, got {describe(raw)}")
     value = float(raw)
     if math.isnan(value):
         raise InputError(path, field, "value is NaN")
@@ -180,7 +184,7 @@ def _stderr(path: str, where: str, key: str, raw: Any) -> float | None:
     if raw is None or raw == "N/A":
         return None
     if isinstance(raw, bool) or not isinstance(raw, int | float):
-        raise InputError(path, f"{where}[{json.dumps(key)}]", f'expected a number or "N/A", got {_kind(raw)}')
+        raise InputError(path, f"{where}[{json.dumps(key)}]", f'expected a number or "N/A", got {describe(raw)}')
     value = float(raw)
     return None if math.isnan(value) else value
 
@@ -188,10 +192,10 @@ def _stderr(path: str, where: str, key: str, raw: Any) -> float | None:
 def _shots(path: str, task: str, n_shot: dict, group_subtasks: dict, default: int | None) -> int | None:
     if task in n_shot:
         return _int_or_none(path, f"n-shot[{json.dumps(task)}]", n_shot[task])
-    subs = group_subtasks.get(task) or []
-    found = {n_shot.get(sub) for sub in subs if sub in n_shot}
+    subs = [sub for sub in group_subtasks.get(task) or [] if sub in n_shot]
+    found = {_int_or_none(path, f"n-shot[{json.dumps(sub)}]", n_shot[sub]) for sub in subs}
     if len(found) == 1:
-        return _int_or_none(path, f"n-shot[{json.dumps(subs[0])}]", found.pop())
+        return found.pop()
     return default
 
 
@@ -214,7 +218,7 @@ def _int_or_none(path: str, field: str, raw: Any) -> int | None:
     elif isinstance(raw, float) and raw.is_integer() or isinstance(raw, str) and raw.strip().isdigit():
         value = int(raw)
     if value is None:
-        raise InputError(path, field, f"expected an integer, got {_kind(raw)}")
+        raise InputError(path, field, f"expected an integer, got {describe(raw)}")
     if not 0 <= value < 2**31:
         raise InputError(path, field, f"{json.dumps(raw)} is out of range")
     return value
@@ -224,7 +228,7 @@ def _limit(path: str, raw: Any) -> float | None:
     if raw is None:
         return None
     if isinstance(raw, bool) or not isinstance(raw, int | float):
-        raise InputError(path, "config.limit", f"expected a number or null, got {_kind(raw)}")
+        raise InputError(path, "config.limit", f"expected a number or null, got {describe(raw)}")
     return float(raw)
 
 
@@ -237,9 +241,11 @@ def _date(path: str, doc: dict) -> dt.datetime | None:
             raise InputError(path, "date", f"not a Unix time: {raw!r}") from None
     match = _FILE_TS.search(Path(path).name)
     if match:
-        return dt.datetime.strptime(
-            match.group(1), "%Y-%m-%dT%H-%M-%S.%f" if "." in match.group(1) else "%Y-%m-%dT%H-%M-%S"
-        )
+        stamp = match.group(1)
+        try:
+            return dt.datetime.strptime(stamp, "%Y-%m-%dT%H-%M-%S.%f" if "." in stamp else "%Y-%m-%dT%H-%M-%S")
+        except ValueError:  # a name that only looks like a timestamp
+            return None
     return None
 
 
@@ -254,24 +260,9 @@ def _optional_object(path: str, doc: dict, key: str) -> dict | None:
     if value is None:
         return None
     if not isinstance(value, dict):
-        raise InputError(path, key, f"expected an object, got {_kind(value)}")
+        raise InputError(path, key, f"expected an object, got {describe(value)}")
     return value
 
 
 def _text(value: Any) -> str | None:
     return None if value is None or value == "" else str(value)
-
-
-def _kind(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return f"boolean {json.dumps(value)}"
-    if isinstance(value, str):
-        shown = value if len(value) <= 40 else value[:37] + "..."
-        return f"string {json.dumps(shown)}"
-    if isinstance(value, list):
-        return "a list"
-    if isinstance(value, dict):
-        return "an object"
-    return type(value).__name__

@@ -17,6 +17,7 @@ import polars as pl
 
 from ood_store.errors import InputError
 from ood_store.ingest import jsontext
+from ood_store.ingest.jsontext import describe
 
 # Keys of a sample line that are not per-sample metric values.
 _FIXED = {
@@ -94,7 +95,7 @@ def read_samples(path: Path, output_type: str | None) -> pl.DataFrame:
         doc_id = _doc_id(shown, where, sample.get("doc_id"))
         filt = sample.get("filter", "none")
         if not isinstance(filt, str):
-            raise InputError(shown, f"{where}: filter", "expected a string")
+            raise InputError(shown, f"{where}: filter", f"expected a string, got {describe(filt)}")
         if (doc_id, filt) in seen:
             raise InputError(shown, f"{where}: doc_id", f"document {doc_id} appears twice under filter {filt!r}")
         seen.add((doc_id, filt))
@@ -120,11 +121,14 @@ def read_samples(path: Path, output_type: str | None) -> pl.DataFrame:
 
 
 def _doc_id(path: str, where: str, raw: Any) -> int:
+    value = None
     if isinstance(raw, int) and not isinstance(raw, bool):
-        return raw
-    if isinstance(raw, str) and raw.strip().isdigit():
-        return int(raw)
-    raise InputError(path, f"{where}: doc_id", f"expected an integer, got {raw!r}")
+        value = raw
+    elif isinstance(raw, str) and raw.strip().isdigit():
+        value = int(raw)
+    if value is None or not 0 <= value < 2**63:
+        raise InputError(path, f"{where}: doc_id", f"expected a document index, got {describe(raw)}")
+    return value
 
 
 def _responses(path: str, where: str, raw: Any, output_type: str | None):
@@ -153,7 +157,7 @@ def _float(path: str, field: str, raw: Any) -> float:
     try:
         value = float(raw)
     except (TypeError, ValueError):
-        raise InputError(path, field, f"expected a log-likelihood, got {raw!r}") from None
+        raise InputError(path, field, f"expected a log-likelihood, got {describe(raw)}") from None
     return value
 
 

@@ -140,7 +140,21 @@ def _run(con: duckdb.DuckDBPyConnection, name: str, frame: pl.DataFrame, sql: st
 
 
 def _json(value: Any) -> str:
-    return orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS, default=str).decode()
+    """JSON text for a JSON column (NaN becomes null, as JSON has no NaN)."""
+    try:
+        return orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS, default=str).decode()
+    except TypeError:  # integers beyond 64 bits, which orjson refuses: keep them as numbers
+        return orjson.dumps(_wide_ints_as_floats(value), option=orjson.OPT_NON_STR_KEYS, default=str).decode()
+
+
+def _wide_ints_as_floats(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _wide_ints_as_floats(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_wide_ints_as_floats(v) for v in value]
+    if isinstance(value, int) and not isinstance(value, bool) and not -(2**63) <= value < 2**64:
+        return float(value)
+    return value
 
 
 def _json_or_null(value: Any) -> str | None:

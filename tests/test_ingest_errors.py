@@ -266,7 +266,9 @@ def test_samples_with_bad_doc_id(runner, seeded_db, tmp_path):
     bad["doc_id"] = "third"
     lines[2] = json.dumps(bad)
     samples.write_text("\n".join(lines) + "\n")
-    assert_rejected(runner, seeded_db, folder, f"{samples}: line 3: doc_id: expected an integer, got 'third'")
+    assert_rejected(
+        runner, seeded_db, folder, f'{samples}: line 3: doc_id: expected a document index, got string "third"'
+    )
 
 
 def test_samples_file_without_its_results(runner, seeded_db, copy_file):

@@ -144,3 +144,19 @@ def test_filters_are_kept_apart(tmp_path):
             "SELECT filter, value, stderr, num_fewshot FROM scores WHERE task = 'gsm8k' ORDER BY filter"
         ).rows()
     assert rows == [("flexible-extract", 0.5, None, 5), ("strict-match", 0.25, 0.01, 5)]
+
+
+def test_date_falls_back_to_the_file_name(tmp_path):
+    doc = json.loads(MEDNLI.read_text())
+    del doc["date"]
+    good = tmp_path / "a" / "results_2025-03-04T05-06-07.123456.json"
+    odd = tmp_path / "b" / "results_2025-13-45T99-99-99.json"
+    for path in (good, odd):
+        path.parent.mkdir()
+        path.write_text(json.dumps(doc))
+        doc["results"]["MedNLI_0-shot"]["acc,none"] = 0.1  # keep the two files' contents apart
+    with ood_store.open(tmp_path / "s.duckdb") as s:
+        assert s.ingest([good, odd]).ok
+        dates = dict(s.query("SELECT source_path, date FROM evaluations").rows())
+    assert dates[str(good.resolve())] == dt.datetime(2025, 3, 4, 5, 6, 7, 123456)
+    assert dates[str(odd.resolve())] is None
