@@ -95,7 +95,10 @@ def parse_results(path: str, content_hash: str, doc: Any, overrides: Overrides) 
         hib = higher.get(task) if isinstance(higher.get(task), dict) else {}
         for metric, filt, value, stderr, key in _metrics(path, where, entry, is_v04):
             per_metric = entry.get("sample_count")
-            n = per_metric.get(key) if isinstance(per_metric, dict) and isinstance(per_metric.get(key), int) else count
+            if isinstance(per_metric, dict) and key in per_metric:  # groups, from v0.4.13 on
+                n = _int_or_none(path, f'{where}["sample_count"][{json.dumps(key)}]', per_metric[key])
+            else:
+                n = count
             scores.append(
                 ScoreRow(
                     task=task,

@@ -350,3 +350,16 @@ def test_a_file_duckdb_refuses_is_rejected_alone(db, monkeypatch):
         assert len(report.ingested) == 3
         assert [f.reason for f in report.rejected] == [f"{files[2]}: could not be stored: Constraint Error: simulated"]
         assert store.query("SELECT count(*) AS n FROM evaluations")["n"][0] == 3
+
+
+def test_bad_group_sample_count(runner, seeded_db, copy_file):
+    source = next(V0413.rglob("results_*.json"))
+    path = edit_json(
+        copy_file, source, lambda d: d["results"]["toy_suite"]["sample_count"].update({"acc,none": "many"})
+    )
+    assert_rejected(
+        runner,
+        seeded_db,
+        path,
+        f'{path}: results["toy_suite"]["sample_count"]["acc,none"]: expected an integer, got string "many"',
+    )
