@@ -32,7 +32,7 @@ def query(settings, sql: str, params: tuple[tuple[str, str], ...], output_format
 
     \b
     Example:
-      ood-store query "SELECT step, value FROM scores WHERE task = $t" -p t hellaswag
+      ood-store query 'SELECT step, value FROM scores WHERE task = $t' -p t hellaswag
     """
     if sql == "-":
         sql = sys.stdin.read()
