@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -137,9 +138,12 @@ class Store:
 
     def _read(self, sql: str, params: Mapping[str, Any] | None = None) -> pl.DataFrame:
         try:
-            return self._con.sql(sql, params=dict(params) if params else None).pl()
+            relation = self._con.sql(sql, params=dict(params) if params else None)
+            return _as_text_where_polars_cannot(relation).pl()
         except duckdb.Error as exc:
             raise QueryError(_duckdb_message(exc)) from None
+        except pl.exceptions.PolarsError as exc:  # a column type Polars cannot import
+            raise QueryError(f"cannot turn the result into a DataFrame: {exc}") from None
 
     def runs(self) -> pl.DataFrame:
         """One row per run: attributes, checkpoints, steps, evaluations and tasks."""
@@ -182,6 +186,24 @@ class Store:
     def _require_writable(self, what: str) -> None:
         if self.read_only:
             raise StoreError(f"{self.path}: opened read-only; cannot {what}")
+
+
+# DuckDB types (also inside lists and structs) that Polars cannot import, or imports as
+# raw bytes (BIT): returned as DuckDB's text for them.
+_NOT_IN_POLARS = re.compile(r"\bINTERVAL\b|\bUNION\(|\bTIME WITH TIME ZONE\b|\bBIT\b")
+
+
+def _as_text_where_polars_cannot(relation: duckdb.DuckDBPyRelation) -> duckdb.DuckDBPyRelation:
+    if relation is None:  # a statement without a result
+        return relation
+    types = [str(t) for t in relation.types]
+    if not any(_NOT_IN_POLARS.search(t) for t in types):
+        return relation
+    columns = []
+    for name, kind in zip(relation.columns, types, strict=True):
+        quoted = '"' + name.replace('"', '""') + '"'
+        columns.append(f"CAST({quoted} AS VARCHAR) AS {quoted}" if _NOT_IN_POLARS.search(kind) else quoted)
+    return relation.project(", ".join(columns))
 
 
 def _parse(sql: str) -> list[Any]:

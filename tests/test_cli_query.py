@@ -207,3 +207,26 @@ def test_output_into_a_missing_folder(runner, store_db, tmp_path):
     out = tmp_path / "no" / "such" / "x.csv"
     result = invoke(runner, store_db, SQL, "-f", "csv", "-o", str(out))
     assert (result.exit_code, result.output) == (1, f"Error: {out}: cannot write: No such file or directory\n")
+
+
+def test_types_polars_cannot_hold_come_back_as_duckdb_text(runner, store_db):
+    """e.g. date - lag(date) is an INTERVAL; BLOB prints as hex in text formats."""
+    sql = (
+        "SELECT INTERVAL 1 DAY AS i, [INTERVAL 2 HOUR] AS li, union_value(k := 1) AS u, "
+        "'12:00:00+01'::TIMETZ AS t, '1010'::BIT AS bit, 'ab'::BLOB AS b, 3 AS \"odd \"\"name\"\"\""
+    )
+    result = invoke(runner, store_db, sql, "-f", "json")
+    assert result.exit_code == 0, result.output
+    import duckdb
+
+    con = duckdb.connect()
+    i, li, u, t, bit = con.execute(
+        "SELECT (INTERVAL 1 DAY)::VARCHAR, ([INTERVAL 2 HOUR])::VARCHAR, (union_value(k := 1))::VARCHAR, "
+        "('12:00:00+01'::TIMETZ)::VARCHAR, ('1010'::BIT)::VARCHAR"
+    ).fetchall()[0]
+    assert json.loads(result.output) == [
+        {"i": i, "li": li, "u": u, "t": t, "bit": bit, "b": b"ab".hex(), 'odd "name"': 3}
+    ]
+    assert bit == "1010" and i == "1 day"
+    for fmt in ("table", "csv", "markdown", "latex"):
+        assert invoke(runner, store_db, sql, "-f", fmt).exit_code == 0

@@ -64,6 +64,9 @@ def emit(frame: pl.DataFrame, output_format: str, output: Path | None) -> None:
 
 def render(frame: pl.DataFrame, output_format: str) -> str:
     """The rows of ``frame`` as text in one of the text formats."""
+    binary = [name for name, dtype in frame.schema.items() if dtype == pl.Binary]
+    if binary:  # bytes (BLOB, BIT) print as hex in text formats
+        frame = frame.with_columns(pl.col(binary).bin.encode("hex"))
     if output_format == "csv":
         return frame.write_csv()
     if output_format in ("json", "jsonl"):
