@@ -16,10 +16,11 @@ from typing import Any, Literal
 import duckdb
 
 from ood_store import sqlfiles
-from ood_store.errors import InputError
+from ood_store.errors import InputError, first_line
+from ood_store.ingest import jsontext
 from ood_store.ingest.discover import Candidate, discover
 from ood_store.ingest.identity import Overrides
-from ood_store.ingest.lmeval import NotLmEval, load_json, parse_results
+from ood_store.ingest.lmeval import NotLmEval, parse_results
 from ood_store.ingest.records import EvaluationRecord
 from ood_store.ingest.runs import parse_attributes, set_attributes
 from ood_store.ingest.samples import read_samples, samples_beside, task_of
@@ -183,7 +184,7 @@ class _Batch:
             if len(pending) == 1:
                 index, record = pending[0]
                 self.outcomes[index] = FileOutcome(
-                    record.display_path, "rejected", f"{record.display_path}: could not be stored: {_first_line(exc)}"
+                    record.display_path, "rejected", f"{record.display_path}: could not be stored: {first_line(exc)}"
                 )
                 return
             for item in pending:  # isolate the file that DuckDB refused
@@ -220,7 +221,7 @@ def _read_one(
         first_path, run = known[digest]
         return FileOutcome(shown, "present", f"same content as {first_path}", run=run)
     try:
-        record = parse_results(shown, digest, load_json(shown, data), overrides)
+        record = parse_results(shown, digest, jsontext.loads(shown, None, data), overrides)
         if with_samples:
             _attach_samples(record, candidate.path)
     except NotLmEval:
@@ -277,11 +278,6 @@ def _conflicts(con: duckdb.DuckDBPyConnection, new_ids: list[int]) -> list[Confl
             )
         )
     return out
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
 
 
 class _progress_bar:

@@ -19,6 +19,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from ood_store.ingest.jsontext import optional_text
+
 # A step inside a revision or folder name: step1000, step-1000, global_step1000,
 # checkpoint-1000, ckpt_1000, stage1-step1000-tokens5B.
 _STEP = re.compile(r"(?:^|[-_./])(?:global_step|step|checkpoint|ckpt)[-_]?(\d+)(?=$|[-_.])", re.IGNORECASE)
@@ -71,12 +73,12 @@ def identify(
     args: dict[str, Any], config: dict[str, Any], top: dict[str, Any], overrides: Overrides
 ) -> Identity | None:
     """Run and step for one results file; None when nothing names the model."""
-    evaluated = overrides.model or _first(args, _MODEL_KEYS) or _text(top.get("model_name"))
+    evaluated = overrides.model or _first(args, _MODEL_KEYS) or optional_text(top.get("model_name"))
     evaluated = evaluated.rstrip("/") if evaluated else None
-    revision = _text(args.get("revision"))
-    if revision is None and _text(config.get("model_revision")) not in (None, "main"):
-        revision = _text(config.get("model_revision"))
-    pretrained = _text(args.get("pretrained"))
+    revision = optional_text(args.get("revision"))
+    if revision is None and optional_text(config.get("model_revision")) not in (None, "main"):
+        revision = optional_text(config.get("model_revision"))
+    pretrained = optional_text(args.get("pretrained"))
     is_adapter = any(k in args for k in ("peft", "delta")) and overrides.model is None
 
     run, step, source = evaluated, None, "model"
@@ -98,16 +100,10 @@ def identify(
 
 def _first(args: dict[str, Any], keys: tuple[str, ...]) -> str | None:
     for key in keys:
-        value = _text(args.get(key))
+        value = optional_text(args.get(key))
         if value:
             return value
     return None
-
-
-def _text(value: Any) -> str | None:
-    if value is None or value == "":
-        return None
-    return str(value)
 
 
 def _basename(path: str) -> str:

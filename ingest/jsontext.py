@@ -36,6 +36,11 @@ def loads(path: str, field: str | None, data: bytes) -> Any:
         raise InputError(path, field, "invalid JSON: nested too deeply") from None
 
 
+def optional_text(value: Any) -> str | None:
+    """A JSON value as text; null and the empty string as None."""
+    return None if value is None or value == "" else str(value)
+
+
 def describe(value: Any) -> str:
     """A JSON value as an error message names it: `string "abc"`, `null`, `a list`, ..."""
     if value is None:

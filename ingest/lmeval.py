@@ -26,9 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from ood_store.errors import InputError
-from ood_store.ingest import jsontext
 from ood_store.ingest.identity import Overrides, identify, parse_model_args
-from ood_store.ingest.jsontext import describe
+from ood_store.ingest.jsontext import describe, optional_text
 from ood_store.ingest.records import EvaluationRecord, ScoreRow
 
 # Keys of a task's entry that are not metrics.
@@ -39,11 +38,6 @@ _FILE_TS = re.compile(r"results_(\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}(?:\.\d+)?)\
 
 class NotLmEval(Exception):
     """Valid JSON, but not an lm-eval results file (no top-level ``results`` object)."""
-
-
-def load_json(path: str, data: bytes) -> Any:
-    """Parse a results file's bytes (see :func:`ood_store.ingest.jsontext.loads`)."""
-    return jsontext.loads(path, None, data)
 
 
 def parse_results(path: str, content_hash: str, doc: Any, overrides: Overrides) -> EvaluationRecord:
@@ -122,15 +116,15 @@ def parse_results(path: str, content_hash: str, doc: Any, overrides: Overrides) 
         content_hash=content_hash,
         format="v0.4" if is_v04 else "v0.3",
         identity=identity,
-        model_type=_text((config or {}).get("model")),
-        model_name=_text(doc.get("model_name")) or _text(args.get("pretrained")) or identity.model,
+        model_type=optional_text((config or {}).get("model")),
+        model_name=optional_text(doc.get("model_name")) or optional_text(args.get("pretrained")) or identity.model,
         model_args=(config or {}).get("model_args"),
-        lm_eval_version=_text(doc.get("lm_eval_version")),
-        git_hash=_text(doc.get("git_hash")),
+        lm_eval_version=optional_text(doc.get("lm_eval_version")),
+        git_hash=optional_text(doc.get("git_hash")),
         date=_date(path, doc),
         num_fewshot=all_shots.pop() if len(all_shots) == 1 else None,
         sample_limit=_limit(path, (config or {}).get("limit")),
-        batch_size=_text((config or {}).get("batch_size")),
+        batch_size=optional_text((config or {}).get("batch_size")),
         task_hashes=doc.get("task_hashes") if isinstance(doc.get("task_hashes"), dict) else None,
         task_versions=versions or None,
         config=config,
@@ -265,7 +259,3 @@ def _optional_object(path: str, doc: dict, key: str) -> dict | None:
     if not isinstance(value, dict):
         raise InputError(path, key, f"expected an object, got {describe(value)}")
     return value
-
-
-def _text(value: Any) -> str | None:
-    return None if value is None or value == "" else str(value)

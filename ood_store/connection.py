@@ -14,7 +14,7 @@ from pathlib import Path
 
 import duckdb
 
-from ood_store.errors import StoreError, StoreLockedError
+from ood_store.errors import StoreError, StoreLockedError, first_line
 
 DEFAULT_LOCK_TIMEOUT = 30.0
 
@@ -33,7 +33,7 @@ def connect(path: Path, *, read_only: bool, lock_timeout: float) -> duckdb.DuckD
         except duckdb.IOException as exc:
             held = _LOCK_HELD.search(str(exc))
             if held is None:
-                raise StoreError(f"{path}: cannot open the store: {_first_line(exc)}") from None
+                raise StoreError(f"{path}: cannot open the store: {first_line(exc)}") from None
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 pid = int(held.group("pid"))
@@ -45,7 +45,7 @@ def connect(path: Path, *, read_only: bool, lock_timeout: float) -> duckdb.DuckD
             time.sleep(min(delay, remaining))
             delay = min(delay * 2, 0.5)
         except duckdb.ConnectionException as exc:
-            raise StoreError(f"{path}: already open in this process in another mode ({_first_line(exc)})") from None
+            raise StoreError(f"{path}: already open in this process in another mode ({first_line(exc)})") from None
 
 
 def describe_process(pid: int, exe: str) -> str:
@@ -79,10 +79,6 @@ def _check_file(path: Path, read_only: bool) -> None:
         raise StoreError(f"{path}: not a DuckDB database file")
     if not read_only and not os.access(path, os.W_OK):
         raise StoreError(f"{path}: the store is not writable")
-
-
-def _first_line(exc: BaseException) -> str:
-    return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
 
 
 def fetch_one(con: duckdb.DuckDBPyConnection, sql: str, params: object = None) -> tuple | None:

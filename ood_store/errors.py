@@ -6,6 +6,12 @@ Anything else that escapes is a bug in ood-store and keeps its traceback.
 from __future__ import annotations
 
 
+def first_line(exc: BaseException) -> str:
+    """The first line of an exception's message (DuckDB's can run to several)."""
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
 class OodStoreError(Exception):
     """An error caused by the user's input or environment, not by ood-store."""
 
