@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import shutil
+import sys
 import tempfile
 from pathlib import Path
 
@@ -48,15 +51,26 @@ def demo(ctx: click.Context) -> None:
         frame = store.query(sqlfiles.load("ood_store.queries", "demo"))
     click.echo("LAMBADA (OpenAI) accuracy over training steps, from the `scores` table:\n")
     click.echo(render(frame, "table"))
-    db = settings.db
+    db, prog = settings.db, _program()
     click.echo(
         "\nNext, try:\n"
-        f"  ood-store --db {db} runs\n"
-        f"  ood-store --db {db} tasks\n"
-        f'  ood-store --db {db} query "SELECT run, step, value FROM scores '
+        f"  {prog} --db {db} runs\n"
+        f"  {prog} --db {db} tasks\n"
+        f'  {prog} --db {db} query "SELECT run, step, value FROM scores '
         "WHERE task = 'arc_easy' AND metric = 'acc' ORDER BY run, step\" --format csv\n"
-        "On your own lm-eval outputs: ood-store ingest PATH... (files, folders or globs)."
+        f"On your own lm-eval outputs: {prog} ingest PATH... (files, folders or globs)."
     )
+
+
+def _program() -> str:
+    """How to call ood-store again: its name if the shell finds this one, else its path (e.g. .venv/bin/...)."""
+    running = Path(sys.argv[0])
+    if running.name != "ood-store":
+        return "ood-store"
+    found = shutil.which("ood-store")
+    if found and Path(found).resolve() == running.resolve():
+        return "ood-store"
+    return os.path.relpath(running)
 
 
 COMMANDS = [demo]
