@@ -1,0 +1,41 @@
+"""A progress bar for long work (ingesting files, fitting analyses), drawn only on a terminal."""
+
+from __future__ import annotations
+
+
+class progress_bar:
+    """A rich progress bar on standard error, only when asked for and on a terminal."""
+
+    def __init__(self, enabled: bool, total: int, label: str):
+        self.label = label
+        self.enabled = enabled and total > 1
+        self.total = total
+        self._progress = None
+
+    def __enter__(self):
+        if self.enabled:
+            from rich.console import Console
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+            console = Console(stderr=True)
+            if console.is_terminal:
+                self._progress = Progress(
+                    TextColumn(self.label),
+                    BarColumn(),
+                    MofNCompleteColumn(),
+                    TimeRemainingColumn(),
+                    TextColumn("{task.description}"),
+                    console=console,
+                    transient=True,
+                )
+                self._progress.start()
+                self._task = self._progress.add_task("", total=self.total)
+        return self._advance
+
+    def _advance(self, name: str) -> None:
+        if self._progress is not None:
+            self._progress.update(self._task, advance=1, description=name)
+
+    def __exit__(self, *exc: object) -> None:
+        if self._progress is not None:
+            self._progress.stop()
