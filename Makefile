@@ -11,7 +11,7 @@ demo: $(VENV)/.installed
 	$(BIN)/ood-store demo
 
 test: $(VENV)/.installed-test
-	$(BIN)/python -m pytest -n 2
+	$(BIN)/python -m pytest -n 2 --dist loadfile
 
 bench: $(VENV)/.installed
 	$(BIN)/python benchmarks/ingest_pythia.py

@@ -44,3 +44,7 @@ class InputError(OodStoreError):
     def __str__(self) -> str:
         where = f"{self.path}: {self.field}" if self.field else self.path
         return f"{where}: {self.message}"
+
+
+class AnalysisError(OodStoreError):
+    """An analysis cannot run as asked (unknown task or run, ambiguous series, bad option)."""

@@ -1,0 +1,85 @@
+"""Tests and intervals for (partial) correlations, vectorised over arrays of pairs.
+
+Every function takes NumPy arrays of the same shape (one element per pair)
+and returns arrays; NaN in, NaN out.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy import stats
+from statsmodels.stats.multitest import multipletests
+
+ADJUST_METHODS = ("holm", "fdr_bh", "bonferroni", "none")
+
+
+def t_test(r: np.ndarray, dof: np.ndarray) -> np.ndarray:
+    """Two-sided p-value of ``t = r sqrt(dof / (1 - r^2))`` on Student's t with ``dof`` degrees of freedom.
+
+    For a partial correlation with ``k`` linear controls ``dof = n - 2 - k``
+    (pingouin, R ``ppcor``); ``|r| = 1`` gives 0. ``dof <= 0`` gives NaN.
+    """
+    r = np.asarray(r, dtype=float)
+    dof = np.asarray(dof, dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t = r * np.sqrt(dof / (1.0 - r**2))
+        p = 2.0 * stats.t.sf(np.abs(t), dof)
+    return np.where(dof > 0, p, np.nan)
+
+
+def fisher_ci(r: np.ndarray, se_dof: np.ndarray, confidence: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
+    """Confidence interval for r by Fisher's z: ``tanh(atanh(r) ± z_crit / sqrt(se_dof))``.
+
+    ``se_dof`` is ``n - k - 3`` for ``k`` linear controls; ``se_dof <= 0`` gives NaN.
+    """
+    r = np.asarray(r, dtype=float)
+    se_dof = np.asarray(se_dof, dtype=float)
+    crit = stats.norm.ppf(1.0 - (1.0 - confidence) / 2.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        z = np.arctanh(r)
+        half = crit / np.sqrt(se_dof)
+        low, high = np.tanh(z - half), np.tanh(z + half)
+    bad = ~(se_dof > 0)
+    return np.where(bad, np.nan, low), np.where(bad, np.nan, high)
+
+
+def lag1_autocorrelation(residuals: np.ndarray) -> np.ndarray:
+    """Lag-1 sample autocorrelation of each column, as ``statsmodels.tsa.stattools.acf(x, nlags=1)[1]``.
+
+    ``sum((e_t - m)(e_{t+1} - m)) / sum((e_t - m)^2)``, rows in step order.
+    """
+    e = residuals - residuals.mean(axis=0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return (e[1:] * e[:-1]).sum(axis=0) / (e**2).sum(axis=0)
+
+
+def effective_n(n: np.ndarray, acf_x: np.ndarray, acf_y: np.ndarray) -> np.ndarray:
+    """Effective sample size of a correlation between two autocorrelated series.
+
+    Bretherton et al. (1999), eq. 31: ``n (1 - r1 r2) / (1 + r1 r2)`` with
+    ``r1``, ``r2`` the lag-1 autocorrelations; ``n`` itself when the product
+    is negative (no inflation of significance to correct).
+    """
+    product = np.asarray(acf_x, dtype=float) * np.asarray(acf_y, dtype=float)
+    n = np.asarray(n, dtype=float)
+    with np.errstate(invalid="ignore"):
+        shrunk = n * (1.0 - product) / (1.0 + product)
+    return np.where(product > 0, shrunk, n)
+
+
+def adjust(p: np.ndarray, method: str) -> np.ndarray:
+    """Multiple-testing adjustment of the finite p-values in ``p`` (NaN stays NaN).
+
+    ``method`` is one of ``holm``, ``fdr_bh``, ``bonferroni`` (statsmodels
+    ``multipletests``) or ``none``.
+    """
+    if method not in ADJUST_METHODS:
+        raise ValueError(f"adjust must be one of {', '.join(ADJUST_METHODS)}, not {method!r}")
+    p = np.asarray(p, dtype=float)
+    out = np.full_like(p, np.nan)
+    finite = np.isfinite(p)
+    if method == "none":
+        out[finite] = p[finite]
+    elif finite.any():
+        out[finite] = multipletests(p[finite], method=method)[1]
+    return out

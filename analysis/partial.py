@@ -1,0 +1,464 @@
+"""Partial correlations between OOD testsets with the in-domain score regressed out, run by run."""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import polars as pl
+from scipy.stats import rankdata
+
+from ood_store.analysis import bootstrap as _bootstrap
+from ood_store.analysis import inference, residuals
+from ood_store.analysis.series import Series, load, split_names
+from ood_store.errors import AnalysisError
+from ood_store.progress import progress_bar
+
+if TYPE_CHECKING:
+    from ood_store.store import Store
+
+METHODS = ("pearson", "spearman")
+GAM_MIN_N = 8  # a cubic B-spline basis of at least 5 functions (min(gam_df, n - 3))
+
+#: Columns of a partial-correlation table, in order.
+COLUMNS = (
+    "run", "task_x", "task_y", "n", "r", "ci_low", "ci_high", "p", "p_adj",
+    "n_eff", "p_eff", "p_eff_adj", "acf1_x", "acf1_y", "dof", "edf_x", "edf_y",
+    "boot_ci_low", "boot_ci_high", "block_length", "reason",
+    "in_domain", "metric", "residualizer", "method",
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Options:
+    """Everything that defines a partial-correlation analysis besides its data; saved with it."""
+
+    in_domain: str
+    ood: tuple[str, ...] | None = None  # repeated or comma-separated names; None: all
+    runs: tuple[str, ...] | None = None
+    metric: str = "acc"
+    filter: str = "none"
+    num_fewshot: int | None = None
+    residualizer: str = "linear"
+    method: str = "pearson"
+    adjust: str = "holm"
+    confidence: float = 0.95
+    bootstrap: int = 0
+    block_length: int | None = None
+    bootstrap_kind: str = "circular"
+    seed: int = 0
+    gam_df: int = 8
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "ood", split_names(self.ood, "--ood"))
+        object.__setattr__(self, "runs", split_names(self.runs, "--run"))
+        for name, value, allowed in (
+            ("residualizer", self.residualizer, residuals.RESIDUALIZERS),
+            ("method", self.method, METHODS),
+            ("adjust", self.adjust, inference.ADJUST_METHODS),
+            ("bootstrap_kind", self.bootstrap_kind, _bootstrap.BOOTSTRAP_KINDS),
+        ):
+            if value not in allowed:
+                raise AnalysisError(f"{name} must be one of {', '.join(allowed)}, not {value!r}")
+        if not 0 < self.confidence < 1:
+            raise AnalysisError(f"confidence must be between 0 and 1, not {self.confidence}")
+        if self.bootstrap < 0:
+            raise AnalysisError(f"bootstrap must be 0 (off) or a number of resamples, not {self.bootstrap}")
+        if self.block_length is not None and self.block_length < 1:
+            raise AnalysisError(f"block_length must be at least 1, not {self.block_length}")
+        if self.gam_df < 5:
+            raise AnalysisError(f"gam_df must be at least 5 (a cubic B-spline basis), not {self.gam_df}")
+
+    def to_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        for key in ("ood", "runs"):
+            out[key] = None if out[key] is None else list(out[key])
+        return out
+
+
+def partial_correlations(
+    data: Store | pl.DataFrame,
+    in_domain: str,
+    ood: Sequence[str] | None = None,
+    runs: Sequence[str] | None = None,
+    *,
+    metric: str = "acc",
+    filter: str = "none",  # noqa: A002 - lm-eval's name for it
+    num_fewshot: int | None = None,
+    residualizer: str = "linear",
+    method: str = "pearson",
+    adjust: str = "holm",
+    confidence: float = 0.95,
+    bootstrap: int = 0,
+    block_length: int | None = None,
+    bootstrap_kind: str = "circular",
+    seed: int = 0,
+    gam_df: int = 8,
+    progress: bool = False,
+) -> pl.DataFrame:
+    """Partial correlations between every pair of OOD tasks, controlling for the in-domain score, per run.
+
+    Within a run, checkpoints are aligned by step. For each pair (X, Y), the
+    steps where X, Y or the in-domain score is missing are dropped (``n`` is
+    what remains); X and Y are regressed on the in-domain score and their
+    residuals correlated.
+
+    Parameters
+    ----------
+    data : Store or polars.DataFrame
+        A store, or a long frame with columns ``step, task, value`` (and
+        optionally ``run``; ``metric``, ``filter``, ``num_fewshot`` select rows
+        when present).
+    in_domain : str
+        The in-domain task, the control.
+    ood : list of str, optional
+        OOD tasks; default every other task with ``metric`` scores.
+    runs : list of str, optional
+        Runs to analyse; default all.
+    metric, filter, num_fewshot
+        Which scores form the series (``num_fewshot`` is required when a task
+        was evaluated at several shot counts).
+    residualizer : {"linear", "gam"}
+        ``linear``: OLS on ``[1, z]``, identical to :func:`pingouin.partial_corr`
+        with ``covar=in_domain``. ``gam``: a penalised cubic B-spline of the
+        in-domain score (statsmodels ``GLMGam``), penalty chosen by GCV; its
+        effective degrees of freedom replace the straight line's 2.
+    method : {"pearson", "spearman"}
+        Spearman ranks every series (average ranks for ties) on the pair's
+        steps first.
+    adjust : {"holm", "fdr_bh", "bonferroni", "none"}
+        Multiple-testing adjustment of ``p`` and ``p_eff`` over the pairs of each run.
+    confidence : float
+        Level of the Fisher-z and bootstrap intervals.
+    bootstrap : int
+        Number of block-bootstrap resamples (0: none) for ``boot_ci_low/high``.
+    block_length : int, optional
+        Block length in checkpoints; default Politis–White's automatic choice.
+    bootstrap_kind : {"circular", "stationary"}
+    seed : int
+        Seed of the bootstrap; with the same seed and data the intervals repeat exactly.
+    gam_df : int
+        B-spline basis size of the GAM (at most n - 3 is used).
+    progress : bool
+        Show a progress bar over runs on a terminal.
+
+    Returns
+    -------
+    polars.DataFrame
+        One row per (run, task_x, task_y) with the columns of :data:`COLUMNS`:
+
+        - ``n``: checkpoints used; ``r``: partial correlation;
+        - ``ci_low``, ``ci_high``: Fisher-z interval with ``n - edf - 2`` (``n - k - 3``);
+        - ``p``: two-sided t test with ``dof = n - 1 - edf`` (``n - 2 - k`` for linear);
+        - ``p_adj``: ``p`` adjusted within the run;
+        - ``acf1_x``, ``acf1_y``: lag-1 autocorrelations of the two residual series;
+        - ``n_eff``: Bretherton et al. (1999) effective sample size; ``p_eff``: the
+          same t test on ``n_eff``; ``p_eff_adj``: adjusted;
+        - ``edf_x``, ``edf_y``: effective degrees of freedom of each fit (2 for linear);
+        - ``boot_ci_low``, ``boot_ci_high``, ``block_length``: block-bootstrap interval;
+        - ``reason``: why a row's statistics are NaN (null when they are not).
+
+    Examples
+    --------
+    >>> import numpy as np, polars as pl
+    >>> from ood_store.analysis import partial_correlations
+    >>> rng = np.random.default_rng(0)
+    >>> z = np.linspace(0.3, 0.8, 30)                  # in-domain accuracy over training
+    >>> shared = rng.normal(size=30)                   # what the two OOD sets share beyond z
+    >>> frame = pl.DataFrame({
+    ...     "step": np.tile(np.arange(30) * 100, 3),
+    ...     "task": ["mnli"] * 30 + ["hans"] * 30 + ["rte"] * 30,
+    ...     "value": np.concatenate([z, z + shared + rng.normal(size=30) * 0.5,
+    ...                              -z + shared + rng.normal(size=30) * 0.5]),
+    ... })
+    >>> table = partial_correlations(frame, in_domain="mnli")
+    >>> table.select("task_x", "task_y", "n", pl.col("r").round(3))
+    shape: (1, 4)
+    ┌────────┬────────┬─────┬───────┐
+    │ task_x ┆ task_y ┆ n   ┆ r     │
+    │ ---    ┆ ---    ┆ --- ┆ ---   │
+    │ str    ┆ str    ┆ i64 ┆ f64   │
+    ╞════════╪════════╪═════╪═══════╡
+    │ hans   ┆ rte    ┆ 30  ┆ 0.757 │
+    └────────┴────────┴─────┴───────┘
+    """
+    options = Options(
+        in_domain=in_domain,
+        ood=ood,
+        runs=runs,
+        metric=metric,
+        filter=filter,
+        num_fewshot=num_fewshot,
+        residualizer=residualizer,
+        method=method,
+        adjust=adjust,
+        confidence=confidence,
+        bootstrap=bootstrap,
+        block_length=block_length,
+        bootstrap_kind=bootstrap_kind,
+        seed=seed,
+        gam_df=gam_df,
+    )
+    series = load(
+        data,
+        options.in_domain,
+        options.ood,
+        options.runs,
+        metric=metric,
+        filter=filter,
+        num_fewshot=num_fewshot,
+    )
+    return analyse(series, options, progress=progress)
+
+
+def analyse(series: Series, options: Options, *, progress: bool = False) -> pl.DataFrame:
+    """The partial-correlation table of already selected ``series``."""
+    wide = series.scores.pivot(on="task", index=["run", "step"], values="value", aggregate_function=None)
+    tasks = list(series.ood)
+    parts = []
+    with progress_bar(progress, len(series.runs), "analysing") as advance:
+        for (run,), block in wide.sort("run", "step").partition_by("run", as_dict=True, maintain_order=True).items():
+            z = _column(block, series.in_domain)
+            X = np.column_stack([_column(block, task) for task in tasks])
+            parts.append(_pairs(z[:, None], X, tasks, options, run))
+            advance(run)
+    table = pl.concat(parts) if parts else pl.DataFrame(schema=_schema())
+    return table.with_columns(
+        pl.lit(options.in_domain).alias("in_domain"),
+        pl.lit(options.metric).alias("metric"),
+        pl.lit(options.residualizer).alias("residualizer"),
+        pl.lit(options.method).alias("method"),
+    ).select(COLUMNS)
+
+
+def _column(block: pl.DataFrame, task: str) -> np.ndarray:
+    if task not in block.columns:
+        return np.full(block.height, np.nan)
+    return block[task].cast(pl.Float64).fill_null(np.nan).to_numpy()
+
+
+def _schema() -> dict[str, pl.DataType]:
+    """Types of the per-run columns (all but the four parameter columns at the end)."""
+    schema: dict[str, pl.DataType] = dict.fromkeys(COLUMNS[:-4], pl.Float64)
+    schema.update(
+        run=pl.String, task_x=pl.String, task_y=pl.String, n=pl.Int64, block_length=pl.Int64, reason=pl.String
+    )
+    return schema
+
+
+def pairwise_partial(
+    X: np.ndarray,
+    controls: np.ndarray,
+    names: Sequence[str] | None = None,
+    *,
+    residualizer: str = "linear",
+    method: str = "pearson",
+    adjust: str = "holm",
+    confidence: float = 0.95,
+    bootstrap: int = 0,
+    block_length: int | None = None,
+    bootstrap_kind: str = "circular",
+    seed: int = 0,
+    gam_df: int = 8,
+) -> pl.DataFrame:
+    """Partial correlation of every pair of columns of ``X`` given ``controls``, on arrays.
+
+    The engine behind :func:`partial_correlations` for one run, for data that
+    is not in a store. Rows of ``X`` (n × p) are checkpoints in step order;
+    NaN marks a missing score. ``controls`` is the in-domain series (length n)
+    or, for the linear residualiser, an n × k matrix of controls (each pair is
+    then conditioned on all k, as R's ``ppcor`` does with the other columns).
+    Returns the columns of :data:`COLUMNS` up to ``reason``, ``run`` empty.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ood_store.analysis.partial import pairwise_partial
+    >>> hl = np.array([7, 15, 19, 15, 21, 22, 57, 15, 20, 18])
+    >>> disp = np.array([0.000, 0.964, 0, 0, 0.921, 0, 0, 1.006, 0, 1.011])
+    >>> deg = np.array([9, 2, 3, 4, 1, 3, 1, 3, 6, 1])
+    >>> BC = np.array([1.78e-02, 1.05e-06, 1.37e-05, 7.18e-03, 0, 0, 0, 4.48e-03, 2.10e-06, 0])
+    >>> table = pairwise_partial(np.column_stack([hl, disp]), np.column_stack([deg, BC]), ["hl", "disp"])
+    >>> print(round(table["r"][0], 7), round(table["p"][0], 8))  # R: ppcor::pcor(y.data)
+    -0.6720863 0.06789202
+    """
+    X = np.asarray(X, dtype=float)
+    controls = np.asarray(controls, dtype=float)
+    Z = controls.reshape(controls.shape[0], -1)
+    if Z.shape[0] != X.shape[0]:
+        raise AnalysisError(f"controls have {Z.shape[0]} rows but X has {X.shape[0]}")
+    if residualizer == "gam" and Z.shape[1] != 1:
+        raise AnalysisError("the gam residualizer takes one control")
+    names = [f"x{i}" for i in range(X.shape[1])] if names is None else list(names)
+    options = Options(
+        in_domain="",
+        residualizer=residualizer,
+        method=method,
+        adjust=adjust,
+        confidence=confidence,
+        bootstrap=bootstrap,
+        block_length=block_length,
+        bootstrap_kind=bootstrap_kind,
+        seed=seed,
+        gam_df=gam_df,
+    )
+    return _pairs(Z, X, names, options, "")
+
+
+def _pairs(Z: np.ndarray, X: np.ndarray, tasks: list[str], options: Options, run: str) -> pl.DataFrame:
+    """All pairs of one run: one residual matrix per pattern of missing steps, not a loop over pairs."""
+    p = X.shape[1]
+    ix, iy = np.triu_indices(p, 1)
+    pairs = ix.size
+    out = {name: np.full(pairs, np.nan) for name in ("r", "acf1_x", "acf1_y", "edf_x", "edf_y", "boot_lo", "boot_hi")}
+    n = np.zeros(pairs, dtype=np.int64)
+    blocks = np.zeros(pairs, dtype=np.int64)
+    reason = np.full(pairs, None, dtype=object)
+
+    available = np.isfinite(X) & np.isfinite(Z).all(axis=1)[:, None]
+    pair_rows = available[:, ix] & available[:, iy]  # n_steps × pairs
+    patterns, group_of = np.unique(np.packbits(pair_rows, axis=0), axis=1, return_inverse=True)
+    group_of = group_of.reshape(-1)
+    for g in range(patterns.shape[1]):
+        members = np.flatnonzero(group_of == g)
+        rows = pair_rows[:, members[0]]
+        count = int(rows.sum())
+        n[members] = count
+        problem = _group_problem(count, Z[rows], options)
+        if problem:
+            reason[members] = problem
+            continue
+        cols = np.unique(np.concatenate([ix[members], iy[members]]))
+        px, py = np.searchsorted(cols, ix[members]), np.searchsorted(cols, iy[members])
+        fit = _Fit(Z[rows], X[rows][:, cols], options)
+        out["r"][members] = fit.corr[px, py]
+        out["acf1_x"][members], out["acf1_y"][members] = fit.acf1[px], fit.acf1[py]
+        out["edf_x"][members], out["edf_y"][members] = fit.edf[px], fit.edf[py]
+        for problems, which in ((fit.problems[px], ix[members]), (fit.problems[py], iy[members])):
+            for k in np.flatnonzero([problem is not None for problem in problems]):
+                reason[members[k]] = reason[members[k]] or problems[k].format(task=tasks[which[k]])
+        if options.bootstrap:
+            ok = np.isfinite(out["r"][members])
+            if ok.any():
+                length = options.block_length or _bootstrap.block_length(fit.residuals, options.bootstrap_kind)
+                lo, hi = _bootstrap.percentile_ci(
+                    Z[rows],
+                    X[rows][:, cols],
+                    (px[ok], py[ok]),
+                    fit.refit,
+                    reps=options.bootstrap,
+                    length=length,
+                    kind=options.bootstrap_kind,
+                    seed=np.random.default_rng([options.seed, zlib.crc32(run.encode()), g]),
+                    confidence=options.confidence,
+                )
+                out["boot_lo"][members[ok]], out["boot_hi"][members[ok]] = lo, hi
+                blocks[members[ok]] = length
+
+    edf = np.fmax(out["edf_x"], out["edf_y"])
+    r = out["r"]
+    dof = n - 1 - edf
+    p_value = inference.t_test(r, dof)
+    ci_low, ci_high = inference.fisher_ci(r, n - edf - 2, options.confidence)
+    n_eff = inference.effective_n(n, out["acf1_x"], out["acf1_y"])
+    n_eff = np.where(np.isfinite(r), n_eff, np.nan)
+    p_eff = inference.t_test(r, n_eff - 1 - edf)
+    names = np.array(tasks, dtype=object)
+    return pl.DataFrame(
+        {
+            "run": [run] * pairs,
+            "task_x": names[ix].tolist(),
+            "task_y": names[iy].tolist(),
+            "n": n,
+            "r": r,
+            "ci_low": ci_low,
+            "ci_high": ci_high,
+            "p": p_value,
+            "p_adj": inference.adjust(p_value, options.adjust),
+            "n_eff": n_eff,
+            "p_eff": p_eff,
+            "p_eff_adj": inference.adjust(p_eff, options.adjust),
+            "acf1_x": out["acf1_x"],
+            "acf1_y": out["acf1_y"],
+            "dof": np.where(np.isfinite(r), dof, np.nan),
+            "edf_x": out["edf_x"],
+            "edf_y": out["edf_y"],
+            "boot_ci_low": out["boot_lo"],
+            "boot_ci_high": out["boot_hi"],
+            "block_length": blocks,
+            "reason": reason.tolist(),
+        },
+        schema=_schema(),
+        strict=False,
+    ).with_columns(pl.when(pl.col("block_length") > 0).then(pl.col("block_length")).alias("block_length"))
+
+
+def _group_problem(count: int, Z: np.ndarray, options: Options) -> str | None:
+    if count == 0:
+        return "no step has both tasks and the in-domain score"
+    need = GAM_MIN_N if options.residualizer == "gam" else Z.shape[1] + 4  # linear: n > k + 3
+    if count < need:
+        return f"too few checkpoints: n={count}, the {options.residualizer} residualizer needs at least {need}"
+    if (np.ptp(Z, axis=0) == 0).any():
+        return "the in-domain score is constant"
+    return None
+
+
+class _Fit:
+    """Residualised series of one group of steps: correlations, autocorrelations, degrees of freedom."""
+
+    def __init__(self, Z: np.ndarray, X: np.ndarray, options: Options):
+        self.options = options
+        constant = np.ptp(X, axis=0) == 0
+        self.problems = np.where(constant, "{task} is constant", None).astype(object)
+        self.residuals = np.full_like(X, np.nan, dtype=float)
+        self.edf = np.full(X.shape[1], np.nan)
+        self.alpha = np.full(X.shape[1], np.nan)
+        varying = ~constant
+        if varying.any():
+            Zr, Xr = self._ranked(Z, X[:, varying])
+            fit = self._residualize(Zr, Xr, None)
+            self.residuals[:, varying] = fit.values
+            self.edf[varying], self.alpha[varying] = fit.edf, fit.alpha
+            spread = np.linalg.norm(Xr - Xr.mean(axis=0), axis=0)
+            explained = np.linalg.norm(fit.values, axis=0) <= 1e-10 * spread
+            idx = np.flatnonzero(varying)[explained]
+            self.problems[idx] = "{task} is fully explained by the in-domain score"
+            self.residuals[:, idx] = np.nan
+            failed = np.flatnonzero(varying)[~np.isfinite(fit.values).all(axis=0)]
+            self.problems[failed] = "the GAM could not be fitted to {task}"
+        self.corr = _correlation(self.residuals)
+        self.acf1 = inference.lag1_autocorrelation(self.residuals)
+        self._usable = np.isfinite(self.residuals).all(axis=0)
+
+    def _ranked(self, Z: np.ndarray, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        if self.options.method == "spearman":
+            return rankdata(Z, axis=0), rankdata(X, axis=0)
+        return Z, X
+
+    def _residualize(self, Z: np.ndarray, X: np.ndarray, alpha: np.ndarray | None) -> residuals.Residuals:
+        if self.options.residualizer == "gam":
+            return residuals.gam(Z[:, 0], X, df=self.options.gam_df, alpha=alpha)
+        return residuals.linear(Z, X)
+
+    def refit(self, Z: np.ndarray, X: np.ndarray) -> np.ndarray:
+        """The residual correlation matrix on resampled steps (the GAM keeps the penalties chosen here)."""
+        out = np.full_like(X, np.nan, dtype=float)
+        varying = self._usable & (np.ptp(X, axis=0) > 0)
+        if varying.any():
+            Zr, Xr = self._ranked(Z, X[:, varying])
+            alpha = self.alpha[varying] if self.options.residualizer == "gam" else None
+            out[:, varying] = self._residualize(Zr, Xr, alpha).values
+        return _correlation(out)
+
+
+def _correlation(E: np.ndarray) -> np.ndarray:
+    """Pearson correlations between the columns of ``E`` (NaN for a NaN or zero-variance column)."""
+    centred = E - E.mean(axis=0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        unit = centred / np.linalg.norm(centred, axis=0)
+        corr = unit.T @ unit
+    return np.clip(corr, -1.0, 1.0)

@@ -1,0 +1,167 @@
+"""The score series an analysis works on: pulled from the store with one SQL query, or taken from a frame.
+
+The result is a long Polars frame ``run, step, task, value``: one score per
+checkpoint of a run on a task, for one metric and filter.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import polars as pl
+
+from ood_store import sqlfiles
+from ood_store.errors import AnalysisError
+
+if TYPE_CHECKING:
+    from ood_store.store import Store
+
+SINGLE_RUN = "(frame)"  # the run name given to a frame without a run column
+
+
+@dataclass(frozen=True)
+class Series:
+    """Scores in long form plus the tasks and runs they were selected for."""
+
+    scores: pl.DataFrame  # run, step, task, value
+    in_domain: str
+    ood: tuple[str, ...]
+    runs: tuple[str, ...]
+
+
+def load(
+    data: Store | pl.DataFrame | Any,
+    in_domain: str,
+    ood: Sequence[str] | None = None,
+    runs: Sequence[str] | None = None,
+    *,
+    metric: str = "acc",
+    filter: str = "none",  # noqa: A002 - lm-eval's name for it
+    num_fewshot: int | None = None,
+) -> Series:
+    """Select the in-domain and OOD series of the chosen runs.
+
+    ``data`` is a :class:`~ood_store.Store` or a long frame with columns
+    ``step, task, value`` (``run`` optional; ``metric``, ``filter`` and
+    ``num_fewshot`` are used for selection when present). ``ood=None`` means
+    every other task that has ``metric``.
+    """
+    ood = split_names(ood, "--ood")
+    runs = split_names(runs, "--run")
+    if ood is not None and in_domain in ood:
+        raise AnalysisError(f"--ood: {in_domain!r} is the in-domain task; it cannot also be an OOD task")
+    wanted = None if ood is None else [in_domain, *ood]
+    if isinstance(data, pl.DataFrame) or _is_pandas(data):
+        frame = _from_frame(data, metric, filter, num_fewshot, wanted, runs)
+        store = None
+    else:
+        store = data
+        if runs is not None:
+            _check_runs(set(store.runs()["run"]), runs)
+        frame = store.query(
+            sqlfiles.load("ood_store.analysis", "series"),
+            metric=metric,
+            filter=filter,
+            tasks=wanted,
+            runs=None if runs is None else list(runs),
+            num_fewshot=num_fewshot,
+        )
+    for task in wanted or [in_domain]:
+        if frame.filter(pl.col("task") == task).is_empty():
+            raise AnalysisError(_missing_task_message(store, task, metric, filter, num_fewshot, runs))
+    _check_one_shot_count(frame)
+    tasks = sorted(set(frame["task"].unique()) - {in_domain}) if ood is None else list(ood)
+    if not tasks:
+        raise AnalysisError(f"no OOD tasks: no task other than {in_domain!r} has {metric!r} scores")
+    found_runs = tuple(sorted(frame["run"].unique()))
+    scores = frame.select("run", "step", "task", pl.col("value").cast(pl.Float64))
+    return Series(scores, in_domain, tuple(tasks), found_runs)
+
+
+def split_names(values: Sequence[str] | str | None, option: str) -> tuple[str, ...] | None:
+    """Repeated and comma-separated names, in order, without duplicates; None when not given."""
+    if values is None:
+        return None
+    if isinstance(values, str):
+        values = [values]
+    out: list[str] = []
+    for value in values:
+        for name in str(value).split(","):
+            name = name.strip()
+            if name and name not in out:
+                out.append(name)
+    if not out:
+        raise AnalysisError(f"{option}: no names given")
+    return tuple(out)
+
+
+def _is_pandas(data: Any) -> bool:
+    return type(data).__module__.startswith("pandas")
+
+
+def _from_frame(data, metric, filter, num_fewshot, tasks, runs) -> pl.DataFrame:  # noqa: A002
+    frame = pl.from_pandas(data) if _is_pandas(data) else data
+    missing = {"step", "task", "value"} - set(frame.columns)
+    if missing:
+        raise AnalysisError(f"the scores frame has no column(s) {', '.join(sorted(missing))}")
+    if "run" not in frame.columns:
+        frame = frame.with_columns(pl.lit(SINGLE_RUN).alias("run"))
+    if runs is not None:
+        _check_runs(set(frame["run"].unique()), runs)
+    for column, value in (("metric", metric), ("filter", filter), ("num_fewshot", num_fewshot)):
+        if column in frame.columns and value is not None:
+            frame = frame.filter(pl.col(column) == value)
+    if tasks is not None:
+        frame = frame.filter(pl.col("task").is_in(tasks))
+    if runs is not None:
+        frame = frame.filter(pl.col("run").is_in(runs))
+    if "num_fewshot" not in frame.columns:
+        frame = frame.with_columns(pl.lit(None, dtype=pl.Int64).alias("num_fewshot"))
+    return frame.filter(pl.col("step").is_not_null()).select(
+        pl.col("run").cast(pl.String), "step", pl.col("task").cast(pl.String), "num_fewshot", "value"
+    )
+
+
+def _check_runs(known: set[str], runs: list[str]) -> None:
+    absent = [run for run in runs if run not in known]
+    if absent:
+        raise AnalysisError(f"--run: no run {', '.join(map(repr, absent))} in the store (see `ood-store runs`)")
+
+
+def _check_one_shot_count(frame: pl.DataFrame) -> None:
+    clash = (
+        frame.group_by("task")
+        .agg(pl.col("num_fewshot").unique().sort().alias("shots"))
+        .filter(pl.col("shots").list.len() > 1)
+        .sort("task")
+    )
+    if not clash.is_empty():
+        task, shots = clash.row(0)
+        listed = ", ".join(str(s) for s in shots)
+        raise AnalysisError(
+            f"task {task!r} has scores at several shot counts ({listed}); choose one with --num-fewshot"
+        )
+
+
+def _missing_task_message(store, task, metric, filter, num_fewshot, runs) -> str:  # noqa: A002
+    where = " in the chosen runs" if runs is not None else ""
+    if store is None:
+        return f"task {task!r} has no {metric!r} scores{where}"
+    choices = store.query(
+        sqlfiles.load("ood_store.analysis", "task_choices"), task=task, runs=None if runs is None else list(runs)
+    )
+    metrics, filters, shots = choices.row(0)
+    if not metrics:
+        return f"no task {task!r} in the store{where} (see `ood-store tasks`)"
+    if metric not in metrics:
+        return f"task {task!r} has no {metric!r} scores{where}; it has: {', '.join(metrics)} (choose with --metric)"
+    if filter not in filters:
+        return (
+            f"task {task!r} has no scores with filter {filter!r}; it has: {', '.join(filters)} (choose with --filter)"
+        )
+    if num_fewshot is not None and num_fewshot not in shots:
+        listed = ", ".join(str(s) for s in shots)
+        return f"task {task!r} has no {num_fewshot}-shot scores; it has: {listed} (choose with --num-fewshot)"
+    return f"task {task!r} has no {metric!r} scores at a training step{where}"
