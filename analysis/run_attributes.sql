@@ -1,0 +1,4 @@
+-- Every run with its attributes, for grouping runs in `compare --by`.
+SELECT run, base_model, family, size, in_domain_task, seed, CAST(attributes AS VARCHAR) AS attributes
+FROM runs
+ORDER BY run;
