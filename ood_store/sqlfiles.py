@@ -10,3 +10,16 @@ from importlib import resources
 def load(package: str, name: str) -> str:
     """The text of ``<package>/<name>.sql``, e.g. ``load("ood_store.queries", "runs")``."""
     return resources.files(package).joinpath(f"{name}.sql").read_text("utf-8")
+
+
+def execute(con, sql: str, params: dict | None = None) -> None:
+    """Run every statement of ``sql`` in turn, each with the named parameters it uses.
+
+    DuckDB binds parameters only for the last statement of a multi-statement
+    string; this lets one ``.sql`` file hold several statements that share them.
+    """
+    import duckdb
+
+    params = params or {}
+    for statement in duckdb.extract_statements(sql):
+        con.execute(statement, {name: params[name] for name in statement.named_parameters})

@@ -183,6 +183,41 @@ class Store:
         self._require_writable("set run attributes")
         set_attributes(self._con, run, attributes)
 
+    # -- saved analyses ----------------------------------------------------
+    def save_analysis(
+        self, name: str, table: pl.DataFrame, params: Mapping[str, Any], *, replace: bool = False
+    ) -> None:
+        """Save a partial-correlation table under ``name`` with the parameters that made it."""
+        from ood_store.analysis import saved
+
+        self._require_writable("save an analysis")
+        saved.save(self._con, name, table, params, replace=replace)
+
+    def analysis(self, name: str) -> pl.DataFrame:
+        """The rows of saved analysis ``name``."""
+        from ood_store.analysis import saved
+
+        return saved.load(self._con, name)
+
+    def analysis_params(self, name: str) -> dict[str, Any]:
+        """The parameters saved analysis ``name`` was computed with."""
+        from ood_store.analysis import saved
+
+        return saved.params(self._con, name)
+
+    def analyses(self) -> pl.DataFrame:
+        """One row per saved analysis, newest first."""
+        from ood_store.analysis import saved
+
+        return saved.listing(self._con)
+
+    def drop_analysis(self, name: str) -> None:
+        """Remove saved analysis ``name``."""
+        from ood_store.analysis import saved
+
+        self._require_writable("drop an analysis")
+        saved.drop(self._con, name)
+
     def _require_writable(self, what: str) -> None:
         if self.read_only:
             raise StoreError(f"{self.path}: opened read-only; cannot {what}")

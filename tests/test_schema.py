@@ -21,6 +21,8 @@ def test_new_store_has_the_latest_schema(db):
     assert versions == [(m.version, m.name) for m in schema.migrations()]
     assert versions[0] == (1, "0001_init.sql")
     assert dict(objects) == {
+        "analyses": "BASE TABLE",
+        "partial_correlations": "BASE TABLE",
         "checkpoints": "BASE TABLE",
         "evaluation_scores": "BASE TABLE",
         "evaluations": "BASE TABLE",
