@@ -1,0 +1,225 @@
+"""``ood-store analyze``, ``compare`` and ``analyses``: partial correlations between OOD testsets."""
+
+from __future__ import annotations
+
+import functools
+
+import click
+import polars as pl
+
+from ood_store.analysis import Options, compare, partial_correlations
+from ood_store.analysis.bootstrap import BOOTSTRAP_KINDS
+from ood_store.analysis.compare import INFERENCE
+from ood_store.analysis.inference import ADJUST_METHODS
+from ood_store.analysis.partial import METHODS
+from ood_store.analysis.residuals import RESIDUALIZERS
+from ood_store.cli.output import emit, output_options
+
+# What --format table/markdown/latex show unless --all-columns; csv, json and parquet always carry every column.
+ANALYZE_SUMMARY = ("run", "task_x", "task_y", "n", "r", "ci_low", "ci_high", "p_adj", "n_eff", "p_eff_adj", "reason")
+COMPARE_SUMMARY = ("task_x", "task_y", "runs", "sign_agreement", "r_pooled", "ci_low", "ci_high", "i2", "verdict")
+_TEXT_TABLES = ("table", "markdown", "latex")
+
+
+def analysis_options(fn):
+    """The options that define a partial-correlation analysis, shared by ``analyze`` and ``compare``."""
+    options = [
+        click.option("--in-domain", "in_domain", metavar="TASK", help="The in-domain task: the control."),
+        click.option(
+            "--ood",
+            multiple=True,
+            metavar="TASK[,TASK...]",
+            help="OOD tasks (repeatable or comma-separated); default every other task with the metric.",
+        ),
+        click.option("--run", "runs", multiple=True, metavar="RUN", help="Only these runs (repeatable); default all."),
+        click.option("--metric", default="acc", show_default=True, help="The metric that forms each series."),
+        click.option("--filter", "filter_", default="none", show_default=True, help="lm-eval filter of the metric."),
+        click.option("--num-fewshot", type=int, help="Shot count, when tasks were evaluated at several."),
+        click.option(
+            "--residualizer",
+            type=click.Choice(RESIDUALIZERS),
+            default="linear",
+            show_default=True,
+            help="How the in-domain score is regressed out: OLS line, or a penalised spline (GAM, penalty by GCV).",
+        ),
+        click.option("--method", type=click.Choice(METHODS), default="pearson", show_default=True),
+        click.option(
+            "--adjust",
+            type=click.Choice(ADJUST_METHODS),
+            default="holm",
+            show_default=True,
+            help="Multiple-testing adjustment over the pairs of each run.",
+        ),
+        click.option(
+            "--bootstrap",
+            type=click.IntRange(min=0),
+            default=0,
+            show_default=True,
+            metavar="N",
+            help="Block-bootstrap resamples for boot_ci_low/high (0: none).",
+        ),
+        click.option(
+            "--block-length",
+            type=click.IntRange(min=1),
+            help="Bootstrap block length in checkpoints.  [default: automatic]",
+        ),
+        click.option("--bootstrap-kind", type=click.Choice(BOOTSTRAP_KINDS), default="circular", show_default=True),
+        click.option("--seed", type=int, default=0, show_default=True, help="Seed of the bootstrap."),
+        click.option("--gam-df", type=click.IntRange(min=5), default=8, show_default=True, help="GAM basis size."),
+        click.option(
+            "--confidence", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.95, show_default=True
+        ),
+    ]
+    for option in reversed(options):
+        fn = option(fn)
+    return fn
+
+
+def _options(in_domain: str, kwargs: dict) -> Options:
+    ood = tuple(kwargs.pop("ood")) or None
+    runs = tuple(kwargs.pop("runs")) or None
+    kwargs["filter"] = kwargs.pop("filter_")
+    return Options(in_domain=in_domain, ood=ood, runs=runs, **kwargs)
+
+
+def _analysis_kwargs(fn):
+    """Collects the analysis options into one ``options`` argument (None without --in-domain)."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        names = ("ood", "runs", "metric", "filter_", "num_fewshot", "residualizer", "method", "adjust", "bootstrap",
+                 "block_length", "bootstrap_kind", "seed", "gam_df", "confidence")  # fmt: skip
+        collected = {name: kwargs.pop(name) for name in names}
+        in_domain = kwargs.pop("in_domain")
+        kwargs["options"] = None if in_domain is None else _options(in_domain, collected)
+        return fn(*args, **kwargs)
+
+    return wrapper
+
+
+def _compute(store, options: Options) -> pl.DataFrame:
+    return partial_correlations(
+        store,
+        options.in_domain,
+        options.ood,
+        options.runs,
+        **{k: v for k, v in options.to_dict().items() if k not in ("in_domain", "ood", "runs")},
+        progress=True,
+    )
+
+
+def _for_display(frame: pl.DataFrame, output_format: str, summary: tuple[str, ...], all_columns: bool) -> pl.DataFrame:
+    if output_format.lower() not in _TEXT_TABLES:
+        return frame
+    if not all_columns:
+        frame = frame.select([c for c in frame.columns if c in summary or c.startswith("r:")])
+    return frame.with_columns(pl.col(pl.Float64).round_sig_figs(3))
+
+
+_all_columns = click.option(
+    "--all-columns", is_flag=True, help="Show every column in table, markdown and latex output (csv/json always do)."
+)
+
+
+@click.command()
+@analysis_options
+@click.option("--save", metavar="NAME", help="Save the result in the store under NAME (for export and plots).")
+@click.option("--replace", is_flag=True, help="With --save: overwrite an analysis of the same name.")
+@_all_columns
+@output_options
+@_analysis_kwargs
+@click.pass_obj
+def analyze(
+    settings, options: Options | None, save: str | None, replace: bool, all_columns: bool, output_format, output
+):
+    """Partial correlations between OOD tasks with the in-domain score regressed out, run by run.
+
+    For every run and every pair of OOD tasks (X, Y): X and Y are regressed on
+    the in-domain score over the run's checkpoints and their residuals
+    correlated. Besides the naive test (p, p_adj) it reports the effective
+    sample size of the two autocorrelated residual series (n_eff) and the
+    test on it (p_eff, p_eff_adj); see the README for when to trust which.
+
+    \b
+    Example:
+      ood-store analyze --in-domain lambada_openai --ood arc_easy,piqa,sciq --save pythia-lambada
+    """
+    if options is None:
+        raise click.UsageError("Missing option '--in-domain'.")
+    with settings.open(read_only=save is None) as store:
+        table = _compute(store, options)
+        if save is not None:
+            store.save_analysis(save, table, _saved_params(options, table), replace=replace)
+    emit(_for_display(table, output_format, ANALYZE_SUMMARY, all_columns), output_format, output)
+    if save is not None:
+        click.echo(f"Saved as analysis {save!r} ({table.height} rows) in {settings.db}.", err=True)
+
+
+def _saved_params(options: Options, table: pl.DataFrame) -> dict:
+    params = options.to_dict()
+    params["tasks"] = sorted(set(table["task_x"]) | set(table["task_y"]))
+    params["runs_analysed"] = sorted(set(table["run"]))
+    return params
+
+
+@click.command(name="compare")
+@analysis_options
+@click.option("--analysis", "analysis_name", metavar="NAME", help="Compare a saved analysis instead of computing one.")
+@click.option(
+    "--by",
+    multiple=True,
+    metavar="ATTR",
+    help="Compare runs within groups of this run attribute (family, size, in_domain, seed, or any --attr key).",
+)
+@click.option("--alpha", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.05, show_default=True)
+@click.option(
+    "--inference",
+    type=click.Choice(INFERENCE),
+    default="effective",
+    show_default=True,
+    help="effective: n_eff and p_eff_adj (autocorrelation-aware); naive: n and p_adj.",
+)
+@_all_columns
+@output_options
+@_analysis_kwargs
+@click.pass_obj
+def compare_command(
+    settings, options: Options | None, analysis_name, by, alpha, inference, all_columns, output_format, output
+):
+    """Compare partial correlations across runs: per-run r, sign agreement, pooled r, heterogeneity, verdict.
+
+    Takes the same options as `analyze` (or --analysis NAME for a saved
+    one). For each pair of OOD tasks it pools the runs' r by a random-effects
+    meta-analysis on Fisher z and gives a verdict: consistently positive,
+    consistently negative, model-dependent or no evidence.
+
+    \b
+    Example:
+      ood-store compare --in-domain mnli --by family
+    """
+    if (options is None) == (analysis_name is None):
+        raise click.UsageError("Give either --in-domain (and the analysis options) or --analysis NAME.")
+    with settings.open(read_only=True) as store:
+        table = store.analysis(analysis_name) if analysis_name else _compute(store, options)
+        result = compare(table, by=list(by) or None, attributes=store, alpha=alpha, inference=inference)
+    summary = (*by, *COMPARE_SUMMARY)
+    emit(_for_display(result, output_format, summary, all_columns), output_format, output)
+
+
+@click.command()
+@click.option("--drop", metavar="NAME", help="Remove the saved analysis NAME.")
+@output_options
+@click.pass_obj
+def analyses(settings, drop: str | None, output_format: str, output) -> None:
+    """List saved analyses (from `analyze --save NAME`) with their parameters."""
+    if drop is not None:
+        with settings.open() as store:
+            store.drop_analysis(drop)
+        click.echo(f"Dropped analysis {drop!r}.", err=True)
+        return
+    with settings.open(read_only=True) as store:
+        frame = store.analyses()
+    emit(frame, output_format, output)
+
+
+COMMANDS = [analyze, compare_command, analyses]

@@ -1,0 +1,194 @@
+"""ood-store analyze / compare / analyses on the Pythia fixtures, checked against pingouin on the JSON series."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+
+import pandas as pd
+import pingouin as pg
+import polars as pl
+import pytest
+
+import ood_store
+from conftest import PYTHIA_SIZES, expected_pythia_rows, pythia_files, table_dump
+from ood_store.cli import main
+
+IN_DOMAIN = "lambada_openai"
+OOD = ("arc_easy", "piqa", "sciq", "winogrande")
+REQUIRED = ("run", "task_x", "task_y", "n", "r", "ci_low", "ci_high", "p", "p_adj", "n_eff", "p_eff",
+            "residualizer", "method")  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def store_db(tmp_path_factory):
+    db = tmp_path_factory.mktemp("analyze") / "store.duckdb"
+    with ood_store.open(db) as store:
+        for size in PYTHIA_SIZES:
+            assert store.ingest(pythia_files(size), attributes={"family": "pythia", "size": size}).ok
+    return db
+
+
+@pytest.fixture(scope="module")
+def series():
+    """{run: DataFrame(step × task acc)}, read straight from the JSON files."""
+    rows = expected_pythia_rows(pythia_files())
+    frame = pd.DataFrame(
+        [(run, step, task, value) for (run, step, task, metric), (value, _) in rows.items() if metric == "acc"],
+        columns=["run", "step", "task", "value"],
+    )
+    return {run: part.pivot(index="step", columns="task", values="value") for run, part in frame.groupby("run")}
+
+
+def invoke(runner, db, *args):
+    result = runner.invoke(main, ["--db", str(db), *args])
+    assert "Traceback" not in result.output, result.output
+    return result
+
+
+def _csv(text: str) -> list[dict]:
+    return list(csv.DictReader(io.StringIO(text)))
+
+
+@pytest.mark.parametrize("method", ["pearson", "spearman"])
+def test_analyze_csv_matches_pingouin_on_the_json_series(runner, store_db, series, method):
+    args = ["analyze", "--in-domain", IN_DOMAIN, "--ood", ",".join(OOD), "--method", method, "--format", "csv"]
+    result = invoke(runner, store_db, *args)
+    assert result.exit_code == 0, result.output
+    rows = _csv(result.output)
+    assert set(REQUIRED) <= set(rows[0])
+    assert len(rows) == 3 * 6  # 3 runs × (4 choose 2) pairs
+    for row in rows:
+        data = series[row["run"]]
+        expected = pg.partial_corr(data, x=row["task_x"], y=row["task_y"], covar=IN_DOMAIN, method=method)
+        assert int(row["n"]) == expected["n"].iloc[0] == 27
+        assert float(row["r"]) == pytest.approx(expected["r"].iloc[0], abs=1e-9)
+        assert float(row["p"]) == pytest.approx(expected["p_val"].iloc[0], rel=1e-9, abs=1e-12)
+        assert row["residualizer"] == "linear" and row["method"] == method
+
+
+def test_analyze_default_ood_is_every_other_task_with_the_metric(runner, store_db, series):
+    result = invoke(runner, store_db, "analyze", "--in-domain", IN_DOMAIN, "--run", "EleutherAI/pythia-v1.1-160m",
+                    "--format", "json")  # fmt: skip
+    rows = json.loads(result.output)
+    tasks = {r["task_x"] for r in rows} | {r["task_y"] for r in rows}
+    expected = set(series["EleutherAI/pythia-v1.1-160m"].columns) - {IN_DOMAIN}
+    assert tasks == expected
+    assert len(rows) == len(expected) * (len(expected) - 1) // 2
+
+
+def test_analyze_table_output_is_a_readable_summary(runner, store_db):
+    result = invoke(runner, store_db, "analyze", "--in-domain", IN_DOMAIN, "--ood", "arc_easy,piqa")
+    assert result.exit_code == 0
+    header = result.output.splitlines()[0].split()
+    assert header == ["run", "task_x", "task_y", "n", "r", "ci_low", "ci_high", "p_adj", "n_eff", "p_eff_adj", "reason"]
+    full = invoke(runner, store_db, "analyze", "--in-domain", IN_DOMAIN, "--ood", "arc_easy,piqa", "--all-columns")
+    assert "boot_ci_low" in full.output.splitlines()[0]
+
+
+def test_analyze_gam_and_bootstrap_from_the_cli(runner, store_db):
+    args = ["analyze", "--in-domain", IN_DOMAIN, "--ood", "arc_easy,piqa", "--run", "EleutherAI/pythia-v1.1-410m",
+            "--residualizer", "gam", "--bootstrap", "100", "--seed", "3", "--format", "csv"]  # fmt: skip
+    first, second = invoke(runner, store_db, *args), invoke(runner, store_db, *args)
+    assert first.exit_code == 0, first.output
+    assert first.output == second.output  # seeded
+    [row] = _csv(first.output)
+    assert row["residualizer"] == "gam"
+    assert float(row["boot_ci_low"]) < float(row["boot_ci_high"])
+    assert float(row["dof"]) == pytest.approx(27 - 1 - max(float(row["edf_x"]), float(row["edf_y"])))
+
+
+def test_save_list_reload_and_compare_a_saved_analysis(runner, tmp_path):
+    db = tmp_path / "store.duckdb"
+    with ood_store.open(db) as store:
+        for size in PYTHIA_SIZES:
+            assert store.ingest(pythia_files(size), attributes={"family": "pythia", "size": size}).ok
+    computed = invoke(runner, db, "analyze", "--in-domain", IN_DOMAIN, "--ood", ",".join(OOD), "--save", "main",
+                      "--format", "csv")  # fmt: skip
+    assert computed.exit_code == 0
+    assert "Saved as analysis 'main' (18 rows)" in computed.stderr
+    listed = _csv(invoke(runner, db, "analyses", "--format", "csv").output)
+    assert [(r["name"], r["in_domain"], r["rows"]) for r in listed] == [("main", IN_DOMAIN, "18")]
+    params = json.loads(listed[0]["params"])
+    assert params["ood"] == list(OOD) and params["residualizer"] == "linear" and params["adjust"] == "holm"
+    with ood_store.open(db, read_only=True) as store:
+        saved = store.analysis("main")
+    fresh = pl.read_csv(io.StringIO(computed.stdout))
+    assert saved.columns == fresh.columns
+    assert saved.sort("run", "task_x", "task_y")["r"].to_list() == pytest.approx(
+        fresh.sort("run", "task_x", "task_y")["r"].to_list(), abs=1e-12
+    )
+    before = table_dump(db)
+    again = invoke(runner, db, "analyze", "--in-domain", IN_DOMAIN, "--save", "main")
+    assert again.exit_code == 1
+    assert again.output.strip().splitlines()[-1] == (
+        "Error: --save: an analysis named 'main' exists already; pass --replace to overwrite it"
+    )
+    assert table_dump(db) == before
+    replaced = invoke(runner, db, "analyze", "--in-domain", IN_DOMAIN, "--ood", "arc_easy,piqa", "--save", "main",
+                      "--replace", "--format", "csv")  # fmt: skip
+    assert replaced.exit_code == 0
+    with ood_store.open(db, read_only=True) as store:
+        assert store.analysis("main").height == 3
+    by_name = invoke(runner, db, "compare", "--analysis", "main", "--format", "csv")
+    assert by_name.exit_code == 0, by_name.output
+    assert len(_csv(by_name.output)) == 1
+    dropped = invoke(runner, db, "analyses", "--drop", "main")
+    assert dropped.exit_code == 0
+    assert _csv(invoke(runner, db, "analyses", "--format", "csv").output) == []
+
+
+def test_compare_from_the_cli(runner, store_db, series):
+    result = invoke(runner, store_db, "compare", "--in-domain", IN_DOMAIN, "--ood", ",".join(OOD), "--inference",
+                    "naive", "--format", "csv")  # fmt: skip
+    assert result.exit_code == 0, result.output
+    rows = _csv(result.output)
+    assert len(rows) == 6
+    row = next(r for r in rows if (r["task_x"], r["task_y"]) == ("arc_easy", "piqa"))
+    runs = sorted(series)
+    rs = [pg.partial_corr(series[run], x="arc_easy", y="piqa", covar=IN_DOMAIN)["r"].iloc[0] for run in runs]
+    for run, r in zip(runs, rs, strict=True):
+        assert float(row[f"r:{run}"]) == pytest.approx(r, abs=1e-9)
+    assert int(row["n_positive"]) == sum(r > 0 for r in rs)
+    assert row["verdict"] in {"consistently positive", "consistently negative", "model-dependent", "no evidence"}
+    # hand check of the pooled estimate's homogeneity statistic with n - 4 weights
+    z = [math.atanh(r) for r in rs]
+    mean = sum(z) / 3
+    assert float(row["q"]) == pytest.approx(sum((v - mean) ** 2 for v in z) * 23, rel=1e-9)
+
+
+def test_compare_by_a_run_attribute(runner, store_db):
+    result = invoke(runner, store_db, "compare", "--in-domain", IN_DOMAIN, "--ood", "arc_easy,piqa", "--by", "size",
+                    "--format", "csv")  # fmt: skip
+    assert result.exit_code == 0, result.output
+    rows = _csv(result.output)
+    assert sorted(r["size"] for r in rows) == sorted(PYTHIA_SIZES)
+    assert {r["verdict"] for r in rows} == {"too few runs"}  # one run per size
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["analyze"], "Missing option '--in-domain'."),
+        (["analyze", "--in-domain", "nope"], "Error: no task 'nope' in the store (see `ood-store tasks`)"),
+        (["analyze", "--in-domain", IN_DOMAIN, "--metric", "f1"],
+         f"Error: task '{IN_DOMAIN}' has no 'f1' scores; it has: acc, ppl (choose with --metric)"),
+        (["analyze", "--in-domain", IN_DOMAIN, "--run", "gpt-5"],
+         "Error: --run: no run 'gpt-5' in the store (see `ood-store runs`)"),
+        (["analyze", "--in-domain", IN_DOMAIN, "--ood", IN_DOMAIN],
+         f"Error: --ood: '{IN_DOMAIN}' is the in-domain task; it cannot also be an OOD task"),
+        (["compare"], "Give either --in-domain (and the analysis options) or --analysis NAME."),
+        (["compare", "--analysis", "nothing"], "Error: no saved analysis named 'nothing' (see `ood-store analyses`)"),
+        (["compare", "--in-domain", IN_DOMAIN, "--by", "shots"],
+         "Error: --by: no run has attribute 'shots' (set one with `ood-store ingest --attr NAME=VALUE`)"),
+        (["analyses", "--drop", "nothing"], "Error: no saved analysis named 'nothing' (see `ood-store analyses`)"),
+    ],
+)  # fmt: skip
+def test_user_errors_are_one_line(runner, store_db, args, message):
+    before = table_dump(store_db)
+    result = invoke(runner, store_db, *args)
+    assert result.exit_code != 0
+    assert message in result.output.strip().splitlines()[-1]
+    assert table_dump(store_db) == before
