@@ -13,8 +13,9 @@ demo: $(VENV)/.installed
 test: $(VENV)/.installed-test
 	$(BIN)/python -m pytest -n 2 --dist loadfile
 
-bench: $(VENV)/.installed
+bench: $(VENV)/.installed-test
 	$(BIN)/python benchmarks/ingest_pythia.py
+	$(BIN)/python benchmarks/analysis_partial.py
 
 $(VENV)/.created:
 	$(PYTHON) -m venv $(VENV)

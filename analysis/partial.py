@@ -218,12 +218,13 @@ def analyse(series: Series, options: Options, *, progress: bool = False) -> pl.D
     """The partial-correlation table of already selected ``series``."""
     wide = series.scores.pivot(on="task", index=["run", "step"], values="value", aggregate_function=None)
     tasks = list(series.ood)
+    absent = [task for task in (series.in_domain, *tasks) if task not in wide.columns]
+    wide = wide.with_columns(pl.lit(None, dtype=pl.Float64).alias(task) for task in absent)
     parts = []
     with progress_bar(progress, len(series.runs), "analysing") as advance:
         for (run,), block in wide.sort("run", "step").partition_by("run", as_dict=True, maintain_order=True).items():
-            z = _column(block, series.in_domain)
-            X = np.column_stack([_column(block, task) for task in tasks])
-            parts.append(_pairs(z[:, None], X, tasks, options, run))
+            values = block.select(pl.col([series.in_domain, *tasks]).cast(pl.Float64).fill_null(np.nan)).to_numpy()
+            parts.append(_pairs(values[:, :1], values[:, 1:], tasks, options, run))
             advance(run)
     table = pl.concat(parts) if parts else pl.DataFrame(schema=_schema())
     return table.with_columns(
@@ -232,12 +233,6 @@ def analyse(series: Series, options: Options, *, progress: bool = False) -> pl.D
         pl.lit(options.residualizer).alias("residualizer"),
         pl.lit(options.method).alias("method"),
     ).select(COLUMNS)
-
-
-def _column(block: pl.DataFrame, task: str) -> np.ndarray:
-    if task not in block.columns:
-        return np.full(block.height, np.nan)
-    return block[task].cast(pl.Float64).fill_null(np.nan).to_numpy()
 
 
 def _schema() -> dict[str, pl.DataType]:

@@ -372,3 +372,13 @@ def test_pandas_frames_are_accepted():
 
 def test_docstring_examples_run():
     assert doctest.testmod(partial_module).failed == 0
+
+
+def test_holm_equals_statsmodels_with_ties_and_extremes():
+    from statsmodels.stats.multitest import multipletests
+
+    rng = np.random.default_rng(0)
+    for p in (rng.uniform(size=50), rng.uniform(size=200) ** 4, np.array([0.01, 0.01, 0.04, 0.5, 0.5, 1.0, 0.0])):
+        np.testing.assert_allclose(inference.adjust(p, "holm"), multipletests(p, method="holm")[1], rtol=1e-15)
+    with_nan = np.array([0.01, np.nan, 0.03])
+    np.testing.assert_allclose(inference.adjust(with_nan, "holm"), [0.02, np.nan, 0.03])
