@@ -21,6 +21,7 @@ from ood_store.ingest import jsontext
 from ood_store.ingest.discover import Candidate, discover
 from ood_store.ingest.identity import Overrides
 from ood_store.ingest.lmeval import NotLmEval, parse_results
+from ood_store.ingest.progress import progress_bar
 from ood_store.ingest.records import EvaluationRecord
 from ood_store.ingest.runs import parse_attributes, set_attributes
 from ood_store.ingest.samples import read_samples, samples_beside, task_of
@@ -132,7 +133,7 @@ def ingest(
     outcomes: dict[int, FileOutcome] = {}
     recognised: set[str] = set()  # arguments that found at least one lm-eval file
     batch = _Batch(con, attrs, outcomes)
-    with _progress_bar(progress, len(candidates)) as advance:
+    with progress_bar(progress, len(candidates), "ingesting") as advance:
         for index, candidate in enumerate(candidates):
             result = _read_one(candidate, overrides, samples, known)
             if isinstance(result, FileOutcome):
@@ -142,7 +143,7 @@ def ingest(
                 batch.add(index, result)
             if not isinstance(result, FileOutcome) or result.status != "skipped":
                 recognised.add(candidate.root)
-            advance(candidate.path.name)
+            advance(1, candidate.path.name)
         batch.flush()
     report.files.extend(outcomes[i] for i in sorted(outcomes))
     if attrs:  # attributes also go to the runs of files that were already present
@@ -278,40 +279,3 @@ def _conflicts(con: duckdb.DuckDBPyConnection, new_ids: list[int]) -> list[Confl
             )
         )
     return out
-
-
-class _progress_bar:
-    """A rich progress bar on standard error, only when asked for and on a terminal."""
-
-    def __init__(self, enabled: bool, total: int):
-        self.enabled = enabled and total > 1
-        self.total = total
-        self._progress = None
-
-    def __enter__(self):
-        if self.enabled:
-            from rich.console import Console
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
-
-            console = Console(stderr=True)
-            if console.is_terminal:
-                self._progress = Progress(
-                    TextColumn("ingesting"),
-                    BarColumn(),
-                    MofNCompleteColumn(),
-                    TimeRemainingColumn(),
-                    TextColumn("{task.description}"),
-                    console=console,
-                    transient=True,
-                )
-                self._progress.start()
-                self._task = self._progress.add_task("", total=self.total)
-        return self._advance
-
-    def _advance(self, name: str) -> None:
-        if self._progress is not None:
-            self._progress.update(self._task, advance=1, description=name)
-
-    def __exit__(self, *exc: object) -> None:
-        if self._progress is not None:
-            self._progress.stop()
