@@ -103,8 +103,9 @@ def test_a_missing_export_is_named(tmp_path):
     (tmp_path / "ood_nli_snli.jsonl").write_text((SUITE_DATA / "ood_nli_snli.jsonl").read_text())
     with task_list(["ood_nli_snli"], data_dir=tmp_path) as catalogue:
         assert catalogue.leaves == {"ood_nli_snli": ["ood_nli_snli"]}
-    with pytest.raises(InputError, match=r"/ood_nli_anli_r1\.jsonl: missing: export the suite"), task_list(
-        ["ood_nli"], data_dir=tmp_path
+    with (
+        pytest.raises(InputError, match=r"/ood_nli_anli_r1\.jsonl: missing: export the suite"),
+        task_list(["ood_nli"], data_dir=tmp_path),
     ):
         pass
     with pytest.raises(InputError, match="no such data folder"), task_list(["ood_nli"], data_dir=tmp_path / "nope"):
