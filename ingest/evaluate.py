@@ -12,9 +12,12 @@ and the store can be rebuilt from ``output_dir`` with ``ood-store ingest``.
 
 from __future__ import annotations
 
+import os
 import re
+import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -80,6 +83,7 @@ def evaluate(
     force: bool = False,
     attributes: Mapping[str, Any] | list[str] | None = None,
     progress: bool = False,
+    log_to_file: bool = False,
     lm_eval_kwargs: Mapping[str, Any] | None = None,
 ) -> EvaluateReport:
     """Evaluate checkpoints of one run on tasks with lm-eval's ``hf`` model and store the results.
@@ -113,6 +117,10 @@ def evaluate(
         Run attributes (``family``, ``size``, ``in_domain``, ``seed``, any key).
     progress
         Show a progress bar over checkpoints × tasks on standard error when it is a terminal.
+    log_to_file
+        Send what lm-eval writes to standard output and error while it
+        evaluates a checkpoint (its log, warnings, progress bars, messages of
+        programs it runs) to ``lm-eval.log`` beside that checkpoint's results.
     lm_eval_kwargs
         Further keyword arguments for ``lm_eval.simple_evaluate``.
 
@@ -126,7 +134,7 @@ def evaluate(
         raise InputError("--run", None, "the run needs a name")
     attrs = parse_attributes(attributes) if attributes else None
     resolved = resolve(list(checkpoints), base_model)
-    _require_eval_extra()
+    require_eval_extra("evaluate")
     report = EvaluateReport(run)
     with task_list(tasks, include_paths, data_dir) as catalogue:
         report.built_in_tasks = catalogue.built_in
@@ -159,6 +167,7 @@ def evaluate(
                         **(lm_eval_kwargs or {}),
                     },
                     dtype=dtype,
+                    log_to_file=log_to_file,
                 )
                 report.checkpoints.append(outcome)
                 advance(len(pending), f"{where}: stored")
@@ -179,6 +188,7 @@ def _evaluate_one(
     samples: bool,
     options: dict[str, Any],
     dtype: str | None,
+    log_to_file: bool,
 ) -> CheckpointOutcome:
     import lm_eval
     from lm_eval.loggers import EvaluationTracker
@@ -186,14 +196,15 @@ def _evaluate_one(
     started = time.perf_counter()
     folder = run_folder(output_dir, run) / _step_name(checkpoint.step)
     tracker = EvaluationTracker(output_path=str(folder))
-    result = lm_eval.simple_evaluate(
-        model="hf",
-        model_args=checkpoint.model_args(dtype),
-        tasks=pending,
-        task_manager=catalogue.manager,
-        evaluation_tracker=tracker,
-        **options,
-    )
+    with _output_to(folder / "lm-eval.log" if log_to_file else None):
+        result = lm_eval.simple_evaluate(
+            model="hf",
+            model_args=checkpoint.model_args(dtype),
+            tasks=pending,
+            task_manager=catalogue.manager,
+            evaluation_tracker=tracker,
+            **options,
+        )
     if result is None:  # lm-eval returns None on ranks other than 0
         raise OodStoreError(f"{checkpoint.label}: lm-eval returned no results")
     results_file = _save(tracker, result, folder)
@@ -234,6 +245,30 @@ def _save(tracker: Any, result: dict[str, Any], folder: Path) -> Path:
     return path
 
 
+@contextmanager
+def _output_to(path: Path | None) -> Iterator[None]:
+    """Point file descriptors 1 and 2 (standard output and error, Python's and child processes') at ``path``."""
+    if path is None:
+        yield
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    streams = (sys.stdout, sys.stderr)
+    for stream in streams:
+        stream.flush()
+    saved = [os.dup(1), os.dup(2)]
+    try:
+        with path.open("ab") as log:
+            os.dup2(log.fileno(), 1)
+            os.dup2(log.fileno(), 2)
+            yield
+    finally:
+        for stream in streams:
+            stream.flush()
+        for fd, copy in zip((1, 2), saved, strict=True):
+            os.dup2(copy, fd)
+            os.close(copy)
+
+
 def _pending(catalogue: TaskList, step: int | None, done: set[tuple[int | None, str]], force: bool) -> list[str]:
     """The requested task names that still need evaluating at ``step``."""
     if force:
@@ -271,7 +306,8 @@ def default_device() -> str:
     return "mps" if mps is not None and mps.is_available() else "cpu"
 
 
-def _require_eval_extra() -> None:
+def require_eval_extra(what: str) -> None:
+    """Stop with one line when torch, transformers or lm-eval's hf model cannot be imported."""
     missing = []
     for module in ("torch", "transformers", "lm_eval.models.huggingface"):
         try:
@@ -279,6 +315,4 @@ def _require_eval_extra() -> None:
         except ImportError:
             missing.append(module.split(".")[0])
     if missing:
-        raise OodStoreError(
-            f"evaluate needs {', '.join(missing)}: install the eval extra, pip install 'ood-store[eval]'"
-        )
+        raise OodStoreError(f"{what} needs {', '.join(missing)}: install the eval extra, pip install 'ood-store[eval]'")

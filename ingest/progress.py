@@ -27,14 +27,16 @@ class progress_bar:  # noqa: N801 - used like a function, as a context manager
                     TextColumn("{task.description}"),
                     console=console,
                     transient=True,
+                    auto_refresh=False,  # drawn on each advance: no thread writing while evaluate redirects stderr
                 )
                 self._progress.start()
                 self._task = self._progress.add_task("", total=self.total)
+                self._progress.refresh()
         return self._advance
 
     def _advance(self, n: int, description: str) -> None:
         if self._progress is not None:
-            self._progress.update(self._task, advance=n, description=description)
+            self._progress.update(self._task, advance=n, description=description, refresh=True)
 
     def __exit__(self, *exc: object) -> None:
         if self._progress is not None:

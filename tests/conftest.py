@@ -14,6 +14,9 @@ from click.testing import CliRunner
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+# One torch thread per xdist worker: `make test` runs 2 workers on 2 cores, and torch's
+# threads spinning against each other's made the model tests several times slower.
+os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 FIXTURES = Path(__file__).parent / "fixtures"
 REAL = FIXTURES / "lm-eval-real"

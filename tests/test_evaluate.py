@@ -60,6 +60,7 @@ def test_every_checkpoint_and_task_is_stored_with_lm_evals_values(evaluated):
         doc = json.loads(file.read_text())
         step = int(file.parent.parent.name.removeprefix("step-"))
         assert doc["config"]["model_args"]["pretrained"].endswith(f"/run/checkpoint-{step}")
+        assert (file.parent.parent / "lm-eval.log").is_file()  # lm-eval's stderr, off the terminal
         for task in TOY_TASKS:
             expected[(step, task)] = doc["results"][task]["acc,none"]
     with ood_store.open(evaluated["db"], read_only=True) as store:
@@ -107,6 +108,8 @@ def test_summary_names_what_was_done(evaluated, runner, toy_run, tmp_path):
         f"Evaluated 0 checkpoints of run {RUN} into {db}: 0 scores, 0 samples.",
         "Already in the store: 3 checkpoints (--force evaluates them again).",
     ]
+    on_a_terminal = runner.invoke(main, args, env={"TTY_COMPATIBLE": "1"})
+    assert f"evaluating {RUN}" in on_a_terminal.output and "9/9" in on_a_terminal.output
 
 
 @shared_store

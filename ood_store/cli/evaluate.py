@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 import os
 import sys
 from pathlib import Path
@@ -71,7 +70,12 @@ from ood_store.ingest.runs import parse_attributes, read_run_file
 @click.option("--no-samples", is_flag=True, help="Do not log or store per-sample rows.")
 @click.option("--force", is_flag=True, help="Evaluate even the (step, task) pairs the store already holds.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar; print only problems.")
-@click.option("-v", "--verbose", is_flag=True, help="Show lm-eval's own log and progress output.")
+@click.option(
+    "-v",
+    "--verbose",
+    is_flag=True,
+    help="Show lm-eval's own log on the terminal (by default it goes to lm-eval.log beside each checkpoint's results).",
+)
 @click.pass_obj
 def evaluate(
     settings,
@@ -113,7 +117,8 @@ def evaluate(
     if not run:
         raise InputError("--run", None, "name the run with --run NAME (or `run = ...` in --run-file)")
     attrs = {**file_attrs, **parse_attributes(list(attributes))}  # checked before anything runs
-    _quiet_lm_eval(verbose)
+    if not verbose and "tqdm" not in sys.modules:  # tqdm reads TQDM_* settings when it is imported
+        os.environ.setdefault("TQDM_DISABLE", "1")  # keeps lm-eval.log free of progress bars
     with settings.open() as store:
         report = store.evaluate(
             checkpoints,
@@ -132,6 +137,7 @@ def evaluate(
             force=force,
             attributes=attrs or None,
             progress=not quiet,
+            log_to_file=not verbose,
         )
     if not quiet:
         _summarise(report, settings.db, output_dir)
@@ -152,7 +158,7 @@ def _summarise(report: EvaluateReport, db, output_dir: Path) -> None:
         click.echo(f"Already in the store: {_n(len(skipped), 'checkpoint')} (--force evaluates them again).")
     if evaluated:
         folder = run_folder(output_dir, report.run)
-        click.echo(f"lm-eval's files: {folder}/ (rebuild the store from them: ingest {folder} --run {report.run})")
+        click.echo(f"lm-eval's results, samples and logs: {folder}/ (ingest {folder} --run {report.run} rebuilds)")
 
 
 def _n(count: int, noun: str) -> str:
@@ -166,17 +172,6 @@ def _batch_size(value: str) -> int | str:
     if value == "auto" or (value.startswith("auto:") and value[5:].isdigit()):
         return value
     raise InputError("--batch-size", None, f"expected a positive number, auto or auto:N, got {value!r}")
-
-
-def _quiet_lm_eval(verbose: bool) -> None:
-    """Keep lm-eval, transformers and datasets to warnings and errors, without their progress bars."""
-    if verbose:
-        return
-    if "tqdm" not in sys.modules:  # tqdm reads TQDM_* settings when it is imported
-        os.environ.setdefault("TQDM_DISABLE", "1")
-    for name in ("lm_eval", "transformers", "datasets", "accelerate", "peft"):
-        logging.getLogger(name).setLevel(logging.ERROR)
-    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 
 
 COMMANDS = [evaluate]
