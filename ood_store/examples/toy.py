@@ -128,6 +128,7 @@ def build_tokenizer(texts: Sequence[str] | None = None, vocab_size: int = 400):
             vocab_size=vocab_size,
             special_tokens=["<unk>", "<|endoftext|>"],
             initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+            show_progress=False,
         ),
     )
     return PreTrainedTokenizerFast(
@@ -186,6 +187,7 @@ def finetune(
     rng = random.Random(seed)
     answer_ids = [tokenizer(" " + a)["input_ids"] for a in ANSWERS]
     optimiser = torch.optim.AdamW(model.parameters(), lr=lr)
+    model.loss_type = "ForCausalLM"  # the plain next-token loss, said outright (transformers warns otherwise)
     paths = [save_checkpoint(model, tokenizer, out / "checkpoint-0")]
     model.train()
     for step in range(1, steps + 1):
