@@ -270,10 +270,18 @@ def _output_to(path: Path | None) -> Iterator[None]:
 
 
 def _pending(catalogue: TaskList, step: int | None, done: set[tuple[int | None, str]], force: bool) -> list[str]:
-    """The requested task names that still need evaluating at ``step``."""
+    """What still needs evaluating at ``step``: a task or group whose leaf tasks are not all in the store
+    (a group runs whole, for its aggregate), or of a tag only its missing tasks."""
     if force:
         return list(catalogue.names)
-    return [name for name in catalogue.names if not all((step, t) in done for t in catalogue.leaves[name])]
+    pending: list[str] = []
+    for name in catalogue.names:
+        missing = [t for t in catalogue.leaves[name] if (step, t) not in done]
+        if not missing:
+            continue
+        chosen = [name] if name in catalogue.groups or catalogue.leaves[name] == [name] else missing
+        pending.extend(t for t in chosen if t not in pending)
+    return pending
 
 
 def _evaluated(con: duckdb.DuckDBPyConnection, run: str, num_fewshot: int | None) -> set[tuple[int | None, str]]:

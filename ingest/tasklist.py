@@ -28,6 +28,7 @@ class TaskList:
     manager: Any  # lm_eval.tasks.TaskManager
     leaves: dict[str, list[str]] = field(default_factory=dict)  # name -> leaf tasks it runs
     built_in: bool = False  # whether lm-eval's built-in tasks were indexed
+    groups: set[str] = field(default_factory=set)  # names that are groups: they run whole (their aggregate needs all)
 
 
 def split_names(tasks: Sequence[str]) -> list[str]:
@@ -79,7 +80,10 @@ def task_list(
             raise InputError(
                 unknown[0], None, f"unknown task (not built into lm-eval, the ood_nli suite or --include-path){hint}"
             )
-        yield TaskList(names, manager, {name: leaf_tasks(manager, name) for name in names}, built_in)
+        from lm_eval.tasks._index import Kind
+
+        groups = {name for name in names if manager.task_index[name].kind == Kind.GROUP}
+        yield TaskList(names, manager, {name: leaf_tasks(manager, name) for name in names}, built_in, groups)
 
 
 def leaf_tasks(manager: Any, name: str, _seen: frozenset[str] = frozenset()) -> list[str]:

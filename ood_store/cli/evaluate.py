@@ -149,7 +149,7 @@ def _summarise(report: EvaluateReport, db, output_dir: Path) -> None:
     samples = sum(c.samples for c in evaluated)
     click.echo(
         f"Evaluated {_n(len(evaluated), 'checkpoint')} of run {report.run} into {db}: "
-        f"{scores:,} scores, {samples:,} samples."
+        f"{_n(scores, 'score')}, {_n(samples, 'sample')}."
     )
     for c in evaluated:
         step = "final" if c.step is None else f"step {c.step}"

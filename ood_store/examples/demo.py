@@ -15,6 +15,7 @@ from pathlib import Path
 import polars as pl
 
 from ood_store import sqlfiles
+from ood_store.examples import toy
 from ood_store.ingest.evaluate import EvaluateReport
 from ood_store.store import Store
 
@@ -44,10 +45,11 @@ def run_demo(store: Store, workdir: Path, settings: DemoSettings | None = None, 
     trained = not _complete(checkpoints, settings)
     if trained:
         _build(workdir, settings)
+    toy.write_tasks(tasks, toy.toy_sets(settings.docs))  # the same files each time
     report = store.evaluate(
         [checkpoints],
         run=RUN,
-        tasks=["toy_ood"],
+        tasks=["toy_demo"],
         include_paths=[tasks],
         output_dir=workdir / "lm-eval-results",
         batch_size=16,
@@ -69,9 +71,7 @@ def _complete(checkpoints: Path, settings: DemoSettings) -> bool:
 
 
 def _build(workdir: Path, settings: DemoSettings) -> None:
-    """Finetune and write the tasks in a scratch folder, then move them into place (no half-built demo)."""
-    from ood_store.examples import toy
-
+    """Finetune in a scratch folder, then move the checkpoints into place (no half-built demo)."""
     workdir.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix=".build-", dir=workdir) as tmp:
         scratch = Path(tmp)
@@ -81,6 +81,5 @@ def _build(workdir: Path, settings: DemoSettings) -> None:
             model, tokenizer, toy.training_rows(), scratch / "toy-run", steps=settings.steps,
             save_every=settings.save_every,
         )  # fmt: skip
-        toy.write_tasks(workdir / "tasks", toy.toy_sets(settings.docs))
         shutil.rmtree(workdir / "toy-run", ignore_errors=True)
         (scratch / "toy-run").rename(workdir / "toy-run")

@@ -211,7 +211,7 @@ def finetune(
 
 
 TASK_YAML = """task: {name}
-tag: toy_ood
+tag: toy_demo
 dataset_path: json
 dataset_kwargs:
   data_files:
@@ -233,7 +233,7 @@ metadata:
 
 
 def write_tasks(folder: Path, sets: Sequence[ToySet]) -> list[str]:
-    """Each set as ``<name>.jsonl`` plus an lm-eval task ``<name>.yaml`` (tag ``toy_ood``); returns the names."""
+    """Each set as ``<name>.jsonl`` plus an lm-eval task ``<name>.yaml`` (tag ``toy_demo``); returns the names."""
     folder.mkdir(parents=True, exist_ok=True)
     for toy in sets:
         data = folder / f"{toy.name}.jsonl"
