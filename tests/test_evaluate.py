@@ -254,3 +254,33 @@ def test_an_unknown_task_is_named_with_close_matches(runner, toy_run, tmp_path):
         "Error: ood_nli_snlli: unknown task (not built into lm-eval, the ood_nli suite or --include-path); "
         "did you mean ood_nli_snli, ood_nli_wnli, ood_nli_mnli?\n"
     )
+
+
+def test_a_killed_process_loses_only_the_checkpoint_in_flight(toy_run, tmp_path):
+    """SIGKILL `ood-store evaluate` while it evaluates the second checkpoint; the rerun does the rest."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    db, out = tmp_path / "store.duckdb", tmp_path / "out"
+    command = [str(Path(sys.executable).parent / "ood-store"), *evaluate_args(db, toy_run, out)]
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    in_flight = out / "toy__opt-sim-s1" / "step-4" / "lm-eval.log"  # opened once step 0 is stored
+    deadline = time.monotonic() + 120
+    while not in_flight.exists() and process.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    os.kill(process.pid, signal.SIGKILL)
+    process.wait()
+    assert process.returncode == -signal.SIGKILL, "it finished before it could be killed"
+
+    with ood_store.open(db) as store:
+        assert store.query("SELECT DISTINCT step FROM scores").rows() == [(0,)]
+        report = store.evaluate(
+            [toy_run["run"]], run=RUN, tasks=list(TOY_TASKS), include_paths=[toy_run["tasks"]], output_dir=out,
+            batch_size=8,
+        )  # fmt: skip
+        assert [(c.step, c.status) for c in report.checkpoints] == [(0, "skipped"), (4, "evaluated"), (8, "evaluated")]
+        rows = store.query("SELECT step, task, count(*) AS n FROM scores_all WHERE metric = 'acc' GROUP BY ALL").rows()
+    assert sorted(rows) == sorted((s, t, 1) for s in TOY_STEPS for t in TOY_TASKS)
