@@ -225,7 +225,7 @@ def analyse(series: Series, options: Options, *, progress: bool = False) -> pl.D
         for (run,), block in wide.sort("run", "step").partition_by("run", as_dict=True, maintain_order=True).items():
             values = block.select(pl.col([series.in_domain, *tasks]).cast(pl.Float64).fill_null(np.nan)).to_numpy()
             parts.append(_pairs(values[:, :1], values[:, 1:], tasks, options, run))
-            advance(run)
+            advance(1, run)
     table = pl.concat(parts) if parts else pl.DataFrame(schema=_schema())
     return table.with_columns(
         pl.lit(options.in_domain).alias("in_domain"),

@@ -143,7 +143,7 @@ def ingest(
                 batch.add(index, result)
             if not isinstance(result, FileOutcome) or result.status != "skipped":
                 recognised.add(candidate.root)
-            advance(candidate.path.name)
+            advance(1, candidate.path.name)
         batch.flush()
     report.files.extend(outcomes[i] for i in sorted(outcomes))
     if attrs:  # attributes also go to the runs of files that were already present

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import duckdb
@@ -10,7 +11,7 @@ import orjson
 
 from ood_store import sqlfiles
 from ood_store.connection import fetch_one
-from ood_store.errors import InputError
+from ood_store.errors import InputError, first_line
 
 # --attr keys stored in their own column of `runs` (aliases map to a column).
 COLUMNS = {
@@ -64,3 +65,45 @@ def _split(pair: str) -> tuple[str, str]:
     if not sep:
         raise InputError("--attr", pair, "expected KEY=VALUE")
     return key, value
+
+
+def read_run_file(path: str | Path) -> tuple[str | None, dict[str, Any]]:
+    """A run file (TOML, or YAML for ``.yaml``/``.yml``): the run name (key ``run``, if any) and its attributes.
+
+    Every other top-level key is an attribute, e.g. ``family = "OPT"``, ``seed = 1``;
+    an ``[attributes]`` table is read the same way. Values must be scalars.
+    """
+    path = Path(path)
+    try:
+        text = path.read_text("utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = getattr(exc, "strerror", None) or exc
+        raise InputError(str(path), None, f"cannot read the run file: {reason}") from None
+    try:
+        if path.suffix.lower() in (".yaml", ".yml"):
+            import yaml
+
+            data = yaml.safe_load(text)
+        else:
+            import tomllib
+
+            data = tomllib.loads(text)
+    except Exception as exc:  # TOMLDecodeError, YAMLError: both name the line
+        raise InputError(str(path), None, f"not a valid run file: {first_line(exc)}") from None
+    if not isinstance(data, dict):
+        raise InputError(str(path), None, "expected a table of key = value pairs")
+    data = dict(data)
+    nested = data.pop("attributes", None) or {}
+    if not isinstance(nested, dict):
+        raise InputError(str(path), "attributes", "expected a table of key = value pairs")
+    run = data.pop("run", None)
+    if run is not None and not (isinstance(run, str) and run.strip()):
+        raise InputError(str(path), "run", "expected a non-empty string")
+    attributes = {**data, **nested}
+    for key, value in attributes.items():
+        if not isinstance(value, str | int | float | bool):
+            raise InputError(str(path), str(key), f"expected a string, number or boolean, got {type(value).__name__}")
+    try:
+        return run, parse_attributes(attributes)
+    except InputError as exc:
+        raise InputError(str(path), exc.field, exc.message) from None

@@ -1,15 +1,15 @@
-"""A progress bar for long work (ingesting files, fitting analyses), drawn only on a terminal."""
+"""A rich progress bar on standard error (ingest, evaluate, analyses), drawn only when asked for and on a terminal."""
 
 from __future__ import annotations
 
 
-class progress_bar:
-    """A rich progress bar on standard error, only when asked for and on a terminal."""
+class progress_bar:  # noqa: N801 - used like a function, as a context manager
+    """``with progress_bar(enabled, total, "ingesting") as advance: advance(1, "file.json")``."""
 
     def __init__(self, enabled: bool, total: int, label: str):
-        self.label = label
         self.enabled = enabled and total > 1
         self.total = total
+        self.label = label
         self._progress = None
 
     def __enter__(self):
@@ -27,14 +27,16 @@ class progress_bar:
                     TextColumn("{task.description}"),
                     console=console,
                     transient=True,
+                    auto_refresh=False,  # drawn on each advance: no thread writing while evaluate redirects stderr
                 )
                 self._progress.start()
                 self._task = self._progress.add_task("", total=self.total)
+                self._progress.refresh()
         return self._advance
 
-    def _advance(self, name: str) -> None:
+    def _advance(self, n: int, description: str) -> None:
         if self._progress is not None:
-            self._progress.update(self._task, advance=1, description=name)
+            self._progress.update(self._task, advance=n, description=description, refresh=True)
 
     def __exit__(self, *exc: object) -> None:
         if self._progress is not None:

@@ -23,6 +23,7 @@ from ood_store.errors import QueryError, StoreError
 
 if TYPE_CHECKING:
     from ood_store.ingest import IngestReport, Overrides
+    from ood_store.ingest.evaluate import EvaluateReport
 
 DEFAULT_DB = "ood_store.duckdb"
 DB_ENV = "OOD_STORE_DB"
@@ -175,6 +176,16 @@ class Store:
             samples=samples,
             progress=progress,
         )
+
+    def evaluate(self, checkpoints: Iterable[str | os.PathLike[str]], **options: Any) -> EvaluateReport:
+        """Evaluate checkpoints with lm-eval and store the results; see :func:`ood_store.ingest.evaluate.evaluate`.
+
+        >>> store.evaluate(["runs/opt-mnli/"], run="opt-mnli", tasks=["ood_nli"])  # doctest: +SKIP
+        """
+        from ood_store.ingest.evaluate import evaluate
+
+        self._require_writable("evaluate")
+        return evaluate(self._con, [str(c) for c in checkpoints], **options)
 
     def set_run_attributes(self, run: str, attributes: Mapping[str, str]) -> None:
         """Set attributes of an existing run (family, size, in_domain_task, seed, or any key)."""

@@ -14,6 +14,9 @@ from click.testing import CliRunner
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+# One torch thread per xdist worker: `make test` runs 2 workers on 2 cores, and torch's
+# threads spinning against each other's made the model tests several times slower.
+os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 FIXTURES = Path(__file__).parent / "fixtures"
 REAL = FIXTURES / "lm-eval-real"
@@ -82,3 +85,21 @@ def copy_file(tmp_path: Path):
         return target
 
     return copy
+
+
+# Tasks of the toy run used by the evaluate tests (16 documents each), and its checkpoints' steps.
+TOY_TASKS = ("toy_nli", "toy_ood_never", "toy_ood_long")
+TOY_STEPS = (0, 4, 8)
+
+
+@pytest.fixture(scope="session")
+def toy_run(tmp_path_factory) -> dict[str, Path]:
+    """A tiny model finetuned for 8 steps with checkpoints 0, 4, 8, and local lm-eval tasks (built from code)."""
+    from ood_store.examples import toy
+
+    root = tmp_path_factory.mktemp("toy")
+    tokenizer = toy.build_tokenizer()
+    model = toy.build_model(tokenizer)
+    toy.finetune(model, tokenizer, toy.training_rows(64), root / "run", steps=8, save_every=4, batch_size=8)
+    toy.write_tasks(root / "tasks", toy.toy_sets(16))  # TOY_TASKS and toy_ood_reported
+    return {"run": root / "run", "tasks": root / "tasks"}

@@ -1,4 +1,4 @@
-"""ood-store demo: offline, on the bundled real Pythia files."""
+"""ood-store demo: the toy finetune-and-evaluate run, and --pythia on the bundled real Pythia files; offline."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ def test_bundled_files_are_the_fixture_files():
 
 def test_demo_prints_lambada_accuracy_per_checkpoint(runner, tmp_path):
     db = tmp_path / "demo.duckdb"
-    result = runner.invoke(main, ["--db", str(db), "demo"])
+    result = runner.invoke(main, ["--db", str(db), "demo", "--pythia"])
     assert result.exit_code == 0, result.output
     assert f"Store {db}: ingested 81 files (13,932 scores), 0 already present." in result.output
     lines = result.output.splitlines()
@@ -40,7 +40,7 @@ def test_demo_prints_lambada_accuracy_per_checkpoint(runner, tmp_path):
         step = int(row[0])
         assert [float(v) for v in row[1:]] == [expected[step][s] for s in ("160m", "410m", "1.4b")]
 
-    again = runner.invoke(main, ["--db", str(db), "demo"])
+    again = runner.invoke(main, ["--db", str(db), "demo", "--pythia"])
     assert "ingested 0 files (0 scores), 81 already present." in again.output
     with ood_store.open(db, read_only=True) as store:
         runs = store.query("SELECT run, family, size FROM runs ORDER BY run").rows()
@@ -54,7 +54,39 @@ def test_demo_prints_lambada_accuracy_per_checkpoint(runner, tmp_path):
 def test_demo_defaults_to_its_own_store(runner, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("OOD_STORE_DB", raising=False)
-    result = runner.invoke(main, ["demo"])
+    result = runner.invoke(main, ["demo", "--pythia"])
     assert result.exit_code == 0, result.output
     assert (tmp_path / "ood-store-demo.duckdb").exists()
     assert not (tmp_path / "ood_store.duckdb").exists()
+
+
+def test_toy_demo_finetunes_evaluates_and_shows_the_scores(runner, tmp_path):
+    db, workdir = tmp_path / "demo.duckdb", tmp_path / "work"
+    result = runner.invoke(main, ["--db", str(db), "demo", "--workdir", str(workdir)])
+    assert result.exit_code == 0, result.output
+    assert result.output.startswith("A TOY run, to show the workflow, not to measure anything")
+    assert "evaluated 5 of 5 checkpoints" in result.output
+    assert "ood-store evaluate runs/opt-2.7b-mnli-s1/ --run opt-2.7b-mnli-s1 --tasks ood_nli" in result.output
+    # The printed table against lm-eval's own results files of each checkpoint.
+    lines = result.output.splitlines()
+    header = next(i for i, line in enumerate(lines) if line.split()[:2] == ["step", "toy_nli"])
+    tasks = lines[header].split()[1:]
+    assert tasks == ["toy_nli", "toy_ood_long", "toy_ood_never", "toy_ood_reported"]
+    table = {int(row.split()[0]): [float(v) for v in row.split()[1:]] for row in lines[header + 2 : header + 7]}
+    expected = {}
+    for path in (workdir / "lm-eval-results").glob("*/step-*/*/results_*.json"):
+        step = int(path.parent.parent.name.removeprefix("step-"))
+        results = json.loads(path.read_text())["results"]
+        expected[step] = [round(results[t]["acc,none"], 3) for t in tasks]
+    assert table == expected
+    assert sorted(expected) == [0, 10, 20, 30, 40]
+    assert len((workdir / "tasks" / "toy_nli.jsonl").read_text().splitlines()) == 100
+
+    again = runner.invoke(main, ["--db", str(db), "demo", "--workdir", str(workdir)])
+    assert "Reused the toy checkpoints" in again.output
+    assert "evaluated 0 of 5 checkpoints" in again.output
+    with ood_store.open(db, read_only=True) as store:
+        assert store.query("SELECT run, family, in_domain_task FROM runs").rows() == [
+            ("toy-gpt2-nli-s0", "toy-gpt2", "toy_nli")
+        ]
+        assert store.query("SELECT count(*) FROM evaluations").rows() == [(5,)]

@@ -11,6 +11,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 
+# One worker builds the wheel for the whole module: two builds in one source tree race.
+pytestmark = pytest.mark.xdist_group("wheel")
+
 
 @pytest.fixture(scope="module")
 def wheel_names(tmp_path_factory) -> list[str]:

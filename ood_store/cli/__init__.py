@@ -59,9 +59,9 @@ def main(ctx: click.Context, db: Path, lock_timeout: float) -> None:
 
 
 def _register() -> None:
-    from ood_store.cli import analyze, demo, ingest, init, listings, query
+    from ood_store.cli import analyze, demo, evaluate, ingest, init, listings, query, suite
 
-    for module in (init, ingest, query, listings, analyze, demo):
+    for module in (init, ingest, evaluate, query, listings, analyze, suite, demo):
         for command in module.COMMANDS:
             main.add_command(command)
 
