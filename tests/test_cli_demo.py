@@ -6,6 +6,10 @@ import json
 import zipfile
 from importlib import resources
 
+import pandas as pd
+import pingouin as pg
+import pytest
+
 import ood_store
 from conftest import PYTHIA, pythia_files
 from ood_store.cli import main
@@ -65,28 +69,37 @@ def test_toy_demo_finetunes_evaluates_and_shows_the_scores(runner, tmp_path):
     result = runner.invoke(main, ["--db", str(db), "demo", "--workdir", str(workdir)])
     assert result.exit_code == 0, result.output
     assert result.output.startswith("A TOY run, to show the workflow, not to measure anything")
-    assert "evaluated 5 of 5 checkpoints" in result.output
+    assert "evaluated 9 of 9 checkpoints" in result.output
     assert "ood-store evaluate runs/opt-2.7b-mnli-s1/ --run opt-2.7b-mnli-s1 --tasks ood_nli" in result.output
     # The printed table against lm-eval's own results files of each checkpoint.
     lines = result.output.splitlines()
     header = next(i for i, line in enumerate(lines) if line.split()[:2] == ["step", "toy_nli"])
     tasks = lines[header].split()[1:]
     assert tasks == ["toy_nli", "toy_ood_long", "toy_ood_never", "toy_ood_reported"]
-    table = {int(row.split()[0]): [float(v) for v in row.split()[1:]] for row in lines[header + 2 : header + 7]}
-    expected = {}
+    table = {int(row.split()[0]): [float(v) for v in row.split()[1:]] for row in lines[header + 2 : header + 11]}
+    expected, exact = {}, {}
     for path in (workdir / "lm-eval-results").glob("*/step-*/*/results_*.json"):
         step = int(path.parent.parent.name.removeprefix("step-"))
         results = json.loads(path.read_text())["results"]
         expected[step] = [round(results[t]["acc,none"], 3) for t in tasks]
+        exact[step] = [results[t]["acc,none"] for t in tasks]
     assert table == expected
-    assert sorted(expected) == [0, 10, 20, 30, 40]
+    assert sorted(expected) == [0, 6, 12, 18, 24, 30, 36, 42, 48]
+    # The partial-correlation table against pingouin on lm-eval's own numbers.
+    start = next(i for i, line in enumerate(lines) if line.split()[:3] == ["run", "task_x", "task_y"])
+    printed = {tuple(row.split()[1:3]): float(row.split()[4]) for row in lines[start + 2 : start + 5]}
+    frame = pd.DataFrame.from_dict(exact, orient="index", columns=tasks)
+    for (x, y), r in printed.items():
+        reference = pg.partial_corr(frame, x=x, y=y, covar="toy_nli")["r"].iloc[0]
+        assert r == pytest.approx(float(f"{reference:.3g}"), abs=1e-12), (x, y)
+    assert len(printed) == 3
     assert len((workdir / "tasks" / "toy_nli.jsonl").read_text().splitlines()) == 100
 
     again = runner.invoke(main, ["--db", str(db), "demo", "--workdir", str(workdir)])
     assert "Reused the toy checkpoints" in again.output
-    assert "evaluated 0 of 5 checkpoints" in again.output
+    assert "evaluated 0 of 9 checkpoints" in again.output
     with ood_store.open(db, read_only=True) as store:
         assert store.query("SELECT run, family, in_domain_task FROM runs").rows() == [
             ("toy-gpt2-nli-s0", "toy-gpt2", "toy_nli")
         ]
-        assert store.query("SELECT count(*) FROM evaluations").rows() == [(5,)]
+        assert store.query("SELECT count(*) FROM evaluations").rows() == [(9,)]

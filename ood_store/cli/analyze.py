@@ -108,7 +108,8 @@ def _compute(store, options: Options) -> pl.DataFrame:
     )
 
 
-def _for_display(frame: pl.DataFrame, output_format: str, summary: tuple[str, ...], all_columns: bool) -> pl.DataFrame:
+def summary_view(frame: pl.DataFrame, output_format: str, summary: tuple[str, ...], all_columns: bool) -> pl.DataFrame:
+    """For text tables: the ``summary`` columns (and ``r:<run>`` ones), floats to 3 significant digits."""
     if output_format.lower() not in _TEXT_TABLES:
         return frame
     if not all_columns:
@@ -150,7 +151,7 @@ def analyze(
         table = _compute(store, options)
         if save is not None:
             store.save_analysis(save, table, _saved_params(options, table), replace=replace)
-    emit(_for_display(table, output_format, ANALYZE_SUMMARY, all_columns), output_format, output)
+    emit(summary_view(table, output_format, ANALYZE_SUMMARY, all_columns), output_format, output)
     if save is not None:
         click.echo(f"Saved as analysis {save!r} ({table.height} rows) in {settings.db}.", err=True)
 
@@ -203,7 +204,7 @@ def compare_command(
         table = store.analysis(analysis_name) if analysis_name else _compute(store, options)
         result = compare(table, by=list(by) or None, attributes=store, alpha=alpha, inference=inference)
     summary = (*by, *COMPARE_SUMMARY)
-    emit(_for_display(result, output_format, summary, all_columns), output_format, output)
+    emit(summary_view(result, output_format, summary, all_columns), output_format, output)
 
 
 @click.command()

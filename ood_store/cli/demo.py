@@ -55,7 +55,8 @@ def _toy(settings, workdir: Path) -> None:
         os.environ.setdefault(name, "1")
     if "tqdm" not in sys.modules:
         os.environ.setdefault("TQDM_DISABLE", "1")
-    from ood_store.examples.demo import RUN, DemoSettings, run_demo
+    from ood_store.cli.analyze import ANALYZE_SUMMARY, summary_view
+    from ood_store.examples.demo import IN_DOMAIN, RUN, DemoSettings, run_demo
     from ood_store.ingest.evaluate import require_eval_extra
 
     require_eval_extra("the demo")
@@ -76,18 +77,24 @@ def _toy(settings, workdir: Path) -> None:
         f"{len(report.evaluated)} of {len(report.checkpoints)} checkpoints into {settings.db} "
         f"({len(report.skipped)} already there) in {time.perf_counter() - started:.0f} s.\n"
     )
-    # When the analysis layer lands, its partial-correlation table (in-domain toy_nli against the
-    # toy_ood_* sets) goes here, above the raw scores.
     click.echo(f"Toy accuracy per checkpoint (run {RUN}; chance is about 0.5):\n")
     click.echo(render(result.scores, "table"))
+    click.echo(
+        f"\nPartial correlations between the out-of-domain sets over these {len(report.checkpoints)} checkpoints, "
+        f"with in-domain\n{IN_DOMAIN} accuracy regressed out (`ood-store analyze --in-domain {IN_DOMAIN}`); "
+        "a toy, so read the columns, not the numbers:\n"
+    )
+    click.echo(render(summary_view(result.partial, "table", ANALYZE_SUMMARY, all_columns=False), "table"))
     db, prog = settings.db, _program()
     click.echo(
         "\nThe same on a real run (the ood_nli suite loads from the Hugging Face hub; offline, run\n"
         f"`{prog} suite export nli-data/` on a connected machine first and add --data-dir nli-data/):\n"
         f"  {prog} evaluate runs/opt-2.7b-mnli-s1/ --run opt-2.7b-mnli-s1 --tasks ood_nli \\\n"
         "      --attr family=OPT --attr size=2.7b --attr in_domain=mnli --attr shots=16 --attr seed=1\n"
+        f"  {prog} compare --in-domain mnli --by family     # once several runs are in the store\n"
         "Look around this demo's store:\n"
         f"  {prog} --db {db} runs\n"
+        f"  {prog} --db {db} analyze --in-domain {IN_DOMAIN} --all-columns\n"
         f"  {prog} --db {db} query \"SELECT step, task, value FROM scores WHERE metric = 'acc' ORDER BY task, step\"\n"
         f"lm-eval's own files are in {workdir}/lm-eval-results/."
     )

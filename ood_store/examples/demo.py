@@ -15,6 +15,7 @@ from pathlib import Path
 import polars as pl
 
 from ood_store import sqlfiles
+from ood_store.analysis import partial_correlations
 from ood_store.examples import toy
 from ood_store.ingest.evaluate import EvaluateReport
 from ood_store.store import Store
@@ -23,10 +24,14 @@ RUN = "toy-gpt2-nli-s0"
 ATTRIBUTES = {"family": "toy-gpt2", "size": "42k", "in_domain": "toy_nli", "seed": 0, "shots": 0}
 
 
+IN_DOMAIN = "toy_nli"
+OOD = ("toy_ood_long", "toy_ood_never", "toy_ood_reported")
+
+
 @dataclass(frozen=True)
 class DemoSettings:
-    steps: int = 40  # finetuning steps
-    save_every: int = 10  # a checkpoint every this many steps, plus checkpoint-0
+    steps: int = 48  # finetuning steps
+    save_every: int = 6  # a checkpoint every this many steps, plus checkpoint-0: 9 in all
     docs: int = 100  # documents per toy testset
 
 
@@ -36,6 +41,7 @@ class DemoResult:
     trained: bool  # False when the checkpoints of an earlier demo were reused
     report: EvaluateReport
     scores: pl.DataFrame  # step, then one accuracy column per task
+    partial: pl.DataFrame  # partial correlations of the OOD sets, toy_nli regressed out
 
 
 def run_demo(store: Store, workdir: Path, settings: DemoSettings | None = None, progress: bool = False) -> DemoResult:
@@ -59,7 +65,8 @@ def run_demo(store: Store, workdir: Path, settings: DemoSettings | None = None, 
     )
     long = store.query(sqlfiles.load("ood_store.queries", "demo_toy"), run=RUN)
     scores = long.pivot(on="task", index="step", values="acc", sort_columns=True).sort("step")
-    return DemoResult(workdir, trained, report, scores)
+    partial = partial_correlations(store, IN_DOMAIN, OOD, runs=[RUN])
+    return DemoResult(workdir, trained, report, scores, partial)
 
 
 def _steps(settings: DemoSettings) -> list[int]:
