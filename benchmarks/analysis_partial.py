@@ -16,6 +16,10 @@ in-domain one. Then, medians over --repeats:
                          (3 runs × 27 checkpoints, lambada_openai in-domain, the 64
                          other tasks with acc).
 
+The ratio column is pingouin's time per pair (measured on one run) times the
+row's pairs, over the row's time: exact for the one-run row, a linear
+extrapolation of the loop for the others.
+
 Read the ratio, not the seconds: these machines are noisy.
 """
 
@@ -107,16 +111,19 @@ def main() -> None:
 
     print(f"data: {args.runs} runs × {args.checkpoints} checkpoints × {args.tasks} tasks "
           f"({pairs:,} pairs per run, {pairs * args.runs:,} in all)")  # fmt: skip
-    print(f"{'what':<44} {'seconds':>9} {'pingouin loop ÷ this':>22}")
+    per_pair = loop / pairs
+    print(f"{'what':<44} {'pairs':>8} {'seconds':>9} {'pingouin ÷ this':>16}")
     rows = [
-        (f"ood-store, all {args.runs} runs, from the store", store_all),
-        (f"ood-store, all {args.runs} runs, from a frame", all_runs),
-        ("ood-store, one run, from the store", one_run),
-        ("pingouin.partial_corr loop, one run", loop),
-        ("ood-store, Pythia 3 runs × 64 OOD tasks", pythia),
+        ("pingouin.partial_corr loop, one run", pairs, loop),
+        ("ood-store, one run, from the store", pairs, one_run),
+        (f"ood-store, all {args.runs} runs, from the store", pairs * args.runs, store_all),
+        (f"ood-store, all {args.runs} runs, from a frame", pairs * args.runs, all_runs),
+        ("ood-store, Pythia 3 runs × 64 OOD tasks", 3 * 64 * 63 // 2, pythia),
     ]
-    for label, seconds in rows:
-        print(f"{label:<44} {seconds:>9.3f} {loop / seconds:>21.1f}×")
+    for label, count, seconds in rows:
+        print(f"{label:<44} {count:>8,} {seconds:>9.3f} {per_pair * count / seconds:>15.0f}×")
+    print("pingouin ÷ this: the pingouin loop's measured time per pair, times this row's pairs, over this row's time")
+    print("(measured directly for the one-run row; extrapolated linearly for the others).")
 
 
 if __name__ == "__main__":
