@@ -245,19 +245,7 @@ def _schema() -> dict[str, pl.DataType]:
 
 
 def pairwise_partial(
-    X: np.ndarray,
-    controls: np.ndarray,
-    names: Sequence[str] | None = None,
-    *,
-    residualizer: str = "linear",
-    method: str = "pearson",
-    adjust: str = "holm",
-    confidence: float = 0.95,
-    bootstrap: int = 0,
-    block_length: int | None = None,
-    bootstrap_kind: str = "circular",
-    seed: int = 0,
-    gam_df: int = 8,
+    X: np.ndarray, controls: np.ndarray, names: Sequence[str] | None = None, **options: Any
 ) -> pl.DataFrame:
     """Partial correlation of every pair of columns of ``X`` given ``controls``, on arrays.
 
@@ -266,6 +254,9 @@ def pairwise_partial(
     NaN marks a missing score. ``controls`` is the in-domain series (length n)
     or, for the linear residualiser, an n × k matrix of controls (each pair is
     then conditioned on all k, as R's ``ppcor`` does with the other columns).
+    ``options`` are those of :func:`partial_correlations` that define the
+    statistics (``residualizer``, ``method``, ``adjust``, ``confidence``,
+    ``bootstrap``, ``block_length``, ``bootstrap_kind``, ``seed``, ``gam_df``).
     Returns the columns of :data:`COLUMNS` up to ``reason``, ``run`` empty.
 
     Examples
@@ -285,21 +276,13 @@ def pairwise_partial(
     Z = controls.reshape(controls.shape[0], -1)
     if Z.shape[0] != X.shape[0]:
         raise AnalysisError(f"controls have {Z.shape[0]} rows but X has {X.shape[0]}")
-    if residualizer == "gam" and Z.shape[1] != 1:
+    selection = {"in_domain", "ood", "runs", "metric", "filter", "num_fewshot"} & set(options)
+    if selection:
+        raise AnalysisError(f"pairwise_partial takes no {', '.join(sorted(selection))}: it works on arrays")
+    options = Options(in_domain="", **options)
+    if options.residualizer == "gam" and Z.shape[1] != 1:
         raise AnalysisError("the gam residualizer takes one control")
     names = [f"x{i}" for i in range(X.shape[1])] if names is None else list(names)
-    options = Options(
-        in_domain="",
-        residualizer=residualizer,
-        method=method,
-        adjust=adjust,
-        confidence=confidence,
-        bootstrap=bootstrap,
-        block_length=block_length,
-        bootstrap_kind=bootstrap_kind,
-        seed=seed,
-        gam_df=gam_df,
-    )
     return _pairs(Z, X, names, options, "")
 
 
