@@ -80,6 +80,7 @@ def compare(
         raise AnalysisError(f"inference must be one of {', '.join(INFERENCE)}, not {inference!r}")
     if not 0 < alpha < 1:
         raise AnalysisError(f"alpha must be between 0 and 1, not {alpha}")
+    by = list(dict.fromkeys(by)) if by else None  # repeated names count once
     groups = _group_columns(table, by, attributes)
     size_column, p_column = ("n_eff", "p_eff_adj") if inference == "effective" else ("n", "p_adj")
     edf = pl.max_horizontal(pl.col("edf_x"), pl.col("edf_y")).fill_null(2.0)
@@ -186,12 +187,12 @@ def _group_columns(table: pl.DataFrame, by: Sequence[str] | None, attributes) ->
         raise AnalysisError(f"not a partial-correlation table: no column(s) {', '.join(sorted(missing))}")
     if not by:
         return table
+    clash = [name for name in by if name in table.columns]
+    if clash:
+        raise AnalysisError(f"--by: {', '.join(clash)} is a column of the table, not a run attribute")
     if attributes is None:
         raise AnalysisError("grouping by run attributes needs the store (or a frame of run attributes)")
     frame = attributes if isinstance(attributes, pl.DataFrame) else run_attributes(attributes, by)
-    clash = [name for name in by if name in table.columns and name != "run"]
-    if clash:
-        raise AnalysisError(f"--by: {', '.join(clash)} is a column of the table, not a run attribute")
     absent = [name for name in by if name not in frame.columns]
     if absent:
         raise AnalysisError(f"--by: no run attribute {', '.join(map(repr, absent))}")

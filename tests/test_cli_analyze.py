@@ -161,7 +161,7 @@ def test_compare_from_the_cli(runner, store_db, series):
 
 def test_compare_by_a_run_attribute(runner, store_db):
     result = invoke(runner, store_db, "compare", "--in-domain", IN_DOMAIN, "--ood", "arc_easy,piqa", "--by", "size",
-                    "--format", "csv")  # fmt: skip
+                    "--by", "size", "--format", "csv")  # fmt: skip
     assert result.exit_code == 0, result.output
     rows = _csv(result.output)
     assert sorted(r["size"] for r in rows) == sorted(PYTHIA_SIZES)
@@ -183,6 +183,8 @@ def test_compare_by_a_run_attribute(runner, store_db):
         (["compare", "--analysis", "nothing"], "Error: no saved analysis named 'nothing' (see `ood-store analyses`)"),
         (["compare", "--in-domain", IN_DOMAIN, "--by", "shots"],
          "Error: --by: no run has attribute 'shots' (set one with `ood-store ingest --attr NAME=VALUE`)"),
+        (["compare", "--in-domain", IN_DOMAIN, "--ood", "piqa,sciq", "--by", "run"],
+         "Error: --by: run is a column of the table, not a run attribute"),
         (["analyses", "--drop", "nothing"], "Error: no saved analysis named 'nothing' (see `ood-store analyses`)"),
     ],
 )  # fmt: skip
