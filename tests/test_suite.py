@@ -176,6 +176,16 @@ def test_export_command_names_unknown_tasks_and_unreachable_hub(runner, tmp_path
     assert not list(tmp_path.iterdir())
 
 
+def test_export_into_an_impossible_folder_is_one_line(runner, tmp_path):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    result = runner.invoke(main, ["suite", "export", str(blocker / "nli-data"), "--task", "ood_nli_rte"])
+    assert result.exit_code == 1
+    assert "Traceback" not in result.output
+    assert result.output.startswith(f"Error: {blocker / 'nli-data'}: cannot create the export folder: ")
+    assert blocker.read_text() == "not a folder"
+
+
 def test_readme_table_documents_every_suite_task(runner):
     from ood_store.ingest.suite import tasks
 

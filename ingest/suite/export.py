@@ -40,7 +40,10 @@ def export(
         Called after each file is written (for progress output).
     """
     chosen = _choose(names)
-    target.mkdir(parents=True, exist_ok=True)
+    try:
+        target.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise OodStoreError(f"{target}: cannot create the export folder: {exc.strerror or exc}") from None
     import datasets
 
     written = []
@@ -54,8 +57,11 @@ def export(
             ) from None
         path = task.data_file(target)
         partial = path.with_suffix(".jsonl.partial")
-        data.to_json(str(partial), lines=True, force_ascii=False)
-        partial.replace(path)  # a file is there whole or not at all
+        try:
+            data.to_json(str(partial), lines=True, force_ascii=False)
+            partial.replace(path)  # a file is there whole or not at all
+        except OSError as exc:
+            raise OodStoreError(f"{path}: cannot write: {exc.strerror or exc}") from None
         done = Exported(task.name, path, len(data))
         written.append(done)
         if on_done is not None:
