@@ -204,7 +204,20 @@ def run_attributes(store: Store, names: Sequence[str]) -> pl.DataFrame:
 
     Names are the ``runs`` columns (``family``, ``size``, ``in_domain_task``
     or ``in_domain``, ``seed``, ``base_model``) or keys of its ``attributes``.
+    An attribute that no run has is an error.
     """
+    frame = attribute_columns(store, names)
+    unknown = [name for name in names if frame[name].is_null().all()]
+    if unknown:
+        raise AnalysisError(
+            f"--by: no run has attribute {', '.join(map(repr, unknown))} "
+            f"(set one with `ood-store ingest --attr NAME=VALUE`)"
+        )
+    return frame
+
+
+def attribute_columns(store: Store, names: Sequence[str]) -> pl.DataFrame:
+    """Like :func:`run_attributes`, but an attribute that no run has is a column of nulls."""
     runs = store.query(sqlfiles.load("ood_store.analysis", "run_attributes"))
     columns = []
     for name in names:
@@ -214,11 +227,4 @@ def run_attributes(store: Store, names: Sequence[str]) -> pl.DataFrame:
         else:
             path = "$." + column if column.isidentifier() else f'$["{column}"]'
             columns.append(pl.col("attributes").str.json_path_match(path).alias(name))
-    frame = runs.select("run", *columns)
-    unknown = [name for name in names if frame[name].is_null().all()]
-    if unknown:
-        raise AnalysisError(
-            f"--by: no run has attribute {', '.join(map(repr, unknown))} "
-            f"(set one with `ood-store ingest --attr NAME=VALUE`)"
-        )
-    return frame
+    return runs.select("run", *columns)

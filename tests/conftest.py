@@ -103,3 +103,28 @@ def toy_run(tmp_path_factory) -> dict[str, Path]:
     toy.finetune(model, tokenizer, toy.training_rows(64), root / "run", steps=8, save_every=4, batch_size=8)
     toy.write_tasks(root / "tasks", toy.toy_sets(16))  # TOY_TASKS and toy_ood_reported
     return {"run": root / "run", "tasks": root / "tasks"}
+
+
+# The saved analysis that the export and plot tests read (linear, Pearson, 3 Pythia runs × 6 pairs).
+PYTHIA_ANALYSIS = "pythia-linear"
+PYTHIA_IN_DOMAIN = "lambada_openai"
+PYTHIA_OOD = ("arc_easy", "piqa", "sciq", "winogrande")
+
+
+@pytest.fixture(scope="session")
+def analysis_db(tmp_path_factory) -> Path:
+    """A store with the three Pythia runs (family and size set) and the saved analysis PYTHIA_ANALYSIS.
+
+    Read-only for the tests that use it: copy it first to change it.
+    """
+    import ood_store
+    from ood_store.analysis import Options, partial_correlations
+
+    db = tmp_path_factory.mktemp("analysis") / "store.duckdb"
+    with ood_store.open(db) as store:
+        for size in PYTHIA_SIZES:
+            assert store.ingest(pythia_files(size), attributes={"family": "pythia", "size": size}).ok
+        options = Options(in_domain=PYTHIA_IN_DOMAIN, ood=PYTHIA_OOD)
+        table = partial_correlations(store, PYTHIA_IN_DOMAIN, PYTHIA_OOD)
+        store.save_analysis(PYTHIA_ANALYSIS, table, {**options.to_dict(), "tasks": sorted(PYTHIA_OOD)})
+    return db

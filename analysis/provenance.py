@@ -1,0 +1,100 @@
+"""Where an exported table or figure came from: written into every file ood-store exports.
+
+A figure in a paper can then be traced back to the store, the analysis and the
+parameters (or the SQL) that made it.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from ood_store import __version__
+
+if TYPE_CHECKING:
+    from ood_store.store import Store
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.UTC).replace(microsecond=0).isoformat()
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """The source of an exported file.
+
+    Attributes
+    ----------
+    source : str
+        What was exported, in words: ``analysis pythia-gam``, ``compare of
+        analysis pythia-gam``, ``query``, ``training curves of run R``.
+    store : str or None
+        The store's path.
+    analysis : str or None
+        The saved analysis' name.
+    params : dict or None
+        The parameters the analysis was computed with (``ood-store analyses``
+        shows the same).
+    sql : str or None
+        The query, for exports of ``--sql``.
+    version : str
+        The ood-store version that wrote the file.
+    created : str
+        When the file was written (UTC, ISO 8601).
+    """
+
+    source: str
+    store: str | None = None
+    analysis: str | None = None
+    params: dict[str, Any] | None = None
+    sql: str | None = None
+    version: str = __version__
+    created: str = field(default_factory=_now)
+
+    @classmethod
+    def of_analysis(cls, store: Store, name: str, *, source: str | None = None) -> Provenance:
+        """The provenance of saved analysis ``name`` in ``store``."""
+        return cls(
+            source=source or f"analysis {name}",
+            store=str(store.path),
+            analysis=name,
+            params=store.analysis_params(name),
+        )
+
+    @classmethod
+    def of_query(cls, store: Store, sql: str) -> Provenance:
+        """The provenance of the rows of ``sql`` run on ``store``."""
+        return cls(source="query", store=str(store.path), sql=sql)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The fields that are set, ``ood_store_version`` first."""
+        items = {
+            "ood_store_version": self.version,
+            "source": self.source,
+            "store": self.store,
+            "analysis": self.analysis,
+            "params": self.params,
+            "sql": self.sql,
+            "created": self.created,
+        }
+        return {key: value for key, value in items.items() if value is not None}
+
+    def to_json(self) -> str:
+        """:meth:`to_dict` as one line of JSON."""
+        return orjson.dumps(self.to_dict(), default=str).decode()
+
+    def lines(self) -> list[str]:
+        """``key: value`` lines for a comment block; parameters and SQL as one line of JSON each."""
+        out = []
+        for key, value in self.to_dict().items():
+            if isinstance(value, dict):
+                value = orjson.dumps(value, default=str).decode()
+            out.append(f"{key}: {' '.join(str(value).split())}")
+        return ["Made by ood-store; provenance:", *out]
+
+    def title(self) -> str:
+        """A short title for file metadata."""
+        return f"ood-store: {self.source}"
