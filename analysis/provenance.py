@@ -59,7 +59,7 @@ class Provenance:
         """The provenance of saved analysis ``name`` in ``store``."""
         return cls(
             source=source or f"analysis {name}",
-            store=str(store.path),
+            store=str(store.path.resolve()),
             analysis=name,
             params=store.analysis_params(name),
         )
@@ -67,7 +67,7 @@ class Provenance:
     @classmethod
     def of_query(cls, store: Store, sql: str) -> Provenance:
         """The provenance of the rows of ``sql`` run on ``store``."""
-        return cls(source="query", store=str(store.path), sql=sql)
+        return cls(source="query", store=str(store.path.resolve()), sql=sql)
 
     def to_dict(self) -> dict[str, Any]:
         """The fields that are set, ``ood_store_version`` first."""

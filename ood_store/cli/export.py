@@ -1,0 +1,125 @@
+"""``ood-store export``: a saved analysis, its comparison across runs, or any query as a table for a paper."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from ood_store.analysis import display, tables
+from ood_store.analysis.compare import INFERENCE
+
+
+def display_options(fn):
+    """``--rename``, ``--rename-file`` and ``--order-by``, shared by ``export`` and ``plot``."""
+    options = [
+        click.option(
+            "--rename",
+            multiple=True,
+            metavar="NAME=DISPLAY",
+            help="Print NAME (a testset, run or column) as DISPLAY, e.g. --rename mnli=MNLI (repeatable).",
+        ),
+        click.option(
+            "--rename-file",
+            type=click.Path(dir_okay=False, path_type=Path),
+            help="A YAML, JSON or TOML mapping of names to display names.",
+        ),
+        click.option(
+            "--order-by",
+            multiple=True,
+            metavar="ATTR",
+            help="Order runs by these attributes (repeatable).  [default: family, size, seed]",
+        ),
+    ]
+    for option in reversed(options):
+        fn = option(fn)
+    return fn
+
+
+@click.command()
+@click.option("--analysis", "analysis_name", metavar="NAME", help="A saved analysis (`ood-store analyses`).")
+@click.option("--sql", metavar="SQL", help="Export the rows of this read-only query instead.")
+@click.option("--compare", "compared", is_flag=True, help="With --analysis: export its comparison across runs.")
+@click.option("--by", multiple=True, metavar="ATTR", help="With --compare: compare runs within groups of ATTR.")
+@click.option(
+    "--wide",
+    is_flag=True,
+    help="One row per run, one column of r per pair (with --compare: add each run's r).",
+)
+@click.option(
+    "-f",
+    "--format",
+    "output_format",
+    type=click.Choice(tables.FORMATS, case_sensitive=False),
+    help="Output format.  [default: from the -o extension (.tex .md .csv .json .parquet), else latex]",
+)
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), help="Write to FILE.")
+@click.option(
+    "--digits",
+    type=click.IntRange(0, 12),
+    help="Decimals.  [default: 2 in latex and markdown; full precision in csv, json, parquet]",
+)
+@click.option(
+    "--mark",
+    type=click.Choice(tables.MARKS),
+    default="stars",
+    show_default=True,
+    help="Mark significant r (adjusted p) with stars (* .05, ** .01, *** .001) or bold (p < .05).",
+)
+@click.option(
+    "--inference",
+    type=click.Choice(INFERENCE),
+    default="effective",
+    show_default=True,
+    help="Which adjusted p marks significance: effective (p_eff_adj) or naive (p_adj).",
+)
+@click.option("--alpha", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.05, show_default=True,
+              help="With --compare: the level of the verdicts and pooled intervals.")  # fmt: skip
+@click.option("--caption", help="Table caption.  [default: says what the analysis is and what the marks mean]")
+@click.option("--label", help="LaTeX label.  [default: tab:partial-correlations]")
+@click.option("--standalone", is_flag=True, help="LaTeX: a whole document that compiles on its own.")
+@display_options
+@click.pass_obj
+def export(settings, analysis_name, sql, compared, by, wide, output_format, output, digits, mark, inference, alpha,
+           caption, label, standalone, rename, rename_file, order_by):  # fmt: skip
+    """Export a saved analysis (or its comparison, or any query) as a table for a paper.
+
+    LaTeX tables use booktabs, align their numbers and mark significant r by
+    the adjusted p; every file carries its provenance (ood-store version,
+    analysis and parameters, store) as a comment or metadata.
+
+    \b
+    Examples:
+      ood-store export --analysis pythia-gam -o table.tex
+      ood-store export --analysis pythia-gam --wide --rename arc_easy=ARC-e --format markdown
+      ood-store export --analysis pythia-gam --compare -o pooled.csv
+      ood-store export --sql "SELECT * FROM scores WHERE task = 'mnli'" -o mnli.parquet
+    """
+    if (analysis_name is None) == (sql is None):
+        raise click.UsageError("Give either --analysis NAME or --sql SQL.")
+    if sql is not None and (compared or wide or by):
+        raise click.UsageError("--compare, --by and --wide need --analysis.")
+    if by and not compared:
+        raise click.UsageError("--by needs --compare.")
+    output_format = (output_format or (tables.format_of(output) if output else "latex")).lower()
+    if output_format == "parquet" and output is None:
+        raise click.UsageError("--format parquet writes a binary file: give it one with -o FILE")
+    names = display.names(rename, rename_file)
+    layout = {"digits": digits, "names": names, "caption": caption, "label": label}
+    with settings.open(read_only=True) as store:
+        if sql is not None:
+            table = tables.from_query(store, sql, **layout)
+        else:
+            table = tables.from_analysis(
+                store, analysis_name, compared=compared, by=by, wide=wide, mark=mark, inference=inference,
+                alpha=alpha, order_by=order_by or None, **layout,
+            )  # fmt: skip
+    if output is None:
+        text = table.render(output_format, standalone=standalone)
+        click.echo(text, nl=not text.endswith("\n"))
+        return
+    table.write(output, output_format, standalone=standalone)
+    click.echo(f"Wrote {table.frame.height} rows as {output_format} to {output}.", err=True)
+
+
+COMMANDS = [export]
