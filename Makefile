@@ -8,18 +8,31 @@ PIP := $(BIN)/python -m pip --disable-pip-version-check
 # build. On a GPU machine: make demo TORCH=torch (or any build that pip finds).
 TORCH ?= torch==2.13.0
 
-.PHONY: demo test bench clean
+# pdflatex (with booktabs) and pdftotext, for the tests that compile exported LaTeX
+# tables: installed from Debian's packages where apt-get can (root, as on CI);
+# elsewhere those tests skip, except under CI=true, where they fail.
+LATEX_PACKAGES := texlive-latex-base texlive-latex-recommended poppler-utils
+
+.PHONY: demo test bench latex clean
 
 demo: $(VENV)/.installed-eval
 	$(BIN)/ood-store demo
 
-test: $(VENV)/.installed-test
+test: $(VENV)/.installed-test latex
 	$(BIN)/python -m pytest -n 2
 
 bench: $(VENV)/.installed-test
 	$(BIN)/python benchmarks/ingest_pythia.py
 	$(BIN)/python benchmarks/analysis_partial.py
 	$(BIN)/python benchmarks/evaluate_checkpoints.py
+
+latex:
+	@if command -v pdflatex >/dev/null && command -v pdftotext >/dev/null && kpsewhich booktabs.sty >/dev/null; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		echo "Installing $(LATEX_PACKAGES) for the LaTeX export tests"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+			$(LATEX_PACKAGES) >/dev/null; \
+	else echo "No pdflatex: the LaTeX compile tests will skip (install $(LATEX_PACKAGES))"; fi
 
 $(VENV)/.created:
 	$(PYTHON) -m venv $(VENV)

@@ -172,9 +172,10 @@ class PaperTable:
             colalign=["left" if c.kind == "text" else "right" for c in self.columns],
             disable_numparse=True,
         )
-        comment = "\n".join(["<!--", *(line.replace("--", "- -") for line in self._provenance_lines()), "-->"])
+        lines = self._provenance_lines()
+        comment = "\n".join(["<!--", *(line.replace("--", "- -") for line in lines), "-->", ""]) if lines else ""
         caption = " ".join(part for part in (self.caption, self.note) if part)
-        return f"{comment}\n{table}\n" + (f"\nTable: {_markdown_escape(caption)}\n" if caption else "")
+        return f"{comment}{table}\n" + (f"\nTable: {_markdown_escape(caption)}\n" if caption else "")
 
     # -- data formats --------------------------------------------------------
     def data(self) -> pl.DataFrame:
@@ -278,8 +279,12 @@ def partial_table(
     >>> import polars as pl
     >>> rows = pl.DataFrame({"run": ["m"], "task_x": ["hans"], "task_y": ["rte"], "n": [20], "r": [0.61],
     ...     "ci_low": [0.22], "ci_high": [0.83], "p_adj": [0.004], "n_eff": [12.5], "p_eff_adj": [0.03]})
-    >>> print(partial_table(rows, names={"hans": "HANS", "rte": "RTE"}).cells())
-    [['m', 'HANS', 'RTE', '12.5', '0.61\\\\*', '[0.22, 0.83]', '0.030']]
+    >>> print(partial_table(rows, names={"hans": "HANS", "rte": "RTE"}).to_markdown(), end="")
+    | Run   | Testset X   | Testset Y   |   n_eff |      r |       95% CI |   p_eff_adj |
+    |:------|:------------|:------------|--------:|-------:|-------------:|------------:|
+    | m     | HANS        | RTE         |   12.50 | 0.61\\* | [0.22, 0.83] |       0.030 |
+    <BLANKLINE>
+    Table: Partial correlations between OOD testsets. Stars: p_eff_adj < 0.05 \\*, < 0.01 \\*\\*, < 0.001 \\*\\*\\*.
     """
     _check_choice("inference", inference, INFERENCE)
     _check_choice("mark", mark, MARKS)
@@ -547,9 +552,7 @@ def _kind(dtype: pl.DataType) -> str:
 def _number(value: Any, digits: int, flavour: str) -> str:
     if value is None or (isinstance(value, float) and not math.isfinite(value)):
         return "--" if flavour == "latex" else ""
-    text = f"{value:.{digits}f}"
-    if text.startswith("-") and float(text) == 0:
-        text = text[1:]  # no "-0.00"
+    text = f"{value:.{digits}f}"  # -0.004 stays "-0.00": the sign says which side of 0 it is on
     return text.replace("-", "$-$") if flavour == "latex" else text
 
 
