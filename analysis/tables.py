@@ -44,6 +44,8 @@ _LATEX_SPECIAL = {
     "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}", "–": "--", "—": "---",
 }  # fmt: skip
 _LATEX_PATTERN = re.compile("|".join(re.escape(c) for c in _LATEX_SPECIAL))
+_RESIDUALIZER = {"gam": "GAM"}
+_P_LATEX = {"p_eff_adj": r"$p_{\mathrm{eff,adj}}$", "p_adj": r"$p_{\mathrm{adj}}$"}
 
 
 @dataclass(frozen=True)
@@ -138,6 +140,8 @@ class PaperTable:
                 body.append(r"\addlinespace")
             body.append(" & ".join(cells) + r" \\")
         caption = " ".join(_latex_escape(part) for part in (self.caption, self.note) if part)
+        for name, math_name in _P_LATEX.items():
+            caption = caption.replace(_latex_escape(name), math_name)
         caption = re.sub(r"\*+", lambda m: f"$^{{{m.group()}}}$", caption).replace(" < ", " $<$ ")
         lines = [
             *(f"% {line}" for line in self._provenance_lines()),
@@ -298,7 +302,7 @@ def partial_table(
         .drop("_run_rank")
     )
     names = dict(names or {})
-    caption = caption if caption is not None else _partial_caption(table)
+    caption = caption if caption is not None else _partial_caption(table, names or {})
     note = _note(mark, p)
     if wide:
         return _wide(rows, p, mark, digits, names, caption, label, note, provenance)
@@ -318,7 +322,7 @@ def partial_table(
         Column("r", "r", "float", latex="$r$", marked=True),
         Column("ci_low", "95% CI", "ci", high="ci_high"),
         *([Column("boot_ci_low", "Bootstrap CI", "ci", high="boot_ci_high")] if boot else []),
-        Column(p, p, "p", latex=r"$p_{\mathrm{eff,adj}}$" if p == "p_eff_adj" else r"$p_{\mathrm{adj}}$"),
+        Column(p, p, "p", latex=_P_LATEX[p]),
     )
     return PaperTable(
         frame=frame,
@@ -527,7 +531,7 @@ def _note(mark: str, p: str) -> str:
     return ""
 
 
-def _partial_caption(table: pl.DataFrame) -> str:
+def _partial_caption(table: pl.DataFrame, names: Mapping[str, str]) -> str:
     def one(column: str) -> str | None:
         values = table[column].unique().to_list() if column in table.columns else []
         return values[0] if len(values) == 1 else None
@@ -535,9 +539,12 @@ def _partial_caption(table: pl.DataFrame) -> str:
     in_domain, residualizer, method = one("in_domain"), one("residualizer"), one("method")
     text = "Partial correlations between OOD testsets"
     if in_domain:
-        text += f" with in-domain {in_domain} regressed out"
-    details = [d for d in (f"{residualizer} residualiser" if residualizer else None, method.capitalize() if method
-                           else None) if d]  # fmt: skip
+        text += f" with in-domain {names.get(in_domain, in_domain)} regressed out"
+    details = []
+    if residualizer:
+        details.append(f"{_RESIDUALIZER.get(residualizer, residualizer)} residualiser")
+    if method:
+        details.append(method.capitalize())
     return text + (f" ({', '.join(details)})." if details else ".")
 
 

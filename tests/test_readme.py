@@ -57,6 +57,16 @@ def test_the_tour_runs_as_written(runner, tour_dir):
         assert "Traceback" not in result.output, command
         assert result.output.splitlines() == expected, command
     assert (tour_dir / "pythia_acc.parquet").exists()
+    # The LaTeX the README shows is the table the tour exported, less its provenance comments.
+    exported = (tour_dir / "pythia-gam.tex").read_text().splitlines()
+    assert blocks("latex") == ["\n".join(line for line in exported if not line.startswith("%")) + "\n"]
+    # The figure the README shows is the one the tour plotted (same kind and size), committed under docs/.
+    images = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", README)
+    assert images == ["docs/pythia-gam.png"]
+    from PIL import Image
+
+    with Image.open(ROOT / images[0]) as shown, Image.open(tour_dir / "pythia-gam.png") as plotted:
+        assert shown.size == plotted.size
     for block in blocks("python"):
         exec(compile(block, "README.md", "exec"), {})
 
