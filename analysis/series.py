@@ -70,8 +70,8 @@ def load(
         )
     for task in wanted or [in_domain]:
         if frame.filter(pl.col("task") == task).is_empty():
-            raise AnalysisError(_missing_task_message(store, task, metric, filter, num_fewshot, runs))
-    _check_one_shot_count(frame)
+            raise AnalysisError(missing_task_message(store, task, metric, filter, num_fewshot, runs))
+    check_one_shot_count(frame)
     tasks = sorted(set(frame["task"].unique()) - {in_domain}) if ood is None else list(ood)
     if not tasks:
         raise AnalysisError(f"no OOD tasks: no task other than {in_domain!r} has {metric!r} scores")
@@ -130,7 +130,7 @@ def _check_runs(known: set[str], runs: list[str]) -> None:
         raise AnalysisError(f"--run: no run {', '.join(map(repr, absent))} in the store (see `ood-store runs`)")
 
 
-def _check_one_shot_count(frame: pl.DataFrame) -> None:
+def check_one_shot_count(frame: pl.DataFrame) -> None:
     clash = (
         frame.group_by("task")
         .agg(pl.col("num_fewshot").unique().sort().alias("shots"))
@@ -145,7 +145,7 @@ def _check_one_shot_count(frame: pl.DataFrame) -> None:
         )
 
 
-def _missing_task_message(store, task, metric, filter, num_fewshot, runs) -> str:  # noqa: A002
+def missing_task_message(store, task, metric, filter, num_fewshot, runs) -> str:  # noqa: A002
     where = " in the chosen runs" if runs is not None else ""
     if store is None:
         return f"task {task!r} has no {metric!r} scores{where}"
