@@ -69,6 +69,11 @@ class Provenance:
         """The provenance of the rows of ``sql`` run on ``store``."""
         return cls(source="query", store=str(store.path.resolve()), sql=sql)
 
+    @classmethod
+    def of_store(cls, store: Store, source: str, *, params: dict[str, Any] | None = None) -> Provenance:
+        """The provenance of something drawn from ``store`` directly, with the ``params`` that chose it."""
+        return cls(source=source, store=str(store.path.resolve()), params=params)
+
     def to_dict(self) -> dict[str, Any]:
         """The fields that are set, ``ood_store_version`` first."""
         items = {

@@ -8,32 +8,7 @@ import click
 
 from ood_store.analysis import display, tables
 from ood_store.analysis.compare import INFERENCE
-
-
-def display_options(fn):
-    """``--rename``, ``--rename-file`` and ``--order-by``, shared by ``export`` and ``plot``."""
-    options = [
-        click.option(
-            "--rename",
-            multiple=True,
-            metavar="NAME=DISPLAY",
-            help="Print NAME (a testset, run or column) as DISPLAY, e.g. --rename mnli=MNLI (repeatable).",
-        ),
-        click.option(
-            "--rename-file",
-            type=click.Path(dir_okay=False, path_type=Path),
-            help="A YAML, JSON or TOML mapping of names to display names.",
-        ),
-        click.option(
-            "--order-by",
-            multiple=True,
-            metavar="ATTR",
-            help="Order runs by these attributes (repeatable).  [default: family, size, seed]",
-        ),
-    ]
-    for option in reversed(options):
-        fn = option(fn)
-    return fn
+from ood_store.cli.options import order_by_option, rename_options
 
 
 @click.command()
@@ -78,7 +53,8 @@ def display_options(fn):
 @click.option("--caption", help="Table caption.  [default: says what the analysis is and what the marks mean]")
 @click.option("--label", help="LaTeX label.  [default: tab:partial-correlations]")
 @click.option("--standalone", is_flag=True, help="LaTeX: a whole document that compiles on its own.")
-@display_options
+@rename_options
+@order_by_option
 @click.pass_obj
 def export(settings, analysis_name, sql, compared, by, wide, output_format, output, digits, mark, inference, alpha,
            caption, label, standalone, rename, rename_file, order_by):  # fmt: skip
