@@ -13,6 +13,7 @@ the rows are ``t1 .. tk-1`` and the columns ``t0 .. tk-2``, each pair drawn once
 from __future__ import annotations
 
 import math
+import textwrap
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
@@ -452,20 +453,21 @@ def training_curves(
     names = dict(names or {})
     order = list(dict.fromkeys([*([in_domain] if in_domain else []), *split_names(tasks, "--tasks")]))
     data = curves(store, run, order, metric=metric, filter=filter, num_fewshot=num_fewshot)
-    ncols = min(len(order), 3)
-    legend_rows = math.ceil(len(order) / ncols)
-    height = width * 0.62 + _TITLE + legend_rows * 0.15 + 0.1
+    labels = _legend_labels([names.get(t, t) + (" (in-domain)" if t == in_domain else "") for t in order], width)
+    ncols = _legend_columns(labels, width)
+    lines = [label.count("\n") + 1 for label in labels]
+    legend_lines = sum(max(lines[i : i + ncols]) for i in range(0, len(lines), ncols))
+    height = width * 0.62 + _TITLE + legend_lines * 0.15 + 0.1
     with matplotlib.rc_context(STYLE):
         figure = Figure(figsize=(width, height), layout="constrained")
         ax = figure.add_subplot()
         colours = iter(matplotlib.colormaps["tab10"].colors)
         handles = []
-        for task in order:
+        for task, label in zip(order, labels, strict=True):
             frame = data.filter(pl.col("task") == task)
             steps, value = frame["step"].to_numpy(), frame["value"].to_numpy()
             emphasised = task == in_domain
             colour = "black" if emphasised else next(colours)
-            label = names.get(task, task) + (" (in-domain)" if emphasised else "")
             (line,) = ax.plot(
                 steps, value, color=colour, lw=1.6 if emphasised else 1.0, zorder=3 if emphasised else 2, label=label
             )
@@ -485,6 +487,37 @@ def training_curves(
         ax.margins(x=0.01)
         figure.legend(handles=handles, loc="outside lower center", ncols=ncols, handlelength=1.5, columnspacing=1.0)
     return figure
+
+
+def _legend_labels(labels: list[str], width: float) -> list[str]:
+    """``labels``, those too long for one legend column of a ``width``-inch figure wrapped onto several lines."""
+    em = STYLE["legend.fontsize"] / 72
+    room = width - 0.2 - (1.5 + 0.8) * em
+    out = []
+    for label in labels:
+        wide = triangle.text_width(label, STYLE["legend.fontsize"])
+        if wide > room:
+            label = textwrap.fill(label, width=max(8, int(len(label) * room / wide)))
+        out.append(label)
+    return out
+
+
+def _legend_columns(labels: Sequence[str], width: float, most: int = 3) -> int:
+    """The most legend columns (up to ``most``) that fit side by side in ``width`` inches.
+
+    Matplotlib fills the columns top to bottom, each as wide as its widest entry.
+    """
+    size = STYLE["legend.fontsize"]
+    em = size / 72
+    entries = [max(triangle.text_width(line, size) for line in label.split("\n")) + 2.3 * em for label in labels]
+    for ncols in range(min(most, len(labels)), 1, -1):
+        rows, longer = divmod(len(labels), ncols)  # as matplotlib splits them: the first `longer` get one more
+        sizes = [rows + 1] * longer + [rows] * (ncols - longer)
+        starts = np.cumsum([0, *sizes])
+        widths = [max(entries[start:end]) for start, end in zip(starts[:-1], starts[1:], strict=True)]
+        if sum(widths) + (ncols - 1) * em + 0.2 <= width:
+            return ncols
+    return 1
 
 
 def _step_label(step: float, _position=None) -> str:

@@ -323,6 +323,20 @@ def test_training_curves_leave_out_the_band_of_a_task_without_stderr(analysis_db
     assert ax.get_xscale() == "symlog"
 
 
+@pytest.mark.parametrize("suffix", ["", " (a long display name)", " (a much, much longer display name)"])
+def test_training_curves_legend_stays_inside_the_figure(analysis_db, suffix):
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    names = {task: task + suffix for task in (PYTHIA_IN_DOMAIN, *PYTHIA_OOD)}
+    with ood_store.open(analysis_db, read_only=True) as store:
+        figure = figures.training_curves(store, RUN_410M, list(PYTHIA_OOD), in_domain=PYTHIA_IN_DOMAIN, names=names)
+    renderer = FigureCanvasAgg(figure).get_renderer()
+    figure.draw(renderer)
+    legend = figure.legends[0].get_window_extent(renderer)
+    assert len(figure.legends[0].get_texts()) == 5
+    assert legend.x0 >= 0 and legend.x1 <= figure.bbox.x1  # not clipped on either side
+
+
 def test_training_curves_name_an_unknown_run_or_task(analysis_db):
     with ood_store.open(analysis_db, read_only=True) as store:
         with pytest.raises(AnalysisError, match="no run 'nope'"):
