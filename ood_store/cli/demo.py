@@ -96,6 +96,8 @@ def _toy(settings, workdir: Path) -> None:
         f"  {prog} --db {db} runs\n"
         f"  {prog} --db {db} analyze --in-domain {IN_DOMAIN} --all-columns\n"
         f"  {prog} --db {db} query \"SELECT step, task, value FROM scores WHERE metric = 'acc' ORDER BY task, step\"\n"
+        f"  {prog} --db {db} analyze --in-domain {IN_DOMAIN} --save toy --replace\n"
+        f"  {prog} --db {db} plot curves --analysis toy -o toy-curves.png   # export --analysis toy -o toy.tex: a table\n"
         f"lm-eval's own files are in {workdir}/lm-eval-results/."
     )
 
