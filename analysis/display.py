@@ -62,6 +62,8 @@ def _read_names(path: Path) -> dict[str, str]:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise InputError(path, None, f"cannot read: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise InputError(path, None, f"not UTF-8 text (byte {exc.start})") from None
     try:
         if path.suffix.lower() == ".toml":
             data = tomllib.loads(text)

@@ -322,6 +322,9 @@ def test_bad_rename_inputs(tmp_path):
     bad.write_text("= broken")
     with pytest.raises(InputError, match=r"names.toml: not a valid mapping file"):
         display.names(file=bad)
+    bad.write_bytes(b"\xff\xfemnli = 'MNLI'\n")
+    with pytest.raises(InputError, match=r"names.toml: not UTF-8 text \(byte 0\)"):
+        display.names(file=bad)
     assert display.names(["mnli=MNLI"], None) == {"mnli": "MNLI"}
 
 
