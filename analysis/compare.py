@@ -218,7 +218,7 @@ def run_attributes(store: Store, names: Sequence[str]) -> pl.DataFrame:
 
 def attribute_columns(store: Store, names: Sequence[str]) -> pl.DataFrame:
     """Like :func:`run_attributes`, but an attribute that no run has is a column of nulls."""
-    runs = store.query(sqlfiles.load("ood_store.analysis", "run_attributes"))
+    runs = store.query(sqlfiles.load("ood_store.store", "run_attributes"))
     columns = []
     for name in names:
         column = ALIASES.get(name, name)

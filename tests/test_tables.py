@@ -1,4 +1,4 @@
-"""Tables for papers (analysis/tables.py): content checked against the saved rows, read with SQL.
+"""Tables for papers (export/tables.py): content checked against the saved rows, read with SQL.
 
 Expected numbers are the rows of the ``partial_correlations`` table, rounded
 here with Python's own formatting; significance levels and the Holm
@@ -22,8 +22,9 @@ from statsmodels.stats.multitest import multipletests
 
 import ood_store
 from conftest import PYTHIA_ANALYSIS, PYTHIA_SIZES
-from ood_store.analysis import compare, display, tables
+from ood_store.analysis import compare
 from ood_store.errors import AnalysisError, InputError
+from ood_store.export import display, tables
 
 RUNS = [f"EleutherAI/pythia-v1.1-{size}" for size in PYTHIA_SIZES]  # 160m, 410m, 1.4b: the order by size
 

@@ -7,10 +7,10 @@ from pathlib import Path
 import click
 
 from ood_store import __version__
-from ood_store.connection import DEFAULT_LOCK_TIMEOUT
 from ood_store.errors import OodStoreError
 from ood_store.store import DB_ENV, DEFAULT_DB, Store
 from ood_store.store import open as open_store
+from ood_store.store.connection import DEFAULT_LOCK_TIMEOUT
 
 
 class _Group(click.Group):

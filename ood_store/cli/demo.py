@@ -56,8 +56,8 @@ def _toy(settings, workdir: Path) -> None:
     if "tqdm" not in sys.modules:
         os.environ.setdefault("TQDM_DISABLE", "1")
     from ood_store.cli.analyze import ANALYZE_SUMMARY, summary_view
+    from ood_store.evaluate.runner import require_eval_extra
     from ood_store.examples.demo import IN_DOMAIN, RUN, DemoSettings, run_demo
-    from ood_store.ingest.evaluate import require_eval_extra
 
     require_eval_extra("the demo")
     toy = DemoSettings()
@@ -97,7 +97,8 @@ def _toy(settings, workdir: Path) -> None:
         f"  {prog} --db {db} analyze --in-domain {IN_DOMAIN} --all-columns\n"
         f"  {prog} --db {db} query \"SELECT step, task, value FROM scores WHERE metric = 'acc' ORDER BY task, step\"\n"
         f"  {prog} --db {db} analyze --in-domain {IN_DOMAIN} --save toy --replace\n"
-        f"  {prog} --db {db} plot curves --analysis toy -o toy-curves.png   # export --analysis toy -o toy.tex: a table\n"
+        f"  {prog} --db {db} plot curves --analysis toy -o toy-curves.png\n"
+        f"  {prog} --db {db} export --analysis toy -o toy.tex   # the table for a paper\n"
         f"lm-eval's own files are in {workdir}/lm-eval-results/."
     )
 
@@ -121,7 +122,7 @@ def _pythia(settings) -> None:
             f"Store {settings.db}: ingested {totals['ingested']} files ({totals['scores']:,} scores), "
             f"{totals['present']} already present.\n"
         )
-        frame = store.query(sqlfiles.load("ood_store.queries", "demo_pythia"))
+        frame = store.query(sqlfiles.load("ood_store.examples", "demo_pythia"))
     click.echo("LAMBADA (OpenAI) accuracy over training steps, from the `scores` table:\n")
     click.echo(render(frame, "table"))
     db, prog = settings.db, _program()

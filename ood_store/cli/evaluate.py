@@ -9,8 +9,8 @@ from pathlib import Path
 import click
 
 from ood_store.errors import InputError
-from ood_store.ingest.evaluate import DEFAULT_OUTPUT_DIR, EvaluateReport, run_folder
-from ood_store.ingest.runs import parse_attributes, read_run_file
+from ood_store.evaluate.runner import DEFAULT_OUTPUT_DIR, EvaluateReport, run_folder
+from ood_store.store.runs import parse_attributes, read_run_file
 
 
 @click.command()

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import click
 
-from ood_store.analysis import display, tables
 from ood_store.analysis.compare import INFERENCE
 from ood_store.cli.options import order_by_option, rename_options
+from ood_store.export import display, tables
 
 
 @click.command()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from ood_store.ingest import IngestReport, Overrides
-from ood_store.ingest.runs import parse_attributes
+from ood_store.store.runs import parse_attributes
 
 # How many disagreeing keys to name before summarising the rest.
 _CONFLICTS_SHOWN = 10

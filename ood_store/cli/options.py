@@ -18,7 +18,7 @@ def bundle(*options):
     return apply
 
 
-#: ``--rename NAME=DISPLAY`` (repeatable) and ``--rename-file FILE``: see :func:`ood_store.analysis.display.names`.
+#: ``--rename NAME=DISPLAY`` (repeatable) and ``--rename-file FILE``: see :func:`ood_store.export.display.names`.
 rename_options = bundle(
     click.option(
         "--rename",
@@ -33,7 +33,7 @@ rename_options = bundle(
     ),
 )
 
-#: ``--order-by ATTR`` (repeatable): see :func:`ood_store.analysis.display.run_order`.
+#: ``--order-by ATTR`` (repeatable): see :func:`ood_store.export.display.run_order`.
 order_by_option = click.option(
     "--order-by",
     multiple=True,

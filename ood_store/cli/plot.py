@@ -7,12 +7,13 @@ from pathlib import Path
 import click
 import polars as pl
 
-from ood_store.analysis import compare, display, figures
+from ood_store.analysis import compare
 from ood_store.analysis.compare import INFERENCE
-from ood_store.analysis.provenance import Provenance
 from ood_store.analysis.series import split_names
 from ood_store.cli.options import bundle, order_by_option, rename_options
 from ood_store.errors import AnalysisError
+from ood_store.export import display, figures
+from ood_store.export.provenance import Provenance
 
 _output = click.option(
     "-o",
