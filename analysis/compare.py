@@ -189,13 +189,13 @@ def _group_columns(table: pl.DataFrame, by: Sequence[str] | None, attributes) ->
         return table
     clash = [name for name in by if name in table.columns]
     if clash:
-        raise AnalysisError(f"--by: {', '.join(clash)} is a column of the table, not a run attribute")
+        raise AnalysisError(f"{', '.join(clash)} is a column of the table, not a run attribute", parameter="by")
     if attributes is None:
         raise AnalysisError("grouping by run attributes needs the store (or a frame of run attributes)")
     frame = attributes if isinstance(attributes, pl.DataFrame) else run_attributes(attributes, by)
     absent = [name for name in by if name not in frame.columns]
     if absent:
-        raise AnalysisError(f"--by: no run attribute {', '.join(map(repr, absent))}")
+        raise AnalysisError(f"no run attribute {', '.join(map(repr, absent))}", parameter="by")
     return table.join(frame.select("run", *by), on="run", how="left")
 
 
@@ -210,8 +210,8 @@ def run_attributes(store: Store, names: Sequence[str]) -> pl.DataFrame:
     unknown = [name for name in names if frame[name].is_null().all()]
     if unknown:
         raise AnalysisError(
-            f"--by: no run has attribute {', '.join(map(repr, unknown))} "
-            f"(set one with `ood-store ingest --attr NAME=VALUE`)"
+            f"no run has attribute {', '.join(map(repr, unknown))} (set run attributes with `attributes` at ingest)",
+            parameter="by",
         )
     return frame
 

@@ -13,8 +13,9 @@ from scipy.stats import rankdata
 
 from ood_store.analysis import bootstrap as _bootstrap
 from ood_store.analysis import inference, residuals
-from ood_store.analysis.series import Series, load, split_names
+from ood_store.analysis.series import Series, load
 from ood_store.errors import AnalysisError
+from ood_store.names import split_names
 from ood_store.progress import progress_bar
 
 if TYPE_CHECKING:
@@ -53,8 +54,8 @@ class Options:
     gam_df: int = 8
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "ood", split_names(self.ood, "--ood"))
-        object.__setattr__(self, "runs", split_names(self.runs, "--run"))
+        object.__setattr__(self, "ood", split_names(self.ood, "ood"))
+        object.__setattr__(self, "runs", split_names(self.runs, "runs"))
         for name, value, allowed in (
             ("residualizer", self.residualizer, residuals.RESIDUALIZERS),
             ("method", self.method, METHODS),

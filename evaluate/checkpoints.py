@@ -134,5 +134,5 @@ def _adapter_base(config: Path) -> str:
         raise InputError(str(config), None, f"cannot read the adapter config: {exc}") from None
     base = data.get("base_model_name_or_path") if isinstance(data, dict) else None
     if not isinstance(base, str) or not base:
-        raise InputError(str(config), "base_model_name_or_path", "missing: pass --base-model")
+        raise InputError(str(config), "base_model_name_or_path", "missing: pass `base_model`")
     return base

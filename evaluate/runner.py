@@ -131,7 +131,7 @@ def evaluate(
         evaluation id) or skipped because the store held all its tasks.
     """
     if not run or not run.strip():
-        raise InputError("--run", None, "the run needs a name")
+        raise InputError(None, None, "the run needs a name", parameter="run")
     attrs = parse_attributes(attributes) if attributes else None
     resolved = resolve(list(checkpoints), base_model)
     require_eval_extra("evaluate")

@@ -18,6 +18,7 @@ from typing import Any
 
 from ood_store.errors import InputError
 from ood_store.evaluate import suite
+from ood_store.names import split_names
 
 
 @dataclass
@@ -31,19 +32,6 @@ class TaskList:
     groups: set[str] = field(default_factory=set)  # names that are groups: they run whole (their aggregate needs all)
 
 
-def split_names(tasks: Sequence[str]) -> list[str]:
-    """``["a,b", "c"]`` as ``["a", "b", "c"]``, order kept, duplicates dropped."""
-    names: list[str] = []
-    for item in tasks:
-        for name in item.split(","):
-            name = name.strip()
-            if name and name not in names:
-                names.append(name)
-    if not names:
-        raise InputError("--tasks", None, "no task names given")
-    return names
-
-
 @contextmanager
 def task_list(
     tasks: Sequence[str], include_paths: Sequence[str | Path] = (), data_dir: str | Path | None = None
@@ -53,11 +41,13 @@ def task_list(
     The ood_nli suite is always included: from the hub, or from ``data_dir``'s
     JSONL exports. ``include_paths`` are folders of the user's own task YAMLs.
     """
-    names = split_names(tasks)
+    names = list(split_names(tasks, "tasks") or ())
+    if not names:
+        raise InputError(None, None, "no task names given", parameter="tasks")
     folders = []
     for folder in include_paths:
         if not Path(folder).is_dir():
-            raise InputError(str(folder), None, "no such folder (--include-path)")
+            raise InputError(str(folder), None, "no such folder (`include_paths`)")
         folders.append(str(Path(folder).resolve()))
     with tempfile.TemporaryDirectory(prefix="ood-store-suite-") as tmp:
         if data_dir is not None:
@@ -78,7 +68,7 @@ def task_list(
             close = difflib.get_close_matches(unknown[0], manager.all_tasks, n=3)
             hint = f"; did you mean {', '.join(close)}?" if close else ""
             raise InputError(
-                unknown[0], None, f"unknown task (not built into lm-eval, the ood_nli suite or --include-path){hint}"
+                unknown[0], None, f"unknown task (not built into lm-eval, the ood_nli suite or `include_paths`){hint}"
             )
         from lm_eval.tasks._index import Kind
 

@@ -8,8 +8,9 @@ from typing import TYPE_CHECKING
 import polars as pl
 
 from ood_store import sqlfiles
-from ood_store.analysis.series import check_one_shot_count, missing_task_message, split_names
+from ood_store.analysis.series import check_one_shot_count, missing_task_message
 from ood_store.errors import AnalysisError
+from ood_store.names import split_names
 
 if TYPE_CHECKING:
     from ood_store.store import Store
@@ -50,9 +51,9 @@ def curves(
         For an unknown run, a task without such scores in the run, or a task
         with scores at several shot counts.
     """
-    names = split_names(tasks, "--tasks")
+    names = split_names(tasks, "tasks")
     if run not in set(store.runs()["run"]):
-        raise AnalysisError(f"--run: no run {run!r} in the store (see `ood-store runs`)")
+        raise AnalysisError(f"no run {run!r} in the store (see `ood-store runs`)", parameter="run")
     frame = store.query(
         sqlfiles.load("ood_store.export", "curves"),
         run=run,
@@ -65,7 +66,7 @@ def curves(
         if frame.filter(pl.col("task") == task).is_empty():
             message = missing_task_message(store, task, metric, filter, num_fewshot, [run])
             if message.startswith("no task "):
-                message = f"no task {task!r} in run {run!r} (see `ood-store tasks --run RUN`)"
+                message = f"no task {task!r} in run {run!r} (see `ood-store tasks`)"
             raise AnalysisError(message.replace(" in the chosen runs", f" in run {run!r}"))
     check_one_shot_count(frame)
     return frame.select("task", "step", pl.col("value").cast(pl.Float64), pl.col("stderr").cast(pl.Float64))

@@ -52,7 +52,7 @@ def names(pairs: Sequence[str] = (), file: str | Path | None = None) -> dict[str
     for pair in pairs:
         name, sep, display = pair.partition("=")
         if not sep or not name.strip():
-            raise AnalysisError(f"--rename {pair!r}: expected NAME=DISPLAY, such as mnli=MNLI")
+            raise AnalysisError(f"{pair!r}: expected NAME=DISPLAY, such as mnli=MNLI", parameter="rename")
         mapping[name.strip()] = display.strip()
     return mapping
 
@@ -106,7 +106,7 @@ def run_order(store: Store | None, runs: Iterable[str], order_by: Sequence[str] 
     for name in order:
         if frame[name].is_null().all():
             if explicit:
-                raise AnalysisError(f"--order-by: no run has attribute {name!r}")
+                raise AnalysisError(f"no run has attribute {name!r}", parameter="order_by")
             continue
         keys.append(name)
     values = {row["run"]: row for row in frame.iter_rows(named=True)}

@@ -27,12 +27,12 @@ from matplotlib.ticker import FuncFormatter
 
 from ood_store.analysis.compare import COLUMNS as COMPARE_COLUMNS
 from ood_store.analysis.compare import INFERENCE
-from ood_store.analysis.series import split_names
 from ood_store.errors import AnalysisError
 from ood_store.export import triangle
 from ood_store.export.curves import curves
 from ood_store.export.display import size_value
 from ood_store.export.figure_files import FORMATS, STYLE, file_format, save
+from ood_store.names import split_names
 
 if TYPE_CHECKING:
     from ood_store.store import Store
@@ -107,7 +107,7 @@ def heatmap(
     runs = _runs_of(table)
     if run is None:
         if len(runs) != 1:
-            raise AnalysisError(f"the table has {len(runs)} runs; choose one with --run: {', '.join(runs)}")
+            raise AnalysisError(f"the table has {len(runs)} runs; choose one with `run`: {', '.join(runs)}")
         run = runs[0]
     return heatmap_grid(
         table, [run], names=names, tasks=tasks, alpha=alpha, inference=inference, note=note, ncols=1, width=width
@@ -157,9 +157,11 @@ def heatmap_grid(
     runs = list(dict.fromkeys(runs)) if runs is not None else known
     absent = [r for r in runs if r not in known]
     if absent:
-        raise AnalysisError(f"--run: no run {', '.join(map(repr, absent))} in the table; it has: {', '.join(known)}")
+        raise AnalysisError(
+            f"no run {', '.join(map(repr, absent))} in the table; it has: {', '.join(known)}", parameter="runs"
+        )
     if not runs:
-        raise AnalysisError("--run: no runs given")
+        raise AnalysisError("no runs given", parameter="runs")
     order = task_order(table, tasks)
     if len(order) < 2:
         raise AnalysisError("a heatmap needs at least two OOD tasks")
@@ -214,7 +216,9 @@ def _layout(labels: list[str], width: float | None, ncols: int) -> tuple[float, 
         width = COLUMN_WIDTH if ncols == 1 else min(PAGE_WIDTH, fixed + ncols * _MAX_SIDE)
     side = (width - fixed) / ncols
     if side < 0.4:
-        raise AnalysisError(f"--width {width:g} is too narrow for {ncols} panel(s) of {len(labels)} tasks")
+        raise AnalysisError(
+            f"{width:g} in is too narrow for {ncols} panel(s) of {len(labels)} tasks", parameter="width"
+        )
     rotation = triangle.x_rotation(labels, side / (len(labels) - 1), panels_side_by_side=ncols > 1)
     return width, left, side, rotation, triangle.label_margins(labels, rotation)[1]
 
@@ -272,7 +276,9 @@ def task_order(table: pl.DataFrame, tasks: Sequence[str] | None = None) -> list[
     wanted = list(dict.fromkeys(tasks))
     absent = [t for t in wanted if t not in seen]
     if absent:
-        raise AnalysisError(f"--tasks: no task {', '.join(map(repr, absent))} in the table; it has: {', '.join(seen)}")
+        raise AnalysisError(
+            f"no task {', '.join(map(repr, absent))} in the table; it has: {', '.join(seen)}", parameter="tasks"
+        )
     return wanted
 
 
@@ -451,7 +457,7 @@ def training_curves(
     matplotlib.figure.Figure
     """
     names = dict(names or {})
-    order = list(dict.fromkeys([*([in_domain] if in_domain else []), *split_names(tasks, "--tasks")]))
+    order = list(dict.fromkeys([*([in_domain] if in_domain else []), *split_names(tasks, "tasks")]))
     data = curves(store, run, order, metric=metric, filter=filter, num_fewshot=num_fewshot)
     labels = _legend_labels([names.get(t, t) + (" (in-domain)" if t == in_domain else "") for t in order], width)
     ncols = _legend_columns(labels, width)

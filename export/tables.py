@@ -233,7 +233,7 @@ def format_of(path: str | Path) -> str:
     suffix = Path(path).suffix.lower()
     if suffix not in EXTENSIONS:
         known = ", ".join(EXTENSIONS)
-        raise AnalysisError(f"{path}: cannot tell the format from the extension (use {known}, or --format)")
+        raise AnalysisError(f"{path}: cannot tell the format from the extension (use {known}, or give `output_format`)")
     return EXTENSIONS[suffix]
 
 

@@ -55,10 +55,10 @@ def parse_results(path: str, content_hash: str, doc: Any, overrides: Overrides) 
         raise InputError(
             path,
             "config.model_args",
-            "names no model (no pretrained=, no model_name): cannot tell which run it is; pass --run",
+            "names no model (no pretrained=, no model_name): cannot tell which run it is; pass `run`",
         )
     if identity.step is not None and not -(2**63) <= identity.step < 2**63:
-        raise InputError(path, "config.model_args", f"step {identity.step} is out of range; pass --step")
+        raise InputError(path, "config.model_args", f"step {identity.step} is out of range; pass `step`")
 
     n_shot = _optional_object(path, doc, "n-shot") or {}
     n_samples = _optional_object(path, doc, "n-samples") or {}

@@ -40,7 +40,7 @@ def connect(path: Path, *, read_only: bool, lock_timeout: float) -> duckdb.DuckD
                 raise StoreLockedError(
                     f"{path}: the store is in use by process {pid} ({describe_process(pid, held.group('exe'))}); "
                     f"gave up after waiting {lock_timeout:g}s. DuckDB allows one writing process: wait for it "
-                    "to finish, raise --lock-timeout, or use another --db"
+                    "to finish, raise `lock_timeout`, or use another store"
                 ) from None
             time.sleep(min(delay, remaining))
             delay = min(delay * 2, 0.5)

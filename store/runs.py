@@ -13,7 +13,7 @@ from ood_store import sqlfiles
 from ood_store.errors import InputError, first_line
 from ood_store.store.connection import fetch_one
 
-# --attr keys stored in their own column of `runs` (aliases map to a column).
+# Attribute names stored in their own column of `runs` (aliases map to a column).
 COLUMNS = {
     "base_model": "base_model",
     "family": "family",
@@ -31,13 +31,13 @@ def parse_attributes(pairs: list[str] | Mapping[str, Any]) -> dict[str, Any]:
     for key, value in items:
         key = str(key).strip()
         if not key:
-            raise InputError("--attr", None, "empty attribute name")
+            raise InputError(None, None, "empty attribute name", parameter="attributes")
         column = COLUMNS.get(key, key)
         if column == "seed":
             try:
                 value = int(value)
             except (TypeError, ValueError):
-                raise InputError("--attr", "seed", f"expected an integer, got {value!r}") from None
+                raise InputError(None, "seed", f"expected an integer, got {value!r}", parameter="attributes") from None
         out[column] = value
     return out
 
@@ -63,7 +63,7 @@ def set_attributes(con: duckdb.DuckDBPyConnection, run: str, attributes: Mapping
 def _split(pair: str) -> tuple[str, str]:
     key, sep, value = pair.partition("=")
     if not sep:
-        raise InputError("--attr", pair, "expected KEY=VALUE")
+        raise InputError(None, pair, "expected KEY=VALUE", parameter="attributes")
     return key, value
 
 

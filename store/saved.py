@@ -34,13 +34,15 @@ def save(
 ) -> None:
     """Save ``table`` (a partial-correlation table) as analysis ``name``, in one transaction."""
     if not name or not name.strip():
-        raise AnalysisError("--save: an analysis needs a name")
+        raise AnalysisError("an analysis needs a name", parameter="name")
     missing = set(_STORED) - set(table.columns)
     if missing:
         raise AnalysisError(f"not a partial-correlation table: no column(s) {', '.join(sorted(missing))}")
     exists = fetch_one(con, _sql("analysis_exists"), {"name": name})[0]
     if exists and not replace:
-        raise AnalysisError(f"--save: an analysis named {name!r} exists already; pass --replace to overwrite it")
+        raise AnalysisError(
+            f"an analysis named {name!r} exists already; pass `replace` to overwrite it", parameter="name"
+        )
     values = {
         "name": name,
         "kind": KIND,

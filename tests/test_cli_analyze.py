@@ -182,7 +182,7 @@ def test_compare_by_a_run_attribute(runner, store_db):
         (["compare"], "Give either --in-domain (and the analysis options) or --analysis NAME."),
         (["compare", "--analysis", "nothing"], "Error: no saved analysis named 'nothing' (see `ood-store analyses`)"),
         (["compare", "--in-domain", IN_DOMAIN, "--by", "shots"],
-         "Error: --by: no run has attribute 'shots' (set one with `ood-store ingest --attr NAME=VALUE`)"),
+         "Error: --by: no run has attribute 'shots' (set run attributes with --attr at ingest)"),
         (["compare", "--in-domain", IN_DOMAIN, "--ood", "piqa,sciq", "--by", "run"],
          "Error: --by: run is a column of the table, not a run attribute"),
         (["analyses", "--drop", "nothing"], "Error: no saved analysis named 'nothing' (see `ood-store analyses`)"),

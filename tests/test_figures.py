@@ -173,7 +173,7 @@ def test_heatmap_titles_a_run_by_the_part_after_the_last_slash(table):
 
 
 def test_heatmap_errors_name_the_runs_and_tasks(table):
-    with pytest.raises(AnalysisError, match="choose one with --run") as info:
+    with pytest.raises(AnalysisError, match="choose one with `run`") as info:
         figures.heatmap(table)
     assert all(run in str(info.value) for run in BY_SIZE)
     with pytest.raises(AnalysisError, match="'nope'"):

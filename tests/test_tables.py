@@ -309,7 +309,7 @@ def test_query_table_rounds_and_renames(store, analysis_db):
 
 
 def test_order_by_an_attribute_no_run_has_is_an_error(store):
-    with pytest.raises(AnalysisError, match="--order-by: no run has attribute 'shots'"):
+    with pytest.raises(AnalysisError, match="^order_by: no run has attribute 'shots'$"):
         tables.from_analysis(store, PYTHIA_ANALYSIS, order_by=["shots"])
 
 

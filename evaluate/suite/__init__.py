@@ -61,7 +61,7 @@ def local_includes(data_dir: Path, target: Path, needed: set[str] | None = None)
     suite tasks that will run; a missing export of one of them is an error.
     """
     if not data_dir.is_dir():
-        raise InputError(str(data_dir), None, "no such data folder (--data-dir)")
+        raise InputError(str(data_dir), None, "no such data folder (`data_dir`)")
     target.mkdir(parents=True, exist_ok=True)
     for task in tasks():
         data = task.data_file(data_dir).resolve()

@@ -9,11 +9,11 @@ import polars as pl
 
 from ood_store.analysis import compare
 from ood_store.analysis.compare import INFERENCE
-from ood_store.analysis.series import split_names
 from ood_store.cli.options import bundle, order_by_option, rename_options
 from ood_store.errors import AnalysisError
 from ood_store.export import display, figures
 from ood_store.export.provenance import Provenance
+from ood_store.names import split_names
 
 _output = click.option(
     "-o",
@@ -103,7 +103,7 @@ def heatmap(settings, analysis_name, run, tasks, alpha, inference, rename, renam
         source = _source("heatmap", analysis_name, alpha, inference)
         provenance = Provenance.of_analysis(store, analysis_name, source=source)
     figure = figures.heatmap(
-        table, run, names=names, tasks=split_names(tasks or None, "--tasks"), alpha=alpha, inference=inference,
+        table, run, names=names, tasks=split_names(tasks or None, "tasks"), alpha=alpha, inference=inference,
         note=not no_note, width=width or figures.COLUMN_WIDTH,
     )  # fmt: skip
     figures.save(figure, output, provenance)
@@ -130,12 +130,12 @@ def grid(settings, analysis_name, runs, tasks, alpha, inference, rename, rename_
     names = display.names(rename, rename_file)
     with settings.open(read_only=True) as store:
         table = store.analysis(analysis_name)
-        chosen = split_names(runs or None, "--run") or table["run"].unique().to_list()
+        chosen = split_names(runs or None, "runs") or table["run"].unique().to_list()
         ordered = display.run_order(store, chosen, order_by or None)
         source = _source("heatmap grid", analysis_name, alpha, inference)
         provenance = Provenance.of_analysis(store, analysis_name, source=source)
     figure = figures.heatmap_grid(
-        table, ordered, names=names, tasks=split_names(tasks or None, "--tasks"), alpha=alpha, inference=inference,
+        table, ordered, names=names, tasks=split_names(tasks or None, "tasks"), alpha=alpha, inference=inference,
         note=not no_note, ncols=ncols, width=width,
     )  # fmt: skip
     figures.save(figure, output, provenance)
@@ -168,7 +168,7 @@ def curves(settings, run, analysis_name, tasks, in_domain, metric, filter_, num_
     with settings.open(read_only=True) as store:
         params = store.analysis_params(analysis_name) if analysis_name else {}
         run = run or _only_run(store)
-        chosen = split_names(tasks or None, "--tasks") or params.get("tasks") or params.get("ood")
+        chosen = split_names(tasks or None, "tasks") or params.get("tasks") or params.get("ood")
         if not chosen:
             raise click.UsageError("Give the tasks to draw with --tasks, or --analysis NAME.")
         in_domain = in_domain or params.get("in_domain")
@@ -227,7 +227,7 @@ def signs(settings, analysis_name, runs, by, tasks, alpha, inference, rename, re
     with settings.open(read_only=True) as store:
         table = store.analysis(analysis_name)
         order = figures.task_order(table)  # the analysis' order, as in its heatmaps (compare sorts pairs)
-        chosen = split_names(runs or None, "--run")
+        chosen = split_names(runs or None, "runs")
         if chosen is not None:
             absent = [r for r in chosen if r not in set(table["run"])]
             if absent:
@@ -237,7 +237,7 @@ def signs(settings, analysis_name, runs, by, tasks, alpha, inference, rename, re
         source = _source("sign agreement", analysis_name, alpha, inference, by)
         provenance = Provenance.of_analysis(store, analysis_name, source=source)
     figure = figures.sign_agreement(
-        result, names=names, tasks=split_names(tasks or None, "--tasks") or order, note=not no_note, width=width
+        result, names=names, tasks=split_names(tasks or None, "tasks") or order, note=not no_note, width=width
     )
     figures.save(figure, output, provenance)
     run_count = table["run"].n_unique()
