@@ -8,10 +8,11 @@ import matplotlib
 from matplotlib.figure import Figure
 
 from ood_store.errors import OodStoreError
+from ood_store.export import formats
 from ood_store.export.provenance import Provenance
 
-#: File extensions :func:`save` writes, and the format of each.
-FORMATS = {".pdf": "pdf", ".png": "png", ".svg": "svg"}
+#: The formats :func:`save` writes, chosen by the file's extension.
+FORMATS = formats.FIGURES
 PNG_DPI = 300
 
 #: Settings every figure is drawn and saved with: 8 pt text for two-column
@@ -43,11 +44,7 @@ STYLE = {
 
 def file_format(path: str | Path) -> str:
     """The format of ``path`` by its extension: ``pdf``, ``png`` or ``svg``; anything else is an error."""
-    fmt = FORMATS.get(Path(path).suffix.lower())
-    if fmt is None:
-        allowed = ", ".join(FORMATS)
-        raise OodStoreError(f"{path}: cannot tell the figure format from the extension; use one of {allowed}")
-    return fmt
+    return formats.from_extension(path, FORMATS)
 
 
 def metadata(provenance: Provenance, fmt: str) -> dict[str, str | None]:

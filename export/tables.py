@@ -25,14 +25,13 @@ from ood_store.analysis.compare import COLUMNS as COMPARE_COLUMNS
 from ood_store.analysis.compare import INFERENCE, compare
 from ood_store.analysis.inference import ADJUST_METHODS, adjust
 from ood_store.errors import AnalysisError, OodStoreError
-from ood_store.export import display
+from ood_store.export import display, formats
 from ood_store.export.provenance import Provenance
 
 if TYPE_CHECKING:
     from ood_store.store import Store
 
-FORMATS = ("latex", "markdown", "csv", "json", "parquet")
-EXTENSIONS = {".tex": "latex", ".md": "markdown", ".csv": "csv", ".json": "json", ".parquet": "parquet"}
+FORMATS = formats.TABLES
 MARKS = ("stars", "bold", "none")
 #: Significance levels of the stars: p < 0.001 ***, p < 0.01 **, p < 0.05 *.
 STARS = ((0.001, "***"), (0.01, "**"), (0.05, "*"))
@@ -229,12 +228,8 @@ class PaperTable:
 
 
 def format_of(path: str | Path) -> str:
-    """The export format that a file name's extension asks for."""
-    suffix = Path(path).suffix.lower()
-    if suffix not in EXTENSIONS:
-        known = ", ".join(EXTENSIONS)
-        raise AnalysisError(f"{path}: cannot tell the format from the extension (use {known}, or give `output_format`)")
-    return EXTENSIONS[suffix]
+    """The export format that a file name's extension asks for (:func:`ood_store.export.formats.from_extension`)."""
+    return formats.from_extension(path, FORMATS)
 
 
 # -- builders ------------------------------------------------------------------

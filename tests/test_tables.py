@@ -23,7 +23,7 @@ from statsmodels.stats.multitest import multipletests
 import ood_store
 from conftest import PYTHIA_ANALYSIS, PYTHIA_SIZES
 from ood_store.analysis import compare
-from ood_store.errors import AnalysisError, InputError
+from ood_store.errors import AnalysisError, InputError, OodStoreError
 from ood_store.export import display, tables
 
 RUNS = [f"EleutherAI/pythia-v1.1-{size}" for size in PYTHIA_SIZES]  # 160m, 410m, 1.4b: the order by size
@@ -335,7 +335,7 @@ def test_not_a_partial_correlation_table():
 
 
 def test_unknown_extension():
-    with pytest.raises(AnalysisError, match=r"table.docx: cannot tell the format"):
+    with pytest.raises(OodStoreError, match=r"table.docx: cannot tell the format"):
         tables.format_of("table.docx")
 
 

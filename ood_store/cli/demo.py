@@ -15,8 +15,8 @@ from pathlib import Path
 import click
 
 from ood_store import sqlfiles
-from ood_store.cli.output import render
 from ood_store.examples import extract_pythia
+from ood_store.export.rows import render
 
 DEMO_DB = "ood-store-demo.duckdb"
 DEMO_DIR = "ood-store-demo"

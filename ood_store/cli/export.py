@@ -8,7 +8,7 @@ import click
 
 from ood_store.analysis.compare import INFERENCE
 from ood_store.cli.options import order_by_option, rename_options
-from ood_store.export import display, tables
+from ood_store.export import display, formats, tables
 
 
 @click.command()
@@ -78,8 +78,8 @@ def export(settings, analysis_name, sql, compared, by, wide, output_format, outp
     if by and not compared:
         raise click.UsageError("--by needs --compare.")
     output_format = (output_format or (tables.format_of(output) if output else "latex")).lower()
-    if output_format == "parquet" and output is None:
-        raise click.UsageError("--format parquet writes a binary file: give it one with -o FILE")
+    if formats.is_binary(output_format) and output is None:
+        raise click.UsageError(f"--format {output_format} writes a binary file: give it one with -o FILE")
     names = display.names(rename, rename_file)
     layout = {"digits": digits, "names": names, "caption": caption, "label": label}
     with settings.open(read_only=True) as store:
