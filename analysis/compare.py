@@ -9,15 +9,13 @@ import numpy as np
 import polars as pl
 from scipy import stats
 
-from ood_store import sqlfiles
 from ood_store.errors import AnalysisError
+from ood_store.store.runs import run_attributes
 
 if TYPE_CHECKING:
     from ood_store.store import Store
 
 INFERENCE = ("effective", "naive")
-RUN_COLUMNS = ("base_model", "family", "size", "in_domain_task", "seed")
-ALIASES = {"in_domain": "in_domain_task", "model": "base_model"}
 
 #: Columns of a comparison, in order; ``r:<run>`` columns follow, one per run.
 COLUMNS = (
@@ -197,34 +195,3 @@ def _group_columns(table: pl.DataFrame, by: Sequence[str] | None, attributes) ->
     if absent:
         raise AnalysisError(f"no run attribute {', '.join(map(repr, absent))}", parameter="by")
     return table.join(frame.select("run", *by), on="run", how="left")
-
-
-def run_attributes(store: Store, names: Sequence[str]) -> pl.DataFrame:
-    """One row per run with one text column per attribute in ``names`` (null where a run lacks it).
-
-    Names are the ``runs`` columns (``family``, ``size``, ``in_domain_task``
-    or ``in_domain``, ``seed``, ``base_model``) or keys of its ``attributes``.
-    An attribute that no run has is an error.
-    """
-    frame = attribute_columns(store, names)
-    unknown = [name for name in names if frame[name].is_null().all()]
-    if unknown:
-        raise AnalysisError(
-            f"no run has attribute {', '.join(map(repr, unknown))} (set run attributes with `attributes` at ingest)",
-            parameter="by",
-        )
-    return frame
-
-
-def attribute_columns(store: Store, names: Sequence[str]) -> pl.DataFrame:
-    """Like :func:`run_attributes`, but an attribute that no run has is a column of nulls."""
-    runs = store.query(sqlfiles.load("ood_store.store", "run_attributes"))
-    columns = []
-    for name in names:
-        column = ALIASES.get(name, name)
-        if column in RUN_COLUMNS:
-            columns.append(pl.col(column).cast(pl.String).alias(name))
-        else:
-            path = "$." + column if column.isidentifier() else f'$["{column}"]'
-            columns.append(pl.col("attributes").str.json_path_match(path).alias(name))
-    return runs.select("run", *columns)

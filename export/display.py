@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING
 import polars as pl
 import yaml
 
-from ood_store.analysis.compare import attribute_columns
 from ood_store.errors import AnalysisError, InputError
+from ood_store.store.runs import attribute_columns
 
 if TYPE_CHECKING:
     from ood_store.store import Store

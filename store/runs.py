@@ -2,20 +2,26 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import duckdb
 import orjson
+import polars as pl
 
 from ood_store import sqlfiles
-from ood_store.errors import InputError, first_line
+from ood_store.errors import AnalysisError, InputError, first_line
+
+if TYPE_CHECKING:
+    from ood_store.store.api import Store
 from ood_store.store.connection import fetch_one
 
-# Attribute names stored in their own column of `runs` (aliases map to a column).
+#: Run attributes stored in a column of ``runs`` of their own, by every name they go by;
+#: any other name is a key of the ``attributes`` JSON.
 COLUMNS = {
     "base_model": "base_model",
+    "model": "base_model",
     "family": "family",
     "size": "size",
     "in_domain": "in_domain_task",
@@ -107,3 +113,34 @@ def read_run_file(path: str | Path) -> tuple[str | None, dict[str, Any]]:
         return run, parse_attributes(attributes)
     except InputError as exc:
         raise InputError(str(path), exc.field, exc.message) from None
+
+
+def run_attributes(store: Store, names: Sequence[str], parameter: str = "by") -> pl.DataFrame:
+    """One row per run with one text column per attribute in ``names`` (null where a run lacks it).
+
+    Names are the ``runs`` columns (``family``, ``size``, ``in_domain_task``
+    or ``in_domain``, ``seed``, ``base_model``) or keys of its ``attributes``.
+    An attribute that no run has is an error about ``parameter``.
+    """
+    frame = attribute_columns(store, names)
+    unknown = [name for name in names if frame[name].is_null().all()]
+    if unknown:
+        raise AnalysisError(
+            f"no run has attribute {', '.join(map(repr, unknown))} (set run attributes with `attributes` at ingest)",
+            parameter=parameter,
+        )
+    return frame
+
+
+def attribute_columns(store: Store, names: Sequence[str]) -> pl.DataFrame:
+    """Like :func:`run_attributes`, but an attribute that no run has is a column of nulls."""
+    runs = store.query(sqlfiles.load("ood_store.store", "run_attributes"))
+    columns = []
+    for name in names:
+        column = COLUMNS.get(name, name)
+        if column in COLUMNS.values():
+            columns.append(pl.col(column).cast(pl.String).alias(name))
+        else:
+            path = "$." + column if column.isidentifier() else f'$["{column}"]'
+            columns.append(pl.col("attributes").str.json_path_match(path).alias(name))
+    return runs.select("run", *columns)

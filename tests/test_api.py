@@ -48,6 +48,21 @@ def test_set_run_attributes(db):
     assert (row["family"], row["seed"], json.loads(row["attributes"])) == ("pythia", 3, {"note": "v1.1"})
 
 
+def test_attribute_names_mean_the_same_at_ingest_and_in_comparisons(db):
+    from ood_store.store.runs import run_attributes
+
+    with ood_store.open(db) as store:
+        store.ingest(pythia_files("160m")[:1])
+        store.set_run_attributes("EleutherAI/pythia-v1.1-160m", {"model": "pythia-base", "in_domain": "lambada"})
+        row = store.runs().to_dicts()[0]
+        grouped = run_attributes(store, ["model", "base_model", "in_domain", "in_domain_task"]).to_dicts()
+    assert (row["base_model"], row["in_domain_task"], json.loads(row["attributes"])) == ("pythia-base", "lambada", {})
+    assert grouped == [
+        {"run": "EleutherAI/pythia-v1.1-160m", "model": "pythia-base", "base_model": "pythia-base",
+         "in_domain": "lambada", "in_domain_task": "lambada"}
+    ]  # fmt: skip
+
+
 def test_read_only_store_refuses_to_ingest(db):
     ood_store.open(db).close()
     with (
