@@ -9,7 +9,6 @@
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -18,7 +17,8 @@ import duckdb
 import polars as pl
 
 from ood_store import schema, sqlfiles
-from ood_store.errors import QueryError, StoreError
+from ood_store.errors import StoreError
+from ood_store.store import query
 from ood_store.store.connection import DEFAULT_LOCK_TIMEOUT, connect, fetch_one
 
 if TYPE_CHECKING:
@@ -27,13 +27,6 @@ if TYPE_CHECKING:
 
 DEFAULT_DB = "ood_store.duckdb"
 DB_ENV = "OOD_STORE_DB"
-
-# Statement types a query may run: reads only. (PIVOT parses as MULTI.)
-_READ_STATEMENTS = {
-    duckdb.StatementType.SELECT,
-    duckdb.StatementType.EXPLAIN,
-    duckdb.StatementType.MULTI,
-}
 
 
 def default_path() -> Path:
@@ -127,24 +120,10 @@ class Store:
         Statements that change the store (INSERT, CREATE, COPY, ATTACH, ...)
         are refused with a :class:`~ood_store.errors.QueryError`.
         """
-        statements = _parse(sql)
-        if len(statements) != 1:
-            raise QueryError(f"expected one SQL statement, got {len(statements)}")
-        kind = statements[0].type
-        if kind not in _READ_STATEMENTS:
-            raise QueryError(
-                f"queries are read-only: {kind.name} statements are not allowed (add data with `ood-store ingest`)"
-            )
-        return self._read(sql, params)
+        return query.read_only(self._con, sql, params)
 
     def _read(self, sql: str, params: Mapping[str, Any] | None = None) -> pl.DataFrame:
-        try:
-            relation = self._con.sql(sql, params=dict(params) if params else None)
-            return _as_text_where_polars_cannot(relation).pl()
-        except duckdb.Error as exc:
-            raise QueryError(_duckdb_message(exc)) from None
-        except pl.exceptions.PolarsError as exc:  # a column type Polars cannot import
-            raise QueryError(f"cannot turn the result into a DataFrame: {exc}") from None
+        return query.rows(self._con, sql, params)
 
     def runs(self) -> pl.DataFrame:
         """One row per run: attributes, checkpoints, steps, evaluations and tasks."""
@@ -232,32 +211,3 @@ class Store:
     def _require_writable(self, what: str) -> None:
         if self.read_only:
             raise StoreError(f"{self.path}: opened read-only; cannot {what}")
-
-
-# DuckDB types (also inside lists and structs) that Polars cannot import, or imports as
-# raw bytes (BIT): returned as DuckDB's text for them.
-_NOT_IN_POLARS = re.compile(r"\bINTERVAL\b|\bUNION\(|\bTIME WITH TIME ZONE\b|\bBIT\b")
-
-
-def _as_text_where_polars_cannot(relation: duckdb.DuckDBPyRelation) -> duckdb.DuckDBPyRelation:
-    if relation is None:  # a statement without a result
-        return relation
-    types = [str(t) for t in relation.types]
-    if not any(_NOT_IN_POLARS.search(t) for t in types):
-        return relation
-    columns = []
-    for name, kind in zip(relation.columns, types, strict=True):
-        quoted = '"' + name.replace('"', '""') + '"'
-        columns.append(f"CAST({quoted} AS VARCHAR) AS {quoted}" if _NOT_IN_POLARS.search(kind) else quoted)
-    return relation.project(", ".join(columns))
-
-
-def _parse(sql: str) -> list[Any]:
-    try:
-        return duckdb.extract_statements(sql)
-    except duckdb.Error as exc:
-        raise QueryError(_duckdb_message(exc)) from None
-
-
-def _duckdb_message(exc: duckdb.Error) -> str:
-    return str(exc).strip()
