@@ -38,8 +38,8 @@ class Options:
     """Everything that defines a partial-correlation analysis besides its data; saved with it."""
 
     in_domain: str
-    ood: tuple[str, ...] | None = None  # repeated or comma-separated names; None: all
-    runs: tuple[str, ...] | None = None
+    ood: Sequence[str] | None = None  # repeated or comma-separated names (a tuple once made); None: all
+    runs: Sequence[str] | None = None
     metric: str = "acc"
     filter: str = "none"
     num_fewshot: int | None = None
@@ -238,9 +238,14 @@ def analyse(series: Series, options: Options, *, progress: bool = False) -> pl.D
 
 def _schema() -> dict[str, pl.DataType]:
     """Types of the per-run columns (all but the four parameter columns at the end)."""
-    schema: dict[str, pl.DataType] = dict.fromkeys(COLUMNS[:-4], pl.Float64)
+    schema: dict[str, pl.DataType] = dict.fromkeys(COLUMNS[:-4], pl.Float64())
     schema.update(
-        run=pl.String, task_x=pl.String, task_y=pl.String, n=pl.Int64, block_length=pl.Int64, reason=pl.String
+        run=pl.String(),
+        task_x=pl.String(),
+        task_y=pl.String(),
+        n=pl.Int64(),
+        block_length=pl.Int64(),
+        reason=pl.String(),
     )
     return schema
 
@@ -280,11 +285,11 @@ def pairwise_partial(
     selection = {"in_domain", "ood", "runs", "metric", "filter", "num_fewshot"} & set(options)
     if selection:
         raise AnalysisError(f"pairwise_partial takes no {', '.join(sorted(selection))}: it works on arrays")
-    options = Options(in_domain="", **options)
-    if options.residualizer == "gam" and Z.shape[1] != 1:
+    settings = Options(in_domain="", **options)
+    if settings.residualizer == "gam" and Z.shape[1] != 1:
         raise AnalysisError("the gam residualizer takes one control")
     names = [f"x{i}" for i in range(X.shape[1])] if names is None else list(names)
-    return _pairs(Z, X, names, options, "")
+    return _pairs(Z, X, names, settings, "")
 
 
 def _pairs(Z: np.ndarray, X: np.ndarray, tasks: list[str], options: Options, run: str) -> pl.DataFrame:
@@ -392,7 +397,7 @@ class _Fit:
     def __init__(self, Z: np.ndarray, X: np.ndarray, options: Options):
         self.options = options
         constant = np.ptp(X, axis=0) == 0
-        self.problems = np.where(constant, "{task} is constant", None).astype(object)
+        self.problems = np.array([("{task} is constant" if c else None) for c in constant], dtype=object)
         self.residuals = np.full_like(X, np.nan, dtype=float)
         self.edf = np.full(X.shape[1], np.nan)
         self.alpha = np.full(X.shape[1], np.nan)

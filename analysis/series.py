@@ -108,7 +108,7 @@ def _from_frame(data, metric, filter, num_fewshot, tasks, runs) -> pl.DataFrame:
     )
 
 
-def _check_runs(known: set[str], runs: list[str]) -> None:
+def _check_runs(known: set[str], runs: Sequence[str]) -> None:
     absent = [run for run in runs if run not in known]
     if absent:
         raise AnalysisError(

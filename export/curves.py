@@ -51,7 +51,7 @@ def curves(
         For an unknown run, a task without such scores in the run, or a task
         with scores at several shot counts.
     """
-    names = split_names(tasks, "tasks")
+    names = split_names(tasks, "tasks") or ()
     if run not in set(store.runs()["run"]):
         raise AnalysisError(f"no run {run!r} in the store (see `ood-store runs`)", parameter="run")
     frame = store.query(

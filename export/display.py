@@ -98,7 +98,7 @@ def run_order(store: Store | None, runs: Iterable[str], order_by: Sequence[str] 
     """
     runs = list(dict.fromkeys(runs))
     explicit = order_by is not None
-    order = list(dict.fromkeys(order_by if explicit else DEFAULT_ORDER))
+    order = list(dict.fromkeys(order_by if order_by is not None else DEFAULT_ORDER))
     if store is None or not order:
         return sorted(runs)
     frame = attribute_columns(store, order).filter(pl.col("run").is_in(runs))

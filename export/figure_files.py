@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import matplotlib
 from matplotlib.figure import Figure
@@ -18,7 +19,7 @@ PNG_DPI = 300
 #: Settings every figure is drawn and saved with: 8 pt text for two-column
 #: papers, fonts embedded as TrueType (Type 42) rather than Type 3, which
 #: many venues refuse, and SVG element ids that do not change from run to run.
-STYLE = {
+STYLE: Any = {  # Any: matplotlib types rcParams keys as literals
     "font.size": 8.0,
     "axes.titlesize": 8.0,
     "axes.labelsize": 8.0,

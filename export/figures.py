@@ -12,6 +12,7 @@ the rows are ``t1 .. tk-1`` and the columns ``t0 .. tk-2``, each pair drawn once
 
 from __future__ import annotations
 
+import functools
 import math
 import textwrap
 from collections.abc import Mapping, Sequence
@@ -185,8 +186,8 @@ def heatmap_grid(
                 lookup,
                 value=lambda r: r["r"],
                 label=lambda r: _signed(r["r"]),
-                muted=lambda r, p=p_column: not _significant(r[p], alpha),
-                bold=lambda r, p=p_column: _significant(r[p], alpha),
+                muted=functools.partial(_row_significant, column=p_column, alpha=alpha, expected=False),
+                bold=functools.partial(_row_significant, column=p_column, alpha=alpha, expected=True),
             )
             triangle.draw(
                 ax, labels, cells, cmap=cmap, norm=norm, cell_inches=side / (len(order) - 1),
@@ -238,6 +239,11 @@ def _heatmap_note(p_column: str, alpha: float) -> str:
 
 def _significant(p: float | None, alpha: float) -> bool:
     return p is not None and math.isfinite(p) and p < alpha
+
+
+def _row_significant(row: dict, *, column: str, alpha: float, expected: bool) -> bool:
+    """Whether the row's p in ``column`` is significant (``expected=True``) or not (``expected=False``)."""
+    return _significant(row[column], alpha) is expected
 
 
 def _signed(value: float) -> str:
@@ -457,7 +463,7 @@ def training_curves(
     matplotlib.figure.Figure
     """
     names = dict(names or {})
-    order = list(dict.fromkeys([*([in_domain] if in_domain else []), *split_names(tasks, "tasks")]))
+    order = list(dict.fromkeys([*([in_domain] if in_domain else []), *(split_names(tasks, "tasks") or ())]))
     data = curves(store, run, order, metric=metric, filter=filter, num_fewshot=num_fewshot)
     labels = _legend_labels([names.get(t, t) + (" (in-domain)" if t == in_domain else "") for t in order], width)
     ncols = _legend_columns(labels, width)
@@ -467,7 +473,7 @@ def training_curves(
     with matplotlib.rc_context(STYLE):
         figure = Figure(figsize=(width, height), layout="constrained")
         ax = figure.add_subplot()
-        colours = iter(matplotlib.colormaps["tab10"].colors)
+        colours = iter(matplotlib.colormaps["tab10"].colors)  # type: ignore[attr-defined]  # a ListedColormap
         handles = []
         for task, label in zip(order, labels, strict=True):
             frame = data.filter(pl.col("task") == task)
@@ -482,8 +488,8 @@ def training_curves(
                 ax.fill_between(steps, value - stderr, value + stderr, color=colour, alpha=0.2, lw=0, zorder=1)
             handles.append(line)
         if logx:
-            positive = data.filter(pl.col("step") > 0)["step"]
-            ax.set_xscale("symlog", linthresh=float(positive.min()) if len(positive) else 1.0, linscale=0.3)
+            positive = data.filter(pl.col("step") > 0)["step"].to_numpy()
+            ax.set_xscale("symlog", linthresh=float(positive.min()) if positive.size else 1.0, linscale=0.3)
         ax.xaxis.set_major_formatter(FuncFormatter(_step_label))
         ax.set_xlabel("training step")
         ax.set_ylabel(metric if filter == "none" else f"{metric} ({filter})")

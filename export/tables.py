@@ -566,7 +566,7 @@ def _cell(row: Mapping[str, Any], column: Column, digits: int, flavour: str) -> 
     if column.kind == "int":
         return _number(value, 0, flavour) if value is not None else _number(None, 0, flavour)
     if column.kind == "ci":
-        low, high = row[column.name], row[column.high]
+        low, high = row[column.name], row[column.high or column.name]
         if low is None or high is None or not (math.isfinite(low) and math.isfinite(high)):
             return _number(None, 0, flavour)
         return f"[{_number(low, digits, flavour)}, {_number(high, digits, flavour)}]"

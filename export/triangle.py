@@ -46,7 +46,7 @@ class Cells:
 def pair_cells(
     tasks: Sequence[str],
     lookup: Mapping[frozenset, dict],
-    value: Callable[[dict], float],
+    value: Callable[[dict], float | None],
     label: Callable[[dict], str],
     *,
     muted: Callable[[dict], bool] = lambda row: False,
@@ -66,7 +66,7 @@ def pair_cells(
         for j in range(i + 1):
             row = lookup.get(frozenset((tasks[i + 1], tasks[j])))
             number = None if row is None else value(row)
-            if number is None or not math.isfinite(number):
+            if row is None or number is None or not math.isfinite(number):
                 labels[i, j] = "n/a"
                 flags["missing"][i, j] = True
                 continue
@@ -99,7 +99,7 @@ def draw(
     """
     size = cells.values.shape[0]
     mesh = ax.pcolormesh(np.ma.masked_invalid(cells.values), cmap=cmap, norm=norm, edgecolors="white", linewidth=0.8)
-    mesh.set_alpha(np.where(cells.muted, MUTED_ALPHA, 1.0))
+    mesh.set_alpha(np.where(cells.muted, MUTED_ALPHA, 1.0))  # type: ignore[arg-type]  # an array: one alpha a cell
     labels, fontsize = fit_labels(cells.labels, cell_inches)
     for i, j in zip(*np.nonzero(cells.missing), strict=True):
         ax.add_patch(Rectangle((j, i), 1, 1, facecolor=MISSING_FACE, edgecolor="white", linewidth=0.8, zorder=1))

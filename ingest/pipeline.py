@@ -125,7 +125,7 @@ def ingest(
     report = IngestReport()
     candidates, searched, errors = discover(paths)
     for error in errors:
-        report.files.append(FileOutcome(error.path, "rejected", str(error)))
+        report.files.append(FileOutcome(error.path or "", "rejected", str(error)))
 
     known = {
         digest: (path, run)
@@ -148,7 +148,8 @@ def ingest(
         batch.flush()
     report.files.extend(outcomes[i] for i in sorted(outcomes))
     if attrs:  # attributes also go to the runs of files that were already present
-        _set_attributes(con, sorted({f.run for f in report.present} - {f.run for f in report.ingested}), attrs)
+        present = {f.run for f in report.present if f.run} - {f.run for f in report.ingested}
+        _set_attributes(con, sorted(present), attrs)
 
     matched_nothing = {e.path for e in errors}
     for root in sorted(set(searched) - recognised - matched_nothing):

@@ -21,7 +21,7 @@ from ood_store.ingest.records import EvaluationRecord
 from ood_store.store.runs import set_attributes
 from ood_store.store.transaction import transaction
 
-_EVALUATION_SCHEMA = {
+_EVALUATION_SCHEMA: dict[str, pl.DataType | type[pl.DataType]] = {
     "evaluation_id": pl.Int32,
     "content_hash": pl.String,
     "source_path": pl.String,

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from os import PathLike
 
 # A parameter mentioned in a message: a Python identifier in backticks.
 _MENTION = re.compile(r"`([a-z][a-z0-9_]*)`")
@@ -98,7 +99,9 @@ class InputError(OodStoreError):
     an argument.
     """
 
-    def __init__(self, path: str | None, field: str | None, message: str, *, parameter: str | None = None):
+    def __init__(
+        self, path: str | PathLike[str] | None, field: str | None, message: str, *, parameter: str | None = None
+    ):
         self.path = None if path is None else str(path)
         self.field = field
         super().__init__(message, parameter=parameter)

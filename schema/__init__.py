@@ -16,7 +16,7 @@ import duckdb
 
 from ood_store import sqlfiles
 from ood_store.errors import SchemaError
-from ood_store.store.connection import fetch_one
+from ood_store.store.connection import fetch_value
 from ood_store.store.transaction import transaction
 
 _NAME = re.compile(r"^(\d{4})_[a-z0-9_]+\.sql$")
@@ -50,10 +50,10 @@ def latest_version() -> int:
 
 def current_version(con: duckdb.DuckDBPyConnection) -> int:
     """The version a store is at; 0 for an empty database."""
-    has_table = fetch_one(con, sqlfiles.load(__name__, "has_version_table"))[0]
+    has_table = fetch_value(con, sqlfiles.load(__name__, "has_version_table"))
     if not has_table:
         return 0
-    return fetch_one(con, sqlfiles.load(__name__, "version"))[0]
+    return int(fetch_value(con, sqlfiles.load(__name__, "version")))
 
 
 def check_supported(version: int, where: str) -> None:

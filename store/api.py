@@ -9,7 +9,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -19,7 +19,7 @@ import polars as pl
 from ood_store import schema, sqlfiles
 from ood_store.errors import StoreError
 from ood_store.store import query
-from ood_store.store.connection import DEFAULT_LOCK_TIMEOUT, connect, fetch_one
+from ood_store.store.connection import DEFAULT_LOCK_TIMEOUT, connect, fetch_value
 
 if TYPE_CHECKING:
     from ood_store.evaluate.runner import EvaluateReport
@@ -85,7 +85,7 @@ class Store:
         return schema.migrate(self._con, str(self.path))
 
     def _has_foreign_tables(self) -> bool:
-        return bool(fetch_one(self._con, sqlfiles.load("ood_store.store", "count_tables"))[0])
+        return bool(fetch_value(self._con, sqlfiles.load("ood_store.store", "count_tables")))
 
     def close(self) -> None:
         self._con.close()
@@ -156,7 +156,28 @@ class Store:
             progress=progress,
         )
 
-    def evaluate(self, checkpoints: Iterable[str | os.PathLike[str]], **options: Any) -> EvaluateReport:
+    def evaluate(
+        self,
+        checkpoints: Iterable[str | os.PathLike[str]],
+        *,
+        run: str,
+        tasks: Sequence[str],
+        output_dir: str | os.PathLike[str] = "lm-eval-results",
+        include_paths: Sequence[str | os.PathLike[str]] = (),
+        data_dir: str | os.PathLike[str] | None = None,
+        base_model: str | None = None,
+        batch_size: int | str = "auto",
+        device: str | None = None,
+        dtype: str | None = None,
+        num_fewshot: int | None = None,
+        limit: int | float | None = None,
+        samples: bool = True,
+        force: bool = False,
+        attributes: Mapping[str, Any] | list[str] | None = None,
+        progress: bool = False,
+        log_to_file: bool = False,
+        lm_eval_kwargs: Mapping[str, Any] | None = None,
+    ) -> EvaluateReport:
         """Evaluate checkpoints with lm-eval and store the results; see :func:`ood_store.evaluate.runner.evaluate`.
 
         >>> store.evaluate(["runs/opt-mnli/"], run="opt-mnli", tasks=["ood_nli"])  # doctest: +SKIP
@@ -164,7 +185,27 @@ class Store:
         from ood_store.evaluate.runner import evaluate
 
         self._require_writable("evaluate")
-        return evaluate(self._con, [str(c) for c in checkpoints], **options)
+        return evaluate(
+            self._con,
+            [str(c) for c in checkpoints],
+            run=run,
+            tasks=tasks,
+            output_dir=Path(output_dir),
+            include_paths=[Path(p) for p in include_paths],
+            data_dir=None if data_dir is None else Path(data_dir),
+            base_model=base_model,
+            batch_size=batch_size,
+            device=device,
+            dtype=dtype,
+            num_fewshot=num_fewshot,
+            limit=limit,
+            samples=samples,
+            force=force,
+            attributes=attributes,
+            progress=progress,
+            log_to_file=log_to_file,
+            lm_eval_kwargs=lm_eval_kwargs,
+        )
 
     def set_run_attributes(self, run: str, attributes: Mapping[str, str]) -> None:
         """Set attributes of an existing run (family, size, in_domain_task, seed, or any key)."""

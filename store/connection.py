@@ -11,6 +11,7 @@ import os
 import re
 import time
 from pathlib import Path
+from typing import Any
 
 import duckdb
 
@@ -79,6 +80,14 @@ def _check_file(path: Path, read_only: bool) -> None:
         raise StoreError(f"{path}: not a DuckDB database file")
     if not read_only and not os.access(path, os.W_OK):
         raise StoreError(f"{path}: the store is not writable")
+
+
+def fetch_value(con: duckdb.DuckDBPyConnection, sql: str, params: object = None) -> Any:
+    """The first value of a query that returns one row (a count, a version)."""
+    row = fetch_one(con, sql, params)
+    if row is None:
+        raise StoreError(f"internal query returned no row: {sql.splitlines()[0]}")
+    return row[0]
 
 
 def fetch_one(con: duckdb.DuckDBPyConnection, sql: str, params: object = None) -> tuple | None:

@@ -13,7 +13,7 @@ import polars as pl
 from ood_store import __version__, sqlfiles
 from ood_store.analysis.partial import COLUMNS
 from ood_store.errors import AnalysisError
-from ood_store.store.connection import fetch_one
+from ood_store.store.connection import fetch_one, fetch_value
 from ood_store.store.transaction import transaction
 
 KIND = "partial_correlations"
@@ -38,7 +38,7 @@ def save(
     missing = set(_STORED) - set(table.columns)
     if missing:
         raise AnalysisError(f"not a partial-correlation table: no column(s) {', '.join(sorted(missing))}")
-    exists = fetch_one(con, _sql("analysis_exists"), {"name": name})[0]
+    exists = fetch_value(con, _sql("analysis_exists"), {"name": name})
     if exists and not replace:
         raise AnalysisError(
             f"an analysis named {name!r} exists already; pass `replace` to overwrite it", parameter="name"
@@ -62,7 +62,7 @@ def save(
 
 def load(con: duckdb.DuckDBPyConnection, name: str) -> pl.DataFrame:
     """The rows of saved analysis ``name``, with the same columns as when it was computed."""
-    exists = fetch_one(con, _sql("analysis_exists"), {"name": name})[0]
+    exists = fetch_value(con, _sql("analysis_exists"), {"name": name})
     if not exists:
         raise AnalysisError(f"no saved analysis named {name!r} (see `ood-store analyses`)")
     return con.sql(_sql("load_analysis"), params={"name": name}).pl().select(COLUMNS)

@@ -77,3 +77,15 @@ def test_closed_after_the_with_block(db):
         pass
     with pytest.raises(Exception, match="closed"):
         store.query("SELECT 1")
+
+
+def test_store_evaluate_spells_out_the_runner_keywords():
+    import inspect
+
+    from ood_store.evaluate.runner import evaluate
+
+    runner = [p for p in inspect.signature(evaluate).parameters.values() if p.name != "con"]
+    method = [p for p in inspect.signature(ood_store.Store.evaluate).parameters.values() if p.name != "self"]
+    assert [(p.name, p.kind) for p in method] == [(p.name, p.kind) for p in runner]
+    defaults = {p.name: p.default for p in runner}
+    assert {p.name: p.default for p in method} == {**defaults, "output_dir": str(defaults["output_dir"])}

@@ -201,7 +201,7 @@ def compare_command(
     if (options is None) == (analysis_name is None):
         raise click.UsageError("Give either --in-domain (and the analysis options) or --analysis NAME.")
     with settings.open(read_only=True) as store:
-        table = store.analysis(analysis_name) if analysis_name else _compute(store, options)
+        table = store.analysis(analysis_name) if options is None else _compute(store, options)
         result = compare(table, by=list(by) or None, attributes=store, alpha=alpha, inference=inference)
     summary = (*by, *COMPARE_SUMMARY)
     emit(summary_view(result, output_format, summary, all_columns), output_format, output)

@@ -42,7 +42,7 @@ def demo(ctx: click.Context, workdir: Path, pythia: bool) -> None:
     """
     settings = ctx.obj
     parent = ctx.parent
-    if parent is not None and parent.get_parameter_source("db").name == "DEFAULT":
+    if parent is not None and parent.get_parameter_source("db") == click.core.ParameterSource.DEFAULT:
         settings.db = Path(DEMO_DB)
     if pythia:
         _pythia(settings)
