@@ -1,17 +1,19 @@
-"""Which lm-eval tasks ``evaluate`` runs: names checked, expanded to leaf tasks, one TaskManager.
+"""Which lm-eval tasks ``evaluate`` runs: names checked, expanded to leaf tasks, one TaskManager; task objects.
 
 lm-eval's ``TaskManager`` indexes task YAMLs when it is built; indexing the
 ~14,000 built-in ones takes about 5 s. It is built once per process here, and
 without the built-in tasks when every name is found in the ood_nli suite or
-the user's include folders.
+the user's include folders. A worker builds each task object once, too
+(:class:`TaskObjects`), and evaluates every checkpoint with it.
 """
 
 from __future__ import annotations
 
 import difflib
+import json
 import tempfile
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -97,3 +99,76 @@ def leaf_tasks(manager: Any, name: str, _seen: frozenset[str] = frozenset()) -> 
         if isinstance(member, str):
             out.extend(t for t in leaf_tasks(manager, member, seen) if t not in out)
     return out
+
+
+# Options of lm_eval.simple_evaluate that leave task objects as they were built; simple_evaluate
+# changes tasks for the others (num_fewshot, gen_kwargs, predict_only, ...), so task objects are
+# shared only between evaluations that agree on them.
+_TASK_NEUTRAL_OPTIONS = frozenset(
+    {
+        "batch_size", "max_batch_size", "device", "limit", "samples", "log_samples", "bootstrap_iters",
+        "write_out", "use_cache", "cache_requests", "rewrite_requests_cache", "delete_requests_cache",
+        "random_seed", "numpy_random_seed", "torch_random_seed", "fewshot_random_seed", "verbosity",
+        "evaluation_tracker", "check_integrity",
+    }
+)  # fmt: skip
+
+
+class TaskObjects:
+    """lm-eval task (and group) objects, built once and reused by every evaluation that can share them.
+
+    Building a task reads its dataset and configuration; lm-eval's
+    ``simple_evaluate`` accepts the built objects instead of names and builds
+    each evaluation's requests afresh from them (and resets the few-shot
+    sampler's seed), so a worker evaluating many checkpoints builds its tasks
+    once. Task lists (one TaskManager each) are kept open until :meth:`close`.
+
+    Parameters
+    ----------
+    enabled
+        False builds the objects again for every evaluation, as lm-eval does
+        when given names (the benchmark's baseline).
+    """
+
+    def __init__(self, enabled: bool = True):
+        self.enabled = enabled
+        self._stack = ExitStack()
+        self._lists: dict[str, TaskList] = {}
+        self._objects: dict[tuple[str, str, str], Any] = {}
+        self.built = 0  # task or group objects built so far
+
+    def task_list(self, source: dict[str, Any]) -> TaskList:
+        """The task list (and TaskManager) of ``source`` (``tasks``, ``include_paths``, ``data_dir``), built once."""
+        key = json.dumps(source, sort_keys=True)
+        if key not in self._lists:
+            self._lists[key] = self._stack.enter_context(
+                task_list(source["tasks"], source.get("include_paths") or (), source.get("data_dir"))
+            )
+        return self._lists[key]
+
+    def objects(self, source: dict[str, Any], names: Sequence[str], options: dict[str, Any]) -> list[Any]:
+        """The task or group objects for ``names``, as ``simple_evaluate`` takes them in ``tasks``."""
+        catalogue = self.task_list(source)
+        shared = json.dumps(
+            {k: v for k, v in options.items() if k not in _TASK_NEUTRAL_OPTIONS}, sort_keys=True, default=str
+        )
+        out = []
+        for name in names:
+            key = (json.dumps(source, sort_keys=True), shared, name)
+            if key not in self._objects or not self.enabled:
+                loaded = catalogue.manager.load([name])
+                self._objects[key] = loaded["groups"][name] if name in loaded["groups"] else loaded["tasks"][name]
+                self.built += 1
+            out.append(self._objects[key])
+        return out
+
+    def close(self) -> None:
+        self._objects.clear()
+        self._lists.clear()
+        self._stack.close()
+
+    def __enter__(self) -> TaskObjects:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

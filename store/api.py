@@ -9,7 +9,8 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -23,6 +24,7 @@ from ood_store.store.connection import DEFAULT_LOCK_TIMEOUT, connect, fetch_valu
 
 if TYPE_CHECKING:
     from ood_store.evaluate.runner import EvaluateReport
+    from ood_store.evaluate.study import Study
     from ood_store.ingest import IngestReport, Overrides
 
 DEFAULT_DB = "ood_store.duckdb"
@@ -62,6 +64,7 @@ class Store:
     def __init__(self, path: Path, read_only: bool, lock_timeout: float):
         self.path = path
         self.read_only = read_only
+        self.lock_timeout = lock_timeout
         self._con = connect(path, read_only=read_only, lock_timeout=lock_timeout)
         try:
             self.migrations_applied = self._prepare()
@@ -89,6 +92,18 @@ class Store:
 
     def close(self) -> None:
         self._con.close()
+
+    @contextmanager
+    def _released(self) -> Iterator[None]:
+        """Close the connection for the block (other processes may open the store), then open it again.
+
+        For :meth:`evaluate`, whose collector opens the store for each commit only.
+        """
+        self._con.close()
+        try:
+            yield
+        finally:
+            self._con = connect(self.path, read_only=self.read_only, lock_timeout=self.lock_timeout)
 
     def __enter__(self) -> Store:
         return self
@@ -158,39 +173,59 @@ class Store:
 
     def evaluate(
         self,
-        checkpoints: Iterable[str | os.PathLike[str]],
+        checkpoints: Iterable[str | os.PathLike[str]] = (),
         *,
-        run: str,
-        tasks: Sequence[str],
-        output_dir: str | os.PathLike[str] = "lm-eval-results",
+        run: str | None = None,
+        tasks: Sequence[str] = (),
+        study: str | os.PathLike[str] | Study | None = None,
+        output_dir: str | os.PathLike[str] | None = None,
+        work_dir: str | os.PathLike[str] | None = None,
         include_paths: Sequence[str | os.PathLike[str]] = (),
         data_dir: str | os.PathLike[str] | None = None,
         base_model: str | None = None,
-        batch_size: int | str = "auto",
+        batch_size: int | str | None = None,
         device: str | None = None,
         dtype: str | None = None,
         num_fewshot: int | None = None,
         limit: int | float | None = None,
-        samples: bool = True,
+        samples: bool | None = None,
         force: bool = False,
         attributes: Mapping[str, Any] | list[str] | None = None,
+        lm_eval_kwargs: Mapping[str, Any] | None = None,
+        executor: str | None = None,
+        workers: int | None = None,
+        units_per_task: int | None = None,
+        slurm_partition: str | None = None,
+        gpus_per_task: float | None = None,
+        timeout_min: int | None = None,
+        max_parallel: int | None = None,
+        slurm_params: Mapping[str, Any] | list[str] | None = None,
+        ray_address: str | None = None,
+        detach: bool = False,
         progress: bool = False,
         log_to_file: bool = False,
-        lm_eval_kwargs: Mapping[str, Any] | None = None,
     ) -> EvaluateReport:
-        """Evaluate checkpoints with lm-eval and store the results; see :func:`ood_store.evaluate.runner.evaluate`.
+        """Evaluate checkpoints (or a study's runs) with lm-eval and store the results.
+
+        See :func:`ood_store.evaluate.runner.evaluate` for the parameters.
+        While it runs, the store's connection is closed and opened for each
+        commit only, so that other processes can read the store; it is open
+        again when this returns.
 
         >>> store.evaluate(["runs/opt-mnli/"], run="opt-mnli", tasks=["ood_nli"])  # doctest: +SKIP
+        >>> store.evaluate(study="study.toml", executor="slurm", slurm_partition="gpu")  # doctest: +SKIP
         """
         from ood_store.evaluate.runner import evaluate
 
         self._require_writable("evaluate")
         return evaluate(
-            self._con,
+            self,
             [str(c) for c in checkpoints],
             run=run,
             tasks=tasks,
-            output_dir=Path(output_dir),
+            study=study,
+            output_dir=None if output_dir is None else Path(output_dir),
+            work_dir=None if work_dir is None else Path(work_dir),
             include_paths=[Path(p) for p in include_paths],
             data_dir=None if data_dir is None else Path(data_dir),
             base_model=base_model,
@@ -202,9 +237,19 @@ class Store:
             samples=samples,
             force=force,
             attributes=attributes,
+            lm_eval_kwargs=lm_eval_kwargs,
+            executor=executor,
+            workers=workers,
+            units_per_task=units_per_task,
+            slurm_partition=slurm_partition,
+            gpus_per_task=gpus_per_task,
+            timeout_min=timeout_min,
+            max_parallel=max_parallel,
+            slurm_params=slurm_params,
+            ray_address=ray_address,
+            detach=detach,
             progress=progress,
             log_to_file=log_to_file,
-            lm_eval_kwargs=lm_eval_kwargs,
         )
 
     def set_run_attributes(self, run: str, attributes: Mapping[str, str]) -> None:

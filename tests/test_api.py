@@ -84,8 +84,7 @@ def test_store_evaluate_spells_out_the_runner_keywords():
 
     from ood_store.evaluate.runner import evaluate
 
-    runner = [p for p in inspect.signature(evaluate).parameters.values() if p.name != "con"]
+    runner = [p for p in inspect.signature(evaluate).parameters.values() if p.name != "store"]
     method = [p for p in inspect.signature(ood_store.Store.evaluate).parameters.values() if p.name != "self"]
     assert [(p.name, p.kind) for p in method] == [(p.name, p.kind) for p in runner]
-    defaults = {p.name: p.default for p in runner}
-    assert {p.name: p.default for p in method} == {**defaults, "output_dir": str(defaults["output_dir"])}
+    assert {p.name: p.default for p in method} == {p.name: p.default for p in runner}

@@ -29,9 +29,10 @@ class _Group(click.Group):
 
 
 class Settings:
-    def __init__(self, db: Path, lock_timeout: float):
+    def __init__(self, db: Path, lock_timeout: float, db_given: bool = False):
         self.db = db
         self.lock_timeout = lock_timeout
+        self.db_given = db_given  # --db or OOD_STORE_DB, not the default
 
     def open(self, *, read_only: bool = False) -> Store:
         return open_store(self.db, read_only=read_only, lock_timeout=self.lock_timeout)
@@ -60,13 +61,14 @@ class Settings:
 @click.pass_context
 def main(ctx: click.Context, db: Path, lock_timeout: float) -> None:
     """Store lm-eval results of every checkpoint in one DuckDB file and query them with SQL."""
-    ctx.obj = Settings(db, lock_timeout)
+    source = ctx.get_parameter_source("db")
+    ctx.obj = Settings(db, lock_timeout, source not in (None, click.core.ParameterSource.DEFAULT))
 
 
 def _register() -> None:
-    from ood_store.cli import analyze, demo, evaluate, export, ingest, init, listings, plot, query, suite
+    from ood_store.cli import analyze, demo, evaluate, export, ingest, init, listings, plot, query, suite, work
 
-    for module in (init, ingest, evaluate, query, listings, analyze, export, plot, suite, demo):
+    for module in (init, ingest, evaluate, work, query, listings, analyze, export, plot, suite, demo):
         for command in module.COMMANDS:
             main.add_command(command)
 
