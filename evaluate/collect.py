@@ -23,11 +23,11 @@ from typing import Literal
 
 from ood_store.evaluate.workdir import Unit, WorkDir
 from ood_store.ingest.identity import Overrides
-from ood_store.store.connection import DEFAULT_LOCK_TIMEOUT
+from ood_store.store.connection import DEFAULT_LOCK_TIMEOUT, MAX_RETRY_DELAY_S
 
-#: Pause after each commit when more units are waiting, so that a process waiting for the
-#: store (it polls every 0.1 s) gets in between commits.
-YIELD_S = 0.25
+#: Pause after each commit when more units are waiting, so that a process waiting for the store
+#: (it tries again every MAX_RETRY_DELAY_S) gets in between commits.
+YIELD_S = 2.5 * MAX_RETRY_DELAY_S
 
 
 @dataclass(frozen=True)

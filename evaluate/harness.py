@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, redirect_stderr, redirect_stdout
 from pathlib import Path
 from typing import Any
 
@@ -62,7 +62,8 @@ def _save(tracker: Any, result: dict[str, Any], folder: Path) -> Path:
 
 @contextmanager
 def output_to(path: Path | None) -> Iterator[None]:
-    """Point file descriptors 1 and 2 (standard output and error, Python's and child processes') at ``path``."""
+    """Send standard output and error to ``path``: file descriptors 1 and 2 (C code, child processes, Python's
+    streams) and ``sys.stdout``/``sys.stderr`` themselves (which an embedding program may have replaced)."""
     if path is None:
         yield
         return
@@ -72,10 +73,14 @@ def output_to(path: Path | None) -> Iterator[None]:
         stream.flush()
     saved = [os.dup(1), os.dup(2)]
     try:
-        with path.open("ab") as log:
+        with (
+            path.open("ab") as log,
+            open(log.fileno(), "w", encoding="utf-8", errors="replace", buffering=1, closefd=False) as text,
+        ):
             os.dup2(log.fileno(), 1)
             os.dup2(log.fileno(), 2)
-            yield
+            with redirect_stdout(text), redirect_stderr(text):
+                yield
     finally:
         for stream in streams:
             stream.flush()

@@ -36,7 +36,7 @@ from ood_store.evaluate.harness import release_memory, require_eval_extra, run_l
 from ood_store.evaluate.tasklist import TaskObjects
 from ood_store.evaluate.workdir import HEARTBEAT_S, Unit, WorkDir, this_host
 
-TAIL_LINES = 20
+TAIL_LINES = 12
 
 
 @dataclass(frozen=True)
@@ -119,8 +119,9 @@ def run_unit(work_dir: WorkDir, unit: Unit, tasks: TaskObjects, attempt: str, cl
         error = _describe(exc)
         log = tmp / "lm-eval.log"
         tail = _tail_lines("".join(traceback.format_exception(exc)))
-        if log.is_file():
-            tail += ["-- lm-eval.log --", *_tail_lines(log.read_text("utf-8", "replace"))]
+        logged = _tail_lines(log.read_text("utf-8", "replace")) if log.is_file() else []
+        if logged:
+            tail += ["-- the end of lm-eval.log --", *logged]
             work_dir.failed_log(unit.id).parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(log, work_dir.failed_log(unit.id))
         shutil.rmtree(tmp, ignore_errors=True)

@@ -14,20 +14,16 @@ from statistics import mean
 import pytest
 
 import ood_store
-from conftest import TOY_STEPS, TOY_TASKS, table_dump
+from conftest import TOY_RUN, TOY_STEPS, TOY_TASKS, table_dump, toy_evaluate_args
 from ood_store.cli import main
 
-RUN = "toy/opt-sim-s1"
+RUN = TOY_RUN
 
 # The tests that read the `evaluated` store run on one xdist worker, so that it is built once.
 shared_store = pytest.mark.xdist_group("evaluated")
 
 
-def evaluate_args(db: Path, toy_run, out: Path, *extra: str) -> list[str]:
-    return [
-        "--db", str(db), "evaluate", str(toy_run["run"]), "--run", RUN, "--tasks", ",".join(TOY_TASKS),
-        "--include-path", str(toy_run["tasks"]), "--output-dir", str(out), "--batch-size", "8", "-q", *extra,
-    ]  # fmt: skip
+evaluate_args = toy_evaluate_args
 
 
 @pytest.fixture(scope="module")

@@ -205,7 +205,7 @@ def _interrupted(report: EvaluateReport, db) -> None:
     units = stored + len(report.pending) + len(report.failed)
     stopped = f" (stopped {report.jobs})" if report.jobs else ""
     click.echo(
-        f"\nInterrupted{stopped}: {n(stored, 'unit')} of {units} stored in {db}. "
+        f"Interrupted{stopped}: {n(stored, 'unit')} of {units} stored in {db}. "
         "Run the same command again to resume: what is stored or finished is not evaluated again.",
         err=True,
     )
