@@ -96,7 +96,8 @@ TOY_RUN = "toy/opt-sim-s1"
 _EVALUATION_ROWS = {
     "scores": "SELECT run, step, task, num_fewshot, metric, filter, value, stderr, n_samples, is_group FROM scores_all",
     "samples": "SELECT e.run, e.step, s.task, s.doc_id, s.filter, s.target, s.loglikelihoods, s.is_greedy, "
-    "s.response, s.metrics, s.doc_hash, s.prompt_hash, s.target_hash FROM samples s JOIN evaluations e USING (evaluation_id)",
+    "s.response, s.metrics, s.doc_hash, s.prompt_hash, s.target_hash "
+    "FROM samples s JOIN evaluations e USING (evaluation_id)",
     "evaluations": "SELECT run, step, model_name, model_args, num_fewshot, sample_limit, task_hashes, task_versions "
     "FROM evaluations",
     "runs": "SELECT run, base_model, family, size, in_domain_task, seed, attributes FROM runs",
