@@ -263,10 +263,15 @@ def evaluate(
         "ray_address": ray_address,
     }
     if study is not None:
-        loaded = study if isinstance(study, Study) else load_study(study)
         for name, value in (("checkpoints", checkpoints), ("run", run), ("attributes", attributes)):
             if value:
-                raise InputError(None, None, "a study names its own (give either a study or this)", parameter=name)
+                raise InputError(
+                    None,
+                    None,
+                    "not with `study`: a study names its runs, their checkpoints and attributes",
+                    parameter=name,
+                )
+        loaded = study if isinstance(study, Study) else load_study(study)
         requests = loaded.requests(overrides)
         executor, executor_options = _with_study_executor(loaded.executor, executor, executor_options)
         output_dir = output_dir or loaded.output_dir
@@ -292,9 +297,9 @@ def evaluate(
     planned = plan(
         store.connection, requests, store=store.path.resolve(), output_dir=output, force=force, log_to_file=log_to_file
     )
-    work.create()
     if backend is not None and planned.units:
         backend.check()
+    work.create()
     for request in planned.complete_runs:  # attributes given again for a run that is complete
         if request.attributes and run_exists(store.connection, request.run):
             set_attributes(store.connection, request.run, request.attributes)

@@ -7,7 +7,9 @@ expectations; never from ood-store's own output."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
+import sys
 from pathlib import Path
 from statistics import mean
 
@@ -111,6 +113,21 @@ def test_summary_names_what_was_done(evaluated, runner, toy_run, tmp_path):
     ]
 
 
+def test_the_progress_bar_counts_checkpoints_times_tasks_with_the_time_left(runner, toy_run, tmp_path):
+    """One bar over 3 checkpoints x the 4 tasks of the toy_demo tag: 12 in all, never negative (it once showed
+    -3/3: checkpoints counted, a tag counted as one task), lm-eval's own bars kept off the terminal."""
+    db = tmp_path / "store.duckdb"
+    args = [a for a in toy_evaluate_args(db, toy_run, tmp_path / "out", tasks=("toy_demo",)) if a != "-q"]
+    result = runner.invoke(main, [*args, "--limit", "4"], env={"TTY_COMPATIBLE": "1", "COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    bar = [line for line in re.split(r"[\r\n]", result.output) if f"evaluating {RUN}" in line]
+    counts = [tuple(map(int, m)) for line in bar for m in re.findall(r"(-?\d+)/(\d+)", line)]
+    assert counts and {total for _, total in counts} == {12} and all(0 <= done <= 12 for done, _ in counts)
+    assert counts[-1] == (12, 12) and {done for done, _ in counts} >= {4, 8, 12}
+    assert any(re.search(r"\d:\d\d:\d\d", line) for line in bar)  # the time left
+    assert "it/s" not in result.output  # no tqdm line of lm-eval's
+
+
 @shared_store
 def test_the_store_can_be_rebuilt_from_the_kept_files(evaluated, runner, tmp_path):
     db = tmp_path / "rebuilt.duckdb"
@@ -200,7 +217,7 @@ def test_a_peft_adapter_is_evaluated_on_its_base_model(toy_run, tmp_path):
         ]
 
 
-RUN_R = ["{run}", "--run", "r", "--tasks", "toy_nli"]
+TOY = ["{run}", "--run", "r", "--tasks", "toy_nli", "--include-path", "{tasks}", "--output-dir", "{tmp}/out"]
 
 
 @pytest.mark.parametrize(
@@ -221,6 +238,39 @@ RUN_R = ["{run}", "--run", "r", "--tasks", "toy_nli"]
         (["{run}", "--run", "r", "--tasks", "toy_nli", "--include-path", "{tmp}/none"], "Error: {tmp}/none: no such"),
         (["{run}", "--run", "r", "--tasks", "toy_nli", "--batch-size", "big"], "Error: --batch-size: expected"),
         (["{tmp}", "--run", "r", "--tasks", "toy_nli"], "Error: {tmp}: neither a checkpoint"),
+        (["--run", "r", "--tasks", "toy_nli"], "Error: CHECKPOINT: no checkpoints given"),
+        (["{run}", "--run", "r"], "Error: --tasks: no task names given"),
+        # Executors: options checked (and a Ray cluster tried) before anything is planned or submitted.
+        (
+            [*TOY, "--executor", "local", "--slurm-partition", "gpu"],
+            "Error: --slurm-partition: only for the slurm executor, not --executor local",
+        ),
+        (
+            [*TOY, "--executor", "slurm", "--slurm-param", "nope=1"],
+            "Error: --slurm-param: nope: not an sbatch parameter that submitit knows",
+        ),
+        (
+            [*TOY, "--executor", "slurm", "--slurm-param", "partition=gpu"],
+            "Error: --slurm-param: partition: has an option of its own: --slurm-partition",
+        ),
+        ([*TOY, "--executor", "slurm", "--slurm-param", "qos"], "Error: --slurm-param: qos: expected KEY=VALUE"),
+        (
+            [*TOY, "--executor", "slurm", "--gpus-per-task", "0.5"],
+            "Error: --gpus-per-task: expected a whole number of GPUs, 0 or more, got 0.5",
+        ),
+        (
+            [*TOY, "--executor", "local", "--workers", "0"],
+            "Error: --workers: expected a whole number, 1 or more, got 0",
+        ),
+        ([*TOY, "--detach"], "Error: --detach: the inline executor runs in this process: choose local, slurm or ray"),
+        (
+            [*TOY, "--executor", "ray", "--ray-address", "127.0.0.1:9"],
+            "Error: --ray-address: cannot connect to a Ray cluster at 127.0.0.1:9: Connection refused",
+        ),
+        (
+            [*TOY, "--work-dir", "{tmp}/bad.toml/work"],
+            "Error: {tmp}/bad.toml/work: cannot write the work folder: Not a directory",
+        ),
     ],
 )
 def test_bad_input_is_one_line_and_leaves_the_store_unchanged(runner, toy_run, tmp_path, args, message):
@@ -228,13 +278,25 @@ def test_bad_input_is_one_line_and_leaves_the_store_unchanged(runner, toy_run, t
     runner.invoke(main, ["--db", str(db), "ingest", "-q", "tests/fixtures/lm-eval-real/v0.4/saucam-PowerBot-8B"])
     before = table_dump(db)
     (tmp_path / "bad.toml").write_text("family = \n")
-    fill = {"run": str(toy_run["run"]), "tmp": str(tmp_path)}
+    fill = {"run": str(toy_run["run"]), "tmp": str(tmp_path), "tasks": str(toy_run["tasks"])}
     result = runner.invoke(main, ["--db", str(db), "evaluate", *[a.format(**fill) for a in args]])
     assert result.exit_code != 0
     assert "Traceback" not in result.output
     assert result.output.startswith(message.format(**fill)), result.output
     assert len(result.output.strip().splitlines()) == 1
     assert table_dump(db) == before
+    assert not (tmp_path / "out-work").exists() and not (tmp_path / "out").exists()  # nothing planned or written
+
+
+@pytest.mark.parametrize(("executor", "module", "extra"), [("slurm", "submitit", "slurm"), ("ray", "ray", "ray")])
+def test_a_missing_extra_is_named(runner, toy_run, tmp_path, monkeypatch, executor, module, extra):
+    monkeypatch.setitem(sys.modules, module, None)  # `import module` raises ImportError, as when not installed
+    args = [a.format(run=toy_run["run"], tasks=toy_run["tasks"], tmp=tmp_path) for a in TOY]
+    result = runner.invoke(main, ["--db", str(tmp_path / "s.duckdb"), "evaluate", *args, "--executor", executor])
+    assert result.exit_code == 1
+    assert result.output == (
+        f"Error: --executor: the {executor} executor needs {module}: pip install 'ood-store[{extra}]'\n"
+    )
 
 
 def test_an_unknown_task_is_named_with_close_matches(runner, toy_run, tmp_path):

@@ -130,7 +130,6 @@ def evaluate(settings, checkpoints, run, tasks, study, attributes, run_file, qui
         --attr family=OPT --attr size=2.7b --attr in_domain=mnli --attr seed=1
       ood-store evaluate --study study.toml --executor slurm --slurm-partition gpu --gpus-per-task 1
     """
-    attrs = None
     if study is None:
         file_run, file_attrs = read_run_file(run_file) if run_file else (None, {})
         run = run or file_run
@@ -138,7 +137,11 @@ def evaluate(settings, checkpoints, run, tasks, study, attributes, run_file, qui
             raise InputError("--run", None, "name the run with --run NAME (or `run = ...` in --run-file)")
         attrs = {**file_attrs, **parse_attributes(list(attributes))} or None  # checked before anything runs
     elif run_file is not None:
-        raise InputError("--run-file", None, "a study names its runs: give --study or --run-file, not both")
+        raise InputError(
+            "--run-file", None, "not with --study: a study names its runs, their checkpoints and attributes"
+        )
+    else:
+        attrs = list(attributes) or None  # refused with a study, by the library
     if not verbose and "tqdm" not in sys.modules:  # tqdm reads TQDM_* settings when it is imported
         os.environ.setdefault("TQDM_DISABLE", "1")  # keeps lm-eval.log free of progress bars
     no_samples = options.pop("no_samples")
