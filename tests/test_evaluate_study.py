@@ -23,6 +23,7 @@ from ood_store.evaluate import study
 from ood_store.evaluate.plan import RunRequest
 
 TASKS = list(TOY_TASKS[:2])
+RUN_A = '[[runs]]\nrun = "a"\ncheckpoints = "x"\n'
 
 STUDY_TOML = """
 tasks = ["toy_nli", "toy_ood_never"]
@@ -152,11 +153,11 @@ def test_study_options_are_the_per_run_fields_of_a_run_request():
             "study.toml: runs[2].run: 'a' is in the study twice",
         ),
         (
-            'tasks = ["t"]\n[executor]\nname = "slurm"\nslurm_partiton = "gpu"\n[[runs]]\nrun = "a"\ncheckpoints = "x"\n',
+            'tasks = ["t"]\n[executor]\nname = "slurm"\nslurm_partiton = "gpu"\n' + RUN_A,
             "study.toml: executor.slurm_partiton: not an executor option",
         ),
         (
-            'tasks = ["t"]\n[executor]\nname = "local"\nslurm_partition = "gpu"\n[[runs]]\nrun = "a"\ncheckpoints = "x"\n',
+            'tasks = ["t"]\n[executor]\nname = "local"\nslurm_partition = "gpu"\n' + RUN_A,
             "study.toml: executor.slurm_partition: only for the slurm executor, not `executor` local",
         ),
         (
