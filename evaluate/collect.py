@@ -100,7 +100,7 @@ def collect(
                     outcome.status,
                     outcome.evaluation_id,
                     outcome.scores,
-                    outcome.samples,  # type: ignore[arg-type]
+                    outcome.samples,
                 )
                 work.mark_stored(unit.id, {"store": str(store or unit.store), **collected.__dict__})
             else:

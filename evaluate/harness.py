@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 from collections.abc import Iterator, Sequence
@@ -31,6 +32,7 @@ def run_lm_eval(
     import lm_eval
     from lm_eval.loggers import EvaluationTracker
 
+    _environment_described_once()
     options = {**options, "device": options.get("device") or default_device()}
     tracker = EvaluationTracker(output_path=str(folder))
     with output_to(log):
@@ -45,6 +47,22 @@ def run_lm_eval(
     if result is None:  # lm-eval returns None on ranks other than 0
         raise OodStoreError(f"{checkpoint.label}: lm-eval returned no results")
     return _save(tracker, dict(result), folder)
+
+
+def _environment_described_once() -> None:
+    """Describe the machine once per process, not once per checkpoint.
+
+    lm-eval writes torch's description of the environment into every results
+    file (``pretty_env_info``); torch builds it by running a dozen programs
+    (``nvidia-smi``, ``pip``, compilers), about a second each time. The
+    description does not change while a worker runs, so it is computed once.
+    """
+    from torch.utils import collect_env
+
+    if not getattr(collect_env.get_pretty_env_info, "ood_store_once", False):
+        once = functools.cache(collect_env.get_pretty_env_info)
+        once.ood_store_once = True  # type: ignore[attr-defined]
+        collect_env.get_pretty_env_info = once
 
 
 def _save(tracker: Any, result: dict[str, Any], folder: Path) -> Path:

@@ -127,11 +127,14 @@ class TaskObjects:
     ----------
     enabled
         False builds the objects again for every evaluation, as lm-eval does
-        when given names (the benchmark's baseline).
+        when given names (the benchmark's baseline); default: :attr:`reuse`.
     """
 
-    def __init__(self, enabled: bool = True):
-        self.enabled = enabled
+    #: Whether task objects are reused by default (benchmarks/evaluate_cluster.py turns it off for its baseline).
+    reuse = True
+
+    def __init__(self, enabled: bool | None = None):
+        self.enabled = self.reuse if enabled is None else enabled
         self._stack = ExitStack()
         self._lists: dict[str, TaskList] = {}
         self._objects: dict[tuple[str, str, str], Any] = {}

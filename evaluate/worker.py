@@ -50,19 +50,18 @@ class UnitResult:
 def work(work_dir: str | os.PathLike[str], attempt: str, max_units: int | None = None) -> int:
     """Evaluate the units of ``attempt`` that no other worker has taken, at most ``max_units``; returns how many."""
     require_eval_extra("a worker")
-    work_dir = WorkDir(work_dir)
-    unit_ids = work_dir.attempt(attempt)["units"]
+    work = WorkDir(work_dir)
     count = 0
     with TaskObjects() as tasks:
-        for unit_id in unit_ids:
+        for unit_id in work.attempt(attempt)["units"]:
             if max_units is not None and count >= max_units:
                 break
-            if work_dir.done(unit_id) is not None:
+            if work.done(unit_id) is not None:
                 continue
-            claim = work_dir.claim(attempt, unit_id)
+            claim = work.claim(attempt, unit_id)
             if claim is None:
                 continue
-            run_unit(work_dir, work_dir.unit(unit_id), tasks, attempt, claim)
+            run_unit(work, work.unit(unit_id), tasks, attempt, claim)
             count += 1
     return count
 

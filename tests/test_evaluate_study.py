@@ -232,3 +232,28 @@ def test_a_study_evaluates_with_one_command_and_resumes_after_ctrl_c(study_dir, 
         runs = store.query("SELECT run, family, in_domain_task, seed, attributes FROM runs ORDER BY run").rows()
     assert scores == [(r, s, t, 1) for r in ("toy-a-s0", "toy-b-s1") for s in TOY_STEPS for t in TASKS]
     assert runs == [("toy-a-s0", "toy-a", "toy_nli", 0, "{}"), ("toy-b-s1", "toy-b", "toy_nli", 1, '{"note":"second"}')]
+
+
+def test_the_readme_study_file_is_a_valid_study(tmp_path):
+    import re
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    [text] = re.findall(r"```toml\n(.*?)```", readme, flags=re.DOTALL)
+    (tmp_path / "study.toml").write_text(text)
+    loaded = study.load(tmp_path / "study.toml")
+    assert [r.run for r in loaded.runs] == ["opt-1.3b-mnli-s0", "olmo2-1b-mnli-s0"]
+    assert loaded.runs[0].checkpoints == [str(tmp_path / "runs/opt-1.3b-mnli-s0/checkpoint-*")]
+    assert loaded.runs[0].attributes == {
+        "shots": 16,
+        "family": "OPT",
+        "size": "1.3b",
+        "in_domain_task": "mnli",
+        "seed": 0,
+    }
+    assert loaded.runs[1].options == {
+        "tasks": ["ood_nli"], "include_paths": [str(tmp_path / "my_tasks")], "batch_size": 16, "dtype": "bfloat16"
+    }  # fmt: skip
+    assert loaded.executor == {
+        "name": "slurm", "slurm_partition": "gpu", "gpus_per_task": 1, "timeout_min": 240, "max_parallel": 32,
+        "slurm_params": {"qos": "normal"},
+    }  # fmt: skip

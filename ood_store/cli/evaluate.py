@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -130,6 +131,7 @@ def evaluate(settings, checkpoints, run, tasks, study, attributes, run_file, qui
         --attr family=OPT --attr size=2.7b --attr in_domain=mnli --attr seed=1
       ood-store evaluate --study study.toml --executor slurm --slurm-partition gpu --gpus-per-task 1
     """
+    attrs: dict[str, Any] | list[str] | None
     if study is None:
         file_run, file_attrs = read_run_file(run_file) if run_file else (None, {})
         run = run or file_run

@@ -1,0 +1,197 @@
+"""Workers and task reuse: 2 local workers against inline, and per-checkpoint overhead before and after reusing tasks.
+
+    python benchmarks/evaluate_cluster.py [--checkpoints 6] [--docs 200] [--width 384] [--layers 6] [--repeats 2]
+
+Set-up (not timed): a randomly initialised GPT-2 of --layers layers and --width dimensions (a byte-level
+BPE tokenizer built from code, as ood_store.examples.toy does), saved as --checkpoints checkpoints
+(different seeds), and the toy NLI sets of ood_store.examples.toy as 3 local lm-eval tasks of --docs
+documents each. Offline, CPU, batch size 16, per-sample rows logged and stored.
+
+1. Throughput, each a fresh `ood-store evaluate` process tree into a fresh store and folders:
+     inline   --executor inline (one process; torch uses every core)
+     local    --executor local --workers 2 (two worker processes; the cores shared out, one thread each)
+   Reported: median wall seconds and the ratio inline / local (the target on 2 cores: >= 1.6x).
+2. Per-checkpoint overhead, in this process (inline), measured by wrapping lm-eval's and ood-store's own
+   functions: the model's forward passes (HFLM._model_call), task building (TaskManager.load on names),
+   model loading (HFLM.__init__), lm-eval's file writing, and the collector's ingest; overhead is the wall
+   time outside the forward passes, as a share of the wall time, with task objects rebuilt for every
+   checkpoint (before) and built once (after). The target: under 15 %.
+Machines here are shared and noisy: read the ratios and shares, not the seconds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from pathlib import Path
+
+BIN = Path(sys.executable).parent
+TASKS = ("toy_nli", "toy_ood_never", "toy_ood_long")
+RUN = "bench"
+
+
+def build(root: Path, checkpoints: int, docs: int, width: int, layers: int) -> tuple[Path, Path]:
+    import torch
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    from ood_store.examples import toy
+
+    tokenizer = toy.build_tokenizer()
+    for index in range(checkpoints):
+        torch.manual_seed(index)
+        config = GPT2Config(
+            vocab_size=len(tokenizer), n_positions=128, n_embd=width, n_layer=layers, n_head=max(1, width // 64),
+            bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id,
+        )  # fmt: skip
+        toy.save_checkpoint(GPT2LMHeadModel(config), tokenizer, root / "run" / f"checkpoint-{index * 100}")
+    toy.write_tasks(root / "tasks", [s for s in toy.toy_sets(docs) if s.name in TASKS])
+    return root / "run", root / "tasks"
+
+
+def evaluate_command(run_dir: Path, tasks_dir: Path, out: Path, *executor: str) -> list[str]:
+    return [
+        str(BIN / "ood-store"), "--db", str(out / "store.duckdb"), "evaluate", str(run_dir), "--run", RUN,
+        "--tasks", ",".join(TASKS), "--include-path", str(tasks_dir), "--device", "cpu", "--batch-size", "16",
+        "--output-dir", str(out / "lm-eval"), "-q", *executor,
+    ]  # fmt: skip
+
+
+def throughput(run_dir: Path, tasks_dir: Path, root: Path, repeats: int, env: dict[str, str]) -> dict[str, float]:
+    methods = {"inline": ("--executor", "inline"), "local": ("--executor", "local", "--workers", "2")}
+    times: dict[str, list[float]] = defaultdict(list)
+    for repeat in range(repeats):
+        for name, executor in methods.items():
+            out = root / f"{name}-{repeat}"
+            out.mkdir()
+            started = time.perf_counter()
+            subprocess.run(evaluate_command(run_dir, tasks_dir, out, *executor), check=True, env=env)
+            times[name].append(time.perf_counter() - started)
+            print(f"  {name:7s} run {repeat + 1}: {times[name][-1]:7.2f} s", file=sys.stderr)
+    return {name: statistics.median(values) for name, values in times.items()}
+
+
+class Timers:
+    """Seconds spent in wrapped functions (outermost calls only), by name."""
+
+    def __init__(self):
+        self.seconds: dict[str, float] = defaultdict(float)
+        self._depth: dict[str, int] = defaultdict(int)
+
+    def wrap(self, owner, attribute: str, name: str, when=lambda *a, **k: True):
+        real = getattr(owner, attribute)
+
+        def timed(*args, **kwargs):
+            if not when(*args, **kwargs) or self._depth[name]:
+                return real(*args, **kwargs)
+            self._depth[name] += 1
+            started = time.perf_counter()
+            try:
+                return real(*args, **kwargs)
+            finally:
+                self.seconds[name] += time.perf_counter() - started
+                self._depth[name] -= 1
+
+        setattr(owner, attribute, timed)
+        return lambda: setattr(owner, attribute, real)
+
+
+def overhead(run_dir: Path, tasks_dir: Path, out: Path, reuse: bool) -> dict[str, float]:
+    """Per-checkpoint seconds of each part, and the wall time, of an inline evaluation (in a fresh process)."""
+    result = subprocess.run(
+        [sys.executable, __file__, "--overhead-of", str(run_dir), str(tasks_dir), str(out), str(int(reuse))],
+        check=True, capture_output=True, text=True,
+    )  # fmt: skip
+    return json.loads(result.stdout.splitlines()[-1])
+
+
+def measure_overhead(run_dir: Path, tasks_dir: Path, out: Path, reuse: bool) -> dict[str, float]:
+    import lm_eval.models.huggingface as hf
+    from lm_eval.tasks import TaskManager
+
+    import ood_store
+    from ood_store.evaluate import harness, runner
+    from ood_store.evaluate.tasklist import TaskObjects
+
+    timers = Timers()
+
+    def by_name(self, task_list, *args, **kwargs):  # building from YAML, not passing built objects through
+        items = task_list if isinstance(task_list, list) else [task_list]
+        return any(isinstance(item, str) for item in items)
+
+    timers.wrap(hf.HFLM, "_model_call", "forward passes")
+    timers.wrap(hf.HFLM, "__init__", "model loading")
+    timers.wrap(TaskManager, "load", "task building", when=by_name)
+    timers.wrap(harness, "_save", "file writing")
+    timers.wrap(runner, "collect", "ingest")
+    TaskObjects.reuse = reuse
+    out.mkdir()
+    started = time.perf_counter()
+    with ood_store.open(out / "store.duckdb") as store:
+        report = store.evaluate(
+            [run_dir], run=RUN, tasks=list(TASKS), include_paths=[tasks_dir], output_dir=out / "lm-eval",
+            device="cpu", batch_size=16,
+        )  # fmt: skip
+    wall = time.perf_counter() - started
+    n = len(report.evaluated)
+    assert n == len(report.checkpoints), report
+    return {"wall": wall / n, **{k: v / n for k, v in timers.seconds.items()}}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--checkpoints", type=int, default=6)
+    parser.add_argument("--docs", type=int, default=200, help="documents per task")
+    parser.add_argument("--width", type=int, default=384, help="the model's embedding width")
+    parser.add_argument("--layers", type=int, default=6)
+    parser.add_argument("--repeats", type=int, default=2, help="runs of each throughput method (median)")
+    parser.add_argument("--skip-throughput", action="store_true")
+    parser.add_argument("--overhead-of", nargs=4, help=argparse.SUPPRESS)  # the child process of part 2
+    args = parser.parse_args()
+    os.environ.update(HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", TQDM_DISABLE="1", RAY_USAGE_STATS_ENABLED="0")
+    if args.overhead_of:
+        run_dir, tasks_dir, out, reuse = args.overhead_of
+        print(json.dumps(measure_overhead(Path(run_dir), Path(tasks_dir), Path(out), reuse == "1")))
+        return
+    env = dict(os.environ)
+    with tempfile.TemporaryDirectory(prefix="ood-store-bench-") as tmp:
+        root = Path(tmp)
+        run_dir, tasks_dir = build(root, args.checkpoints, args.docs, args.width, args.layers)
+        import torch
+        from transformers import AutoModelForCausalLM
+
+        params = sum(p.numel() for p in AutoModelForCausalLM.from_pretrained(next(run_dir.iterdir())).parameters())
+        print(
+            f"{args.checkpoints} checkpoints of a {params / 1e6:.1f}M-parameter GPT-2 x {len(TASKS)} tasks x "
+            f"{args.docs} documents, CPU ({os.cpu_count()} cores, torch {torch.__version__}), batch size 16"
+        )
+        # Warm-up (not reported): the datasets cache of the JSON tasks, for all alike.
+        (root / "warm-up").mkdir()
+        subprocess.run(evaluate_command(run_dir, tasks_dir, root / "warm-up", "--limit", "2"), check=True, env=env)
+        if not args.skip_throughput:
+            median = throughput(run_dir, tasks_dir, root, args.repeats, env)
+            print(f"Throughput, median of {args.repeats} runs:")
+            for name, value in median.items():
+                print(f"  {name:7s} {value:7.2f} s")
+            print(f"inline / local (2 workers): {median['inline'] / median['local']:.2f}x (target >= 1.6x)")
+        before = overhead(run_dir, tasks_dir, root / "overhead-before", reuse=False)
+        after = overhead(run_dir, tasks_dir, root / "overhead-after", reuse=True)
+    print("Per checkpoint, inline, seconds (share of wall time):")
+    parts = ["forward passes", "task building", "model loading", "file writing", "ingest"]
+    print(f"  {'':16s} {'before':>16s} {'after':>16s}")
+    for part in ["wall", *parts]:
+        cells = [f"{m.get(part, 0.0):7.3f} ({100 * m.get(part, 0.0) / m['wall']:5.1f}%)" for m in (before, after)]
+        print(f"  {part:16s} {cells[0]:>16s} {cells[1]:>16s}")
+    for label, m in (("before", before), ("after", after)):
+        share = 1 - m.get("forward passes", 0.0) / m["wall"]
+        print(f"overhead outside forward passes, {label} reusing tasks: {100 * share:.1f}% (target < 15%)")
+
+
+if __name__ == "__main__":
+    main()
