@@ -23,6 +23,7 @@ from ood_store.store.connection import DEFAULT_LOCK_TIMEOUT, connect, fetch_valu
 
 if TYPE_CHECKING:
     from ood_store.evaluate.runner import EvaluateReport
+    from ood_store.evaluate.suite.variant import Variant
     from ood_store.ingest import IngestReport, Overrides
 
 DEFAULT_DB = "ood_store.duckdb"
@@ -165,6 +166,7 @@ class Store:
         output_dir: str | os.PathLike[str] = "lm-eval-results",
         include_paths: Sequence[str | os.PathLike[str]] = (),
         data_dir: str | os.PathLike[str] | None = None,
+        variant: Variant | None = None,
         base_model: str | None = None,
         batch_size: int | str = "auto",
         device: str | None = None,
@@ -193,6 +195,7 @@ class Store:
             output_dir=Path(output_dir),
             include_paths=[Path(p) for p in include_paths],
             data_dir=None if data_dir is None else Path(data_dir),
+            variant=variant,
             base_model=base_model,
             batch_size=batch_size,
             device=device,
