@@ -46,7 +46,8 @@ def pair(row: dict) -> tuple[str, str]:
 
 
 def samples_of(results_file: Path, task: str) -> list[dict]:
-    [path] = results_file.parent.glob(f"samples_{task}_*.jsonl")
+    stamp = results_file.name.removeprefix("results_").removesuffix(".json")
+    path = results_file.parent / f"samples_{task}_{stamp}.jsonl"
     return sorted(rows_of(path), key=lambda s: s["doc_id"])
 
 
@@ -237,3 +238,33 @@ def test_a_bad_suite_table_in_a_run_file_is_one_line(toy_run, tmp_path, runner):
         assert result.exit_code == 1
         assert result.output.startswith(f"Error: {run_file}: {message}"), result.output
     assert not db.exists() or not list((tmp_path / "out").glob("*"))
+
+
+def test_hans_per_heuristic_and_label_sub_tasks_and_the_readme_recipe_agree(toy_run, tmp_path, runner):
+    import re
+
+    db, out = tmp_path / "store.duckdb", tmp_path / "out"
+    checkpoint = str(toy_run["run"] / "checkpoint-8")
+    result = runner.invoke(
+        main,
+        ["--db", str(db), "evaluate", checkpoint, "--run", "toy-hans",
+         "--tasks", "ood_nli_hans,ood_nli_hans_heuristics",
+         "--data-dir", str(SUITE_DATA), "--output-dir", str(out), "--batch-size", "8", "-q"],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    [(_, path, _)] = stored_evaluations(db)
+    samples = samples_of(Path(path), "ood_nli_hans")
+    # The README's recipe, run on this evaluation's samples files.
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    [recipe] = re.findall(r'^ood-store query "(SELECT doc\.heuristic.*)"$', readme, flags=re.MULTILINE)
+    sql = recipe.replace("lm-eval-results/RUN/step-N/*/", f"{Path(path).parent}/")
+    printed = runner.invoke(main, ["--db", str(db), "query", sql, "--format", "json"])
+    by_recipe = {(r["heuristic"], r["label"]): (r["pairs"], r["acc"]) for r in json.loads(printed.output)}
+    with ood_store.open(db, read_only=True) as store:
+        stored = dict(store.query("SELECT task, value FROM scores WHERE task LIKE 'ood_nli_hans_%'").rows())
+    assert len(stored) == 6
+    for heuristic in ("lexical_overlap", "subsequence", "constituent"):
+        for subset, label in (("entailed", 0), ("non_entailed", 1)):
+            group = [s["acc"] for s in samples if (s["doc"]["heuristic"], s["doc"]["label"]) == (heuristic, label)]
+            assert by_recipe[(heuristic, label)] == (len(group), pytest.approx(sum(group) / len(group)))
+            assert stored[f"ood_nli_hans_{heuristic}_{subset}"] == pytest.approx(sum(group) / len(group))
