@@ -21,9 +21,10 @@ import orjson
 import polars as pl
 from tabulate import tabulate
 
-from ood_store.analysis.compare import COLUMNS as COMPARE_COLUMNS
+from ood_store.analysis import results
 from ood_store.analysis.compare import INFERENCE, compare
 from ood_store.analysis.inference import ADJUST_METHODS, adjust
+from ood_store.analysis.results import COMPARISON_COLUMNS, Comparison, PartialCorrelations
 from ood_store.errors import AnalysisError, OodStoreError
 from ood_store.export import display, formats
 from ood_store.export.provenance import Provenance
@@ -234,7 +235,7 @@ def format_of(path: str | Path) -> str:
 
 # -- builders ------------------------------------------------------------------
 def partial_table(
-    table: pl.DataFrame,
+    table: PartialCorrelations | pl.DataFrame,
     *,
     wide: bool = False,
     inference: str = "effective",
@@ -287,7 +288,7 @@ def partial_table(
     """
     _check_choice("inference", inference, INFERENCE)
     _check_choice("mark", mark, MARKS)
-    _require(table, ("run", "task_x", "task_y", "n", "r", "ci_low", "ci_high", "p_adj", "n_eff", "p_eff_adj"))
+    table = results.partial_table(table, also=("ci_low", "ci_high"))
     size, p = ("n_eff", "p_eff_adj") if inference == "effective" else ("n", "p_adj")
     order = list(runs) if runs is not None else sorted(set(table["run"]))
     rows = (
@@ -359,7 +360,7 @@ def _wide(rows, p, mark, digits, names, caption, label, note, provenance) -> Pap
 
 
 def compare_table(
-    result: pl.DataFrame,
+    result: Comparison | pl.DataFrame,
     *,
     wide: bool = False,
     adjust_method: str = "holm",
@@ -380,8 +381,8 @@ def compare_table(
     """
     _check_choice("mark", mark, MARKS)
     _check_choice("adjust", adjust_method, ADJUST_METHODS)
-    _require(result, ("task_x", "task_y", "runs", "sign_agreement", "r_pooled", "ci_low", "ci_high", "p_pooled"))
-    groups = [c for c in result.columns if c not in COMPARE_COLUMNS and not c.startswith("r:")]
+    result = results.comparison_table(result)
+    groups = [c for c in result.columns if c not in COMPARISON_COLUMNS and not c.startswith("r:")]
     per_run = [c.removeprefix("r:") for c in result.columns if c.startswith("r:")]
     if runs is not None:
         per_run = [run for run in runs if run in per_run]
@@ -464,17 +465,14 @@ def from_analysis(
     Runs are ordered by their attributes (:func:`~ood_store.export.display.run_order`,
     ``order_by``); other keywords go to :func:`partial_table` or :func:`compare_table`.
     """
-    table = store.analysis(name)
-    runs = display.run_order(store, table["run"], order_by)
+    analysis = store.analysis(name)
+    runs = display.run_order(store, analysis.table["run"], order_by)
     if not compared:
         provenance = Provenance.of_analysis(store, name)
-        return partial_table(table, inference=inference, runs=runs, provenance=provenance, **options)
-    result = compare(table, by=list(by) if by else None, attributes=store, alpha=alpha, inference=inference)
+        return partial_table(analysis, inference=inference, runs=runs, provenance=provenance, **options)
+    result = compare(analysis, by=list(by) if by else None, attributes=store, alpha=alpha, inference=inference)
     provenance = Provenance.of_analysis(store, name, source=f"compare of analysis {name}")
-    params = store.analysis_params(name)
-    return compare_table(
-        result, runs=runs, provenance=provenance, adjust_method=params.get("adjust", "holm"), **options
-    )
+    return compare_table(result, runs=runs, provenance=provenance, adjust_method=analysis.options.adjust, **options)
 
 
 def from_query(store: Store, sql: str, **options: Any) -> PaperTable:
@@ -483,12 +481,6 @@ def from_query(store: Store, sql: str, **options: Any) -> PaperTable:
 
 
 # -- helpers -------------------------------------------------------------------
-def _require(frame: pl.DataFrame, columns: Sequence[str]) -> None:
-    missing = [c for c in columns if c not in frame.columns]
-    if missing:
-        raise AnalysisError(f"not a partial-correlation table: no column(s) {', '.join(missing)}")
-
-
 def _check_choice(what: str, value: str, allowed: Sequence[str]) -> None:
     if value not in allowed:
         raise AnalysisError(f"{what} must be one of {', '.join(allowed)}, not {value!r}")

@@ -22,6 +22,7 @@ from ood_store.store import query
 from ood_store.store.connection import DEFAULT_LOCK_TIMEOUT, connect, fetch_value
 
 if TYPE_CHECKING:
+    from ood_store.analysis.results import PartialCorrelations
     from ood_store.evaluate.runner import EvaluateReport
     from ood_store.ingest import IngestReport, Overrides
 
@@ -215,17 +216,19 @@ class Store:
         set_attributes(self._con, run, attributes)
 
     # -- saved analyses ----------------------------------------------------
-    def save_analysis(
-        self, name: str, table: pl.DataFrame, params: Mapping[str, Any], *, replace: bool = False
-    ) -> None:
-        """Save a partial-correlation table under ``name`` with the parameters that made it."""
+    def save_analysis(self, name: str, result: PartialCorrelations, *, replace: bool = False) -> None:
+        """Save ``result`` (of :func:`~ood_store.analysis.partial_correlations`) as analysis ``name``.
+
+        The parameters saved with it (every option, the tasks and runs analysed)
+        come from the result itself.
+        """
         from ood_store.store import saved
 
         self._require_writable("save an analysis")
-        saved.save(self._con, name, table, params, replace=replace)
+        saved.save(self._con, name, result, replace=replace)
 
-    def analysis(self, name: str) -> pl.DataFrame:
-        """The rows of saved analysis ``name``."""
+    def analysis(self, name: str) -> PartialCorrelations:
+        """Saved analysis ``name``, as the result it was saved from (``.table``, ``.options``, ...)."""
         from ood_store.store import saved
 
         return saved.load(self._con, name)

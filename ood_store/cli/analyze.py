@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import functools
+from dataclasses import fields
 
 import click
 import polars as pl
 
-from ood_store.analysis import Options, compare, partial_correlations
+from ood_store.analysis import Options, compare
 from ood_store.analysis.bootstrap import BOOTSTRAP_KINDS
 from ood_store.analysis.compare import INFERENCE
 from ood_store.analysis.inference import ADJUST_METHODS
-from ood_store.analysis.partial import METHODS
+from ood_store.analysis.partial import METHODS, compute
 from ood_store.analysis.residuals import RESIDUALIZERS
 from ood_store.cli.output import emit, output_options
 
@@ -75,37 +76,20 @@ def analysis_options(fn):
     return fn
 
 
-def _options(in_domain: str, kwargs: dict) -> Options:
-    ood = tuple(kwargs.pop("ood")) or None
-    runs = tuple(kwargs.pop("runs")) or None
-    kwargs["filter"] = kwargs.pop("filter_")
-    return Options(in_domain=in_domain, ood=ood, runs=runs, **kwargs)
-
-
 def _analysis_kwargs(fn):
-    """Collects the analysis options into one ``options`` argument (None without --in-domain)."""
+    """Collects the analysis options (one per field of :class:`Options`) into one ``options`` argument.
+
+    ``options`` is None without ``--in-domain``.
+    """
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
-        names = ("ood", "runs", "metric", "filter_", "num_fewshot", "residualizer", "method", "adjust", "bootstrap",
-                 "block_length", "bootstrap_kind", "seed", "gam_df", "confidence")  # fmt: skip
-        collected = {name: kwargs.pop(name) for name in names}
-        in_domain = kwargs.pop("in_domain")
-        kwargs["options"] = None if in_domain is None else _options(in_domain, collected)
+        values = {f.name: kwargs.pop("filter_" if f.name == "filter" else f.name) for f in fields(Options)}
+        values["ood"], values["runs"] = tuple(values["ood"]) or None, tuple(values["runs"]) or None
+        kwargs["options"] = None if values["in_domain"] is None else Options(**values)
         return fn(*args, **kwargs)
 
     return wrapper
-
-
-def _compute(store, options: Options) -> pl.DataFrame:
-    return partial_correlations(
-        store,
-        options.in_domain,
-        options.ood,
-        options.runs,
-        **{k: v for k, v in options.to_dict().items() if k not in ("in_domain", "ood", "runs")},
-        progress=True,
-    )
 
 
 def summary_view(frame: pl.DataFrame, output_format: str, summary: tuple[str, ...], all_columns: bool) -> pl.DataFrame:
@@ -148,19 +132,12 @@ def analyze(
     if options is None:
         raise click.UsageError("Missing option '--in-domain'.")
     with settings.open(read_only=save is None) as store:
-        table = _compute(store, options)
+        result = compute(store, options, progress=True)
         if save is not None:
-            store.save_analysis(save, table, _saved_params(options, table), replace=replace)
-    emit(summary_view(table, output_format, ANALYZE_SUMMARY, all_columns), output_format, output)
+            store.save_analysis(save, result, replace=replace)
+    emit(summary_view(result.table, output_format, ANALYZE_SUMMARY, all_columns), output_format, output)
     if save is not None:
-        click.echo(f"Saved as analysis {save!r} ({table.height} rows) in {settings.db}.", err=True)
-
-
-def _saved_params(options: Options, table: pl.DataFrame) -> dict:
-    params = options.to_dict()
-    params["tasks"] = sorted(set(table["task_x"]) | set(table["task_y"]))
-    params["runs_analysed"] = sorted(set(table["run"]))
-    return params
+        click.echo(f"Saved as analysis {save!r} ({result.table.height} rows) in {settings.db}.", err=True)
 
 
 @click.command(name="compare")
@@ -201,10 +178,10 @@ def compare_command(
     if (options is None) == (analysis_name is None):
         raise click.UsageError("Give either --in-domain (and the analysis options) or --analysis NAME.")
     with settings.open(read_only=True) as store:
-        table = store.analysis(analysis_name) if options is None else _compute(store, options)
-        result = compare(table, by=list(by) or None, attributes=store, alpha=alpha, inference=inference)
+        analysed = store.analysis(analysis_name) if options is None else compute(store, options, progress=True)
+        result = compare(analysed, by=list(by) or None, attributes=store, alpha=alpha, inference=inference)
     summary = (*by, *COMPARE_SUMMARY)
-    emit(summary_view(result, output_format, summary, all_columns), output_format, output)
+    emit(summary_view(result.table, output_format, summary, all_columns), output_format, output)
 
 
 @click.command()
