@@ -203,15 +203,7 @@ def partial_correlations(
 
 def compute(data: Store | pl.DataFrame, options: Options, *, progress: bool = False) -> PartialCorrelations:
     """:func:`partial_correlations` with its options given as one :class:`Options`."""
-    series = load(
-        data,
-        options.in_domain,
-        options.ood,
-        options.runs,
-        metric=options.metric,
-        filter=options.filter,
-        num_fewshot=options.num_fewshot,
-    )
+    series = load(data, options)
     return PartialCorrelations(analyse(series, options, progress=progress), options, series.ood, series.runs)
 
 

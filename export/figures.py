@@ -168,10 +168,7 @@ def heatmap_grid(
     order = task_order(table, tasks)
     if len(order) < 2:
         raise AnalysisError("a heatmap needs at least two OOD tasks")
-    ncols = _columns(len(runs), ncols)
-    nrows = math.ceil(len(runs) / ncols)
-    labels = [names.get(t, t) for t in order]
-    width, left, side, rotation, below = _layout(labels, width, ncols)
+    labels, ncols, nrows, width, side, rotation, below = _panels(order, names, len(runs), ncols, width)
     height = nrows * (side + _TITLE) + (nrows - 1) * _GAP + below + (_NOTE if note else 0) + 0.08
     p_column = "p_eff_adj" if inference == "effective" else "p_adj"
     norm, cmap = Normalize(vmin=-1.0, vmax=1.0), matplotlib.colormaps[CMAP]
@@ -205,6 +202,16 @@ def heatmap_grid(
             figure.supxlabel(_heatmap_note(p_column, alpha), fontsize=6.5, color="0.3")
         _square_cells(figure, axes, nrows)
     return figure
+
+
+def _panels(
+    order: list[str], names: Mapping[str, str], panels: int, ncols: int | None, width: float | None
+) -> tuple[list[str], int, int, float, float, float, float]:
+    """The task labels and the geometry of a grid of ``panels`` triangles: columns, rows, then as :func:`_layout`."""
+    labels = [names.get(t, t) for t in order]
+    ncols = _columns(panels, ncols)
+    width, _, side, rotation, below = _layout(labels, width, ncols)
+    return labels, ncols, math.ceil(panels / ncols), width, side, rotation, below
 
 
 def _layout(labels: list[str], width: float | None, ncols: int) -> tuple[float, float, float, float, float]:
@@ -358,10 +365,7 @@ def sign_agreement(
     order = task_order(result, tasks)
     if len(order) < 2:
         raise AnalysisError("a sign matrix needs at least two OOD tasks")
-    ncols = _columns(len(groups), None)
-    nrows = math.ceil(len(groups) / ncols)
-    labels = [names.get(t, t) for t in order]
-    width, left, side, rotation, below = _layout(labels, width, ncols)
+    labels, ncols, nrows, width, side, rotation, below = _panels(order, names, len(groups), None, width)
     titled = bool(group_columns)
     height = nrows * (side + (_TITLE if titled else 0)) + (nrows - 1) * _GAP + below + (2 * _NOTE if note else 0) + 0.08
     norm, cmap = Normalize(vmin=-1.0, vmax=1.0), _SIGN_CMAP
@@ -440,16 +444,11 @@ def training_curves(
 
     Parameters
     ----------
-    store : Store
-        The store to read.
-    run : str
-        The run.
-    tasks : list of str or str
-        Tasks to draw (repeated or comma-separated names); ``in_domain`` is added first when missing.
+    store, run, tasks, metric, filter, num_fewshot
+        As for :func:`~ood_store.export.curves.curves`; ``in_domain`` is added to
+        ``tasks`` first when missing.
     in_domain : str, optional
         The in-domain task, drawn emphasised.
-    metric, filter, num_fewshot
-        Which scores to draw (``num_fewshot`` when a task has several shot counts).
     names : mapping, optional
         Display names of tasks and the run.
     logx : bool

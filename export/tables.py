@@ -15,7 +15,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 
 import orjson
 import polars as pl
@@ -234,6 +234,17 @@ def format_of(path: str | Path) -> str:
 
 
 # -- builders ------------------------------------------------------------------
+class Layout(TypedDict, total=False):
+    """How every builder typesets its table; the keywords are documented at :func:`partial_table`."""
+
+    digits: int | None
+    names: Mapping[str, str] | None
+    runs: Sequence[str] | None
+    caption: str | None
+    label: str | None
+    provenance: Provenance | None
+
+
 def partial_table(
     table: PartialCorrelations | pl.DataFrame,
     *,
@@ -365,12 +376,7 @@ def compare_table(
     wide: bool = False,
     adjust_method: str = "holm",
     mark: str = "stars",
-    digits: int | None = None,
-    names: Mapping[str, str] | None = None,
-    runs: Sequence[str] | None = None,
-    caption: str | None = None,
-    label: str | None = None,
-    provenance: Provenance | None = None,
+    **layout: Unpack[Layout],
 ) -> PaperTable:
     """A comparison across runs (:func:`~ood_store.analysis.compare`) for a paper.
 
@@ -384,9 +390,10 @@ def compare_table(
     result = results.comparison_table(result)
     groups = [c for c in result.columns if c not in COMPARISON_COLUMNS and not c.startswith("r:")]
     per_run = [c.removeprefix("r:") for c in result.columns if c.startswith("r:")]
+    digits, runs, caption, label = layout.get("digits"), layout.get("runs"), layout.get("caption"), layout.get("label")
     if runs is not None:
         per_run = [run for run in runs if run in per_run]
-    names = dict(names or {})
+    names = dict(layout.get("names") or {})
     frame = result.with_columns(p_pooled_adj=pl.Series(_adjusted(result["p_pooled"], adjust_method), dtype=pl.Float64))
     keep = [*groups, "task_x", "task_y", "runs", "sign_agreement", "r_pooled", "ci_low", "ci_high", "p_pooled_adj",
             "i2", "verdict", *([f"r:{run}" for run in per_run] if wide else [])]  # fmt: skip
@@ -418,22 +425,15 @@ def compare_table(
         caption=caption if caption is not None else "Partial correlations pooled across runs (random effects).",
         label=label if label is not None else "tab:compare",
         note=_note(mark, f"p of the pooled r, {adjust_method}-adjusted over pairs,"),
-        provenance=provenance,
+        provenance=layout.get("provenance"),
     )
 
 
-def query_table(
-    frame: pl.DataFrame,
-    *,
-    digits: int | None = None,
-    names: Mapping[str, str] | None = None,
-    caption: str | None = None,
-    label: str | None = None,
-    provenance: Provenance | None = None,
-) -> PaperTable:
+def query_table(frame: pl.DataFrame, **layout: Unpack[Layout]) -> PaperTable:
     """Any rows (the result of a query) for a paper: text as is, numbers rounded, ``names`` applied to
-    text values and to column headers; no significance marks."""
-    names = dict(names or {})
+    text values and to column headers; no significance marks. ``runs`` does not apply."""
+    names = dict(layout.get("names") or {})
+    caption, label = layout.get("caption"), layout.get("label")
     text = [c for c, dtype in frame.schema.items() if dtype == pl.String]
     frame = display.rename_values(frame, names, text)
     columns = tuple(Column(c, names.get(c, c), _kind(dtype)) for c, dtype in frame.schema.items())
@@ -441,10 +441,10 @@ def query_table(
         frame=frame,
         columns=columns,
         mark="none",
-        digits=digits,
+        digits=layout.get("digits"),
         caption=caption or "",
         label=label if label is not None else "tab:query",
-        provenance=provenance,
+        provenance=layout.get("provenance"),
     )
 
 

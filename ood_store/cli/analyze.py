@@ -10,10 +10,10 @@ import polars as pl
 
 from ood_store.analysis import Options, compare
 from ood_store.analysis.bootstrap import BOOTSTRAP_KINDS
-from ood_store.analysis.compare import INFERENCE
 from ood_store.analysis.inference import ADJUST_METHODS
 from ood_store.analysis.partial import METHODS, compute
 from ood_store.analysis.residuals import RESIDUALIZERS
+from ood_store.cli.options import alpha_option, choice, inference_option
 from ood_store.cli.output import emit, output_options
 
 # What --format table/markdown/latex show unless --all-columns; csv, json and parquet always carry every column.
@@ -36,21 +36,14 @@ def analysis_options(fn):
         click.option("--metric", default="acc", show_default=True, help="The metric that forms each series."),
         click.option("--filter", "filter_", default="none", show_default=True, help="lm-eval filter of the metric."),
         click.option("--num-fewshot", type=int, help="Shot count, when tasks were evaluated at several."),
-        click.option(
+        choice(
             "--residualizer",
-            type=click.Choice(RESIDUALIZERS),
-            default="linear",
-            show_default=True,
-            help="How the in-domain score is regressed out: OLS line, or a penalised spline (GAM, penalty by GCV).",
+            RESIDUALIZERS,
+            "linear",
+            "How the in-domain score is regressed out: OLS line, or a penalised spline (GAM, penalty by GCV).",
         ),
-        click.option("--method", type=click.Choice(METHODS), default="pearson", show_default=True),
-        click.option(
-            "--adjust",
-            type=click.Choice(ADJUST_METHODS),
-            default="holm",
-            show_default=True,
-            help="Multiple-testing adjustment over the pairs of each run.",
-        ),
+        choice("--method", METHODS, "pearson", "Pearson on the residuals, or Spearman on ranks."),
+        choice("--adjust", ADJUST_METHODS, "holm", "Multiple-testing adjustment over the pairs of each run."),
         click.option(
             "--bootstrap",
             type=click.IntRange(min=0),
@@ -64,7 +57,7 @@ def analysis_options(fn):
             type=click.IntRange(min=1),
             help="Bootstrap block length in checkpoints.  [default: automatic]",
         ),
-        click.option("--bootstrap-kind", type=click.Choice(BOOTSTRAP_KINDS), default="circular", show_default=True),
+        choice("--bootstrap-kind", BOOTSTRAP_KINDS, "circular", "Circular or stationary block bootstrap."),
         click.option("--seed", type=int, default=0, show_default=True, help="Seed of the bootstrap."),
         click.option("--gam-df", type=click.IntRange(min=5), default=8, show_default=True, help="GAM basis size."),
         click.option(
@@ -149,14 +142,8 @@ def analyze(
     metavar="ATTR",
     help="Compare runs within groups of this run attribute (family, size, in_domain, seed, or any --attr key).",
 )
-@click.option("--alpha", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.05, show_default=True)
-@click.option(
-    "--inference",
-    type=click.Choice(INFERENCE),
-    default="effective",
-    show_default=True,
-    help="effective: n_eff and p_eff_adj (autocorrelation-aware); naive: n and p_adj.",
-)
+@alpha_option("Significance level of the per-run tests, pooled intervals and heterogeneity tests.")
+@inference_option()
 @_all_columns
 @output_options
 @_analysis_kwargs

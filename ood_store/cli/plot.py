@@ -6,8 +6,7 @@ from pathlib import Path
 
 import click
 
-from ood_store.analysis.compare import INFERENCE
-from ood_store.cli.options import bundle, order_by_option, rename_options
+from ood_store.cli.options import alpha_option, bundle, inference_option, order_by_option, rename_options
 from ood_store.export import display, figures
 
 _output = click.option(
@@ -24,22 +23,7 @@ _analysis = click.option(
 _tasks = click.option(
     "--tasks", multiple=True, metavar="TASK[,TASK...]", help="Only these OOD tasks, in this order.  [default: all]"
 )
-_test = bundle(
-    click.option(
-        "--alpha",
-        type=click.FloatRange(0, 1, min_open=True, max_open=True),
-        default=0.05,
-        show_default=True,
-        help="Significance level of the adjusted p-values.",
-    ),
-    click.option(
-        "--inference",
-        type=click.Choice(INFERENCE),
-        default="effective",
-        show_default=True,
-        help="effective: p_eff_adj and n_eff (autocorrelation-aware); naive: p_adj and n.",
-    ),
-)
+_test = bundle(alpha_option(), inference_option())
 _no_note = click.option(
     "--no-note", is_flag=True, help="Leave out the note under the figure (say it in the caption instead)."
 )
