@@ -8,6 +8,7 @@ from pathlib import Path
 
 import click
 
+from ood_store.cli.options import folder_option
 from ood_store.errors import InputError
 from ood_store.evaluate.runner import DEFAULT_OUTPUT_DIR, EvaluateReport, run_folder
 from ood_store.evaluate.suite.labels import NEUTRAL_SCHEMES
@@ -69,12 +70,8 @@ from ood_store.store.runs import parse_attributes, read_run_file
     type=click.Choice(NEUTRAL_SCHEMES),
     help="Three-way sets (SNLI, MNLI, ANLI): drop the neutral rows (default), or count them as 'no' (not entailed).",
 )
-@click.option(
-    "--output-dir",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=DEFAULT_OUTPUT_DIR,
-    show_default=True,
-    help="Where lm-eval's results and samples files are kept (OUTPUT_DIR/RUN/step-N/).",
+@folder_option(
+    "--output-dir", DEFAULT_OUTPUT_DIR, "Where lm-eval's results and samples files are kept (OUTPUT_DIR/RUN/step-N/)."
 )
 @click.option("--base-model", help="The base model of PEFT adapter checkpoints (default: from adapter_config.json).")
 @click.option("--batch-size", default="auto", show_default=True, help="lm-eval batch size: a number, auto or auto:N.")
@@ -133,7 +130,7 @@ def evaluate(
     \b
       ood-store evaluate runs/opt-mnli-s1/ --run opt-2.7b-mnli-s1 --tasks ood_nli \\
         --pattern '{premise} {hypothesis} ?' --verbalizer ' Yes,No' --neutral drop \\
-        --attr family=OPT --attr size=2.7b --attr in_domain=ood_nli_mnli --attr seed=1
+        --attr family=OPT --attr size=2.7b --attr in_domain=mnli --attr seed=1
     """
     file_run, file_attrs = read_run_file(run_file) if run_file else (None, {})
     run = run or file_run
