@@ -78,41 +78,29 @@ _ANLI = [
     for n, test, train in ((1, 1000, 16946), (2, 1000, 45460), (3, 1200, 100459))
 ]  # fmt: skip
 
-_MAIN = [
-    Testset(
-        "ood_nli_snli", "SNLI", "snli", "stanfordnlp/snli", "plain_text", "test", "train",
-        _rows(test=10000, train=550152),
-    ),
-    Testset(
-        "ood_nli_mnli", "MNLI", "mnli", "nyu-mll/glue", "mnli", "validation_matched", "train",
-        _rows(validation_matched=9815, train=392702),
-    ),
-    # SciTail's training split differs in size between its formats (23,097 rows as TSV, 23,088
-    # dgem, 23,587 predictor, 23,596 SNLI-style); its test split has 2,126 rows in all of them.
-    Testset(
-        "ood_nli_scitail", "SciTail", "scitail", "allenai/scitail", "tsv_format", "test", "train",
-        _rows(test=2126, train=(23097, 23088, 23587, 23596)),
-    ),
-    Testset(
-        "ood_nli_rte", "RTE", "rte", "nyu-mll/glue", "rte", "validation", "train",
-        _rows(validation=277, train=2490),
-    ),
-    Testset(
-        "ood_nli_hans", "HANS", "hans", "jhu-cogsci/hans", None, "validation", "train",
-        _rows(validation=30000, train=30000), dict(_HANS_PARQUET),
-    ),
-    *_ANLI,
-    Testset(
-        "ood_nli_wnli", "WNLI", "wnli", "nyu-mll/glue", "wnli", "validation", "train",
-        _rows(validation=71, train=635),
-    ),
-    Testset(
-        "ood_nli_paws", "PAWS", "paws", "google-research-datasets/paws", "labeled_final", "test", "train",
-        _rows(test=8000, train=49401),
-    ),
+# name, display, label map, dataset, config, evaluated split: rows, training split ("train"): rows.
+# SciTail's training split differs in size between its formats (23,097 rows as TSV, 23,088
+# dgem, 23,587 predictor, 23,596 SNLI-style); its test split has 2,126 rows in all of them.
+_SCITAIL_TRAIN = (23097, 23088, 23587, 23596)
+_TABLE: list[tuple[str, str, str, str, str | None, str, int, int | tuple[int, ...]]] = [
+    ("ood_nli_snli", "SNLI", "snli", "stanfordnlp/snli", "plain_text", "test", 10000, 550152),
+    ("ood_nli_mnli", "MNLI", "mnli", "nyu-mll/glue", "mnli", "validation_matched", 9815, 392702),
+    ("ood_nli_scitail", "SciTail", "scitail", "allenai/scitail", "tsv_format", "test", 2126, _SCITAIL_TRAIN),
+    ("ood_nli_rte", "RTE", "rte", "nyu-mll/glue", "rte", "validation", 277, 2490),
+    ("ood_nli_hans", "HANS", "hans", "jhu-cogsci/hans", None, "validation", 30000, 30000),
+    ("ood_nli_wnli", "WNLI", "wnli", "nyu-mll/glue", "wnli", "validation", 71, 635),
+    ("ood_nli_paws", "PAWS", "paws", "google-research-datasets/paws", "labeled_final", "test", 8000, 49401),
 ]  # fmt: skip
+_SETS = {
+    name: Testset(
+        name, display, labels, path, config, split, "train", _rows(**{split: rows, "train": train}),
+        dict(_HANS_PARQUET) if name == "ood_nli_hans" else {},
+    )
+    for name, display, labels, path, config, split, rows, train in _TABLE
+}  # fmt: skip
+_MAIN = [*list(_SETS.values())[:5], *_ANLI, *list(_SETS.values())[5:]]
 
-_HANS = _MAIN[4]
+_HANS = _SETS["ood_nli_hans"]
 # HANS as it is usually reported: accuracy per heuristic, separately on entailed and
 # non-entailed pairs (each 5,000 rows of the 30,000; McCoy et al. 2019, Table 2).
 _HANS_SUBSETS = [
