@@ -221,7 +221,7 @@ def analyse(series: Series, options: Options, *, progress: bool = False) -> pl.D
             advance(1, run)
     table = pl.concat(parts) if parts else pl.DataFrame(schema=_schema())
     return table.with_columns(
-        pl.lit(options.in_domain).alias("in_domain"),
+        pl.lit(series.in_domain).alias("in_domain"),
         pl.lit(options.metric).alias("metric"),
         pl.lit(options.residualizer).alias("residualizer"),
         pl.lit(options.method).alias("method"),
