@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import zlib
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
@@ -204,6 +205,7 @@ def partial_correlations(
 def compute(data: Store | pl.DataFrame, options: Options, *, progress: bool = False) -> PartialCorrelations:
     """:func:`partial_correlations` with its options given as one :class:`Options`."""
     series = load(data, options)
+    options = dataclasses.replace(options, in_domain=series.in_domain)  # as the store spells it (mnli: ood_nli_mnli)
     return PartialCorrelations(analyse(series, options, progress=progress), options, series.ood, series.runs)
 
 
