@@ -22,12 +22,16 @@ def run_lm_eval(
     options: dict[str, Any],
     dtype: str | None,
     log: Path | None,
+    suite_record: dict[str, Any] | None = None,
 ) -> Path:
-    """Evaluate ``checkpoint`` with lm-eval's ``hf`` model on ``tasks`` (names or task objects).
+    """Evaluate ``checkpoint`` with lm-eval's ``hf`` model on ``tasks`` (names, config dicts or task objects).
 
     lm-eval's results and samples files go to ``folder/<model>/`` (its
     standard layout); what lm-eval prints goes to ``log`` when given. The model
-    is loaded once for all the tasks. Returns the results file.
+    is loaded once for all the tasks. ``suite_record`` (the ood_nli suite's
+    prompt variant and task definitions) goes into the results file's
+    ``config`` as ``ood_nli``, and so into ``evaluations.config``. Returns the
+    results file.
     """
     import lm_eval
     from lm_eval.loggers import EvaluationTracker
@@ -46,7 +50,10 @@ def run_lm_eval(
         )
     if result is None:  # lm-eval returns None on ranks other than 0
         raise OodStoreError(f"{checkpoint.label}: lm-eval returned no results")
-    return _save(tracker, dict(result), folder)
+    result = dict(result)
+    if suite_record:
+        result.setdefault("config", {})["ood_nli"] = suite_record
+    return _save(tracker, result, folder)
 
 
 def _environment_described_once() -> None:

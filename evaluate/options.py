@@ -1,14 +1,57 @@
-"""Checks of the per-run lm-eval options, the same for keyword arguments and study files.
+"""The keywords of :func:`ood_store.evaluate.runner.evaluate`, as one typed dict, and the checks of its per-run options.
 
-Each check returns the value as the runner uses it, or raises
-:class:`~ood_store.errors.InputError` naming the parameter.
+``Store.evaluate(checkpoints, run=..., tasks=..., **options)`` is typed with
+:class:`EvaluateOptions` (``Unpack[EvaluateOptions]``), so that the keywords
+are spelled out once, in the runner's signature, and checked against it by the
+tests. The checks (:func:`check`) are the same for keyword arguments and study
+files: each returns the value as the runner uses it, or raises
+:class:`~ood_store.errors.InputError` naming the parameter. Importing this
+module loads nothing of lm-eval.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, TypedDict
 
 from ood_store.errors import InputError
+from ood_store.evaluate.study import Study
+from ood_store.evaluate.suite.variant import Variant
+
+
+class EvaluateOptions(TypedDict, total=False):
+    """See :func:`ood_store.evaluate.runner.evaluate` for each keyword and its default."""
+
+    study: str | os.PathLike[str] | Study | None
+    output_dir: str | Path | None
+    work_dir: str | Path | None
+    include_paths: Sequence[str | Path]
+    data_dir: str | Path | None
+    variant: Variant | None
+    base_model: str | None
+    batch_size: int | str | None
+    device: str | None
+    dtype: str | None
+    num_fewshot: int | None
+    limit: int | float | None
+    samples: bool | None
+    force: bool
+    attributes: Mapping[str, Any] | list[str] | None
+    lm_eval_kwargs: Mapping[str, Any] | None
+    executor: str | None
+    workers: int | None
+    units_per_task: int | None
+    slurm_partition: str | None
+    gpus_per_task: float | None
+    timeout_min: int | None
+    max_parallel: int | None
+    slurm_params: Mapping[str, Any] | list[str] | None
+    ray_address: str | None
+    detach: bool
+    progress: bool
+    log_to_file: bool
 
 
 def batch_size(value: Any) -> int | str:

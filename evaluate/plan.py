@@ -24,7 +24,8 @@ import duckdb
 from ood_store import sqlfiles
 from ood_store.errors import InputError
 from ood_store.evaluate.checkpoints import Checkpoint, resolve
-from ood_store.evaluate.tasklist import TaskList, task_list
+from ood_store.evaluate.suite.variant import Variant
+from ood_store.evaluate.tasklist import task_list_of, task_source
 from ood_store.evaluate.workdir import Unit
 
 DEFAULT_OUTPUT_DIR = Path("lm-eval-results")
@@ -39,6 +40,7 @@ class RunRequest:
     tasks: list[str]
     include_paths: list[str] = field(default_factory=list)
     data_dir: str | None = None
+    variant: Variant | None = None  # the ood_nli suite's prompt variant
     base_model: str | None = None
     batch_size: int | str = "auto"
     device: str | None = None  # None: chosen by each worker (cuda when it sees a GPU)
@@ -98,10 +100,12 @@ def plan(
     catalogues: dict[str, tuple[list[str], dict[str, list[str]], set[str], bool]] = {}
     for request in requests:
         checkpoints = resolve(list(request.checkpoints), request.base_model)
-        source = {"tasks": request.tasks, "include_paths": request.include_paths, "data_dir": request.data_dir}
+        source = task_source(
+            request.tasks, request.include_paths, request.data_dir, request.variant, request.num_fewshot
+        )
         key = json.dumps(source, sort_keys=True)
         if key not in catalogues:
-            with task_list(request.tasks, request.include_paths, request.data_dir) as catalogue:
+            with task_list_of(source) as catalogue:
                 catalogues[key] = (catalogue.names, catalogue.leaves, catalogue.groups, catalogue.built_in)
         names, leaves, groups, built_in = catalogues[key]
         result.built_in_tasks |= built_in
@@ -221,6 +225,3 @@ def check_run(run: str | None, parameter: str = "run") -> str:
     if not isinstance(run, str) or not run.strip():
         raise InputError(None, None, "the run needs a name", parameter=parameter)
     return run
-
-
-__all__ = ["DEFAULT_OUTPUT_DIR", "Plan", "RunRequest", "Skipped", "TaskList", "plan"]

@@ -34,6 +34,7 @@ from ood_store.evaluate.harness import require_eval_extra
 from ood_store.evaluate.plan import DEFAULT_OUTPUT_DIR, Plan, RunRequest, check_run, plan, run_exists, step_name
 from ood_store.evaluate.study import Study
 from ood_store.evaluate.study import load as load_study
+from ood_store.evaluate.suite.variant import Variant
 from ood_store.evaluate.tasklist import TaskObjects
 from ood_store.evaluate.workdir import Unit, WorkDir
 from ood_store.evaluate.worker import run_unit
@@ -129,6 +130,7 @@ def evaluate(
     work_dir: str | Path | None = None,
     include_paths: Sequence[str | Path] = (),
     data_dir: str | Path | None = None,
+    variant: Variant | None = None,
     base_model: str | None = None,
     batch_size: int | str | None = None,
     device: str | None = None,
@@ -184,6 +186,10 @@ def evaluate(
         Folders of your own lm-eval task YAMLs.
     data_dir
         Read the ood_nli suite from JSONL exports here instead of the hub.
+    variant
+        The ood_nli suite's prompt variant: pattern, verbalisers, neutral scheme
+        (default: the suite's own; a study's runs: their ``[suite]`` tables); its
+        key is part of the suite's task names.
     base_model
         The base model of PEFT adapter checkpoints (default: from ``adapter_config.json``).
     batch_size, device, dtype, num_fewshot, limit
@@ -242,6 +248,7 @@ def evaluate(
         "tasks": list(tasks) or None,
         "include_paths": [str(Path(p).resolve()) for p in include_paths] or None,
         "data_dir": None if data_dir is None else str(Path(data_dir).resolve()),
+        "variant": variant,
         "base_model": base_model,
         "batch_size": batch_size,
         "device": device,

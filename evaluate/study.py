@@ -18,10 +18,13 @@
     seed = 0
 
 The keys of a run (and the top-level defaults of every run) that are
-options: :data:`RUN_OPTIONS` (``include_path`` and ``lm_eval`` are accepted
-for ``include_paths`` and ``lm_eval_kwargs``); they are the per-run fields of
-:class:`~ood_store.evaluate.plan.RunRequest`, so that an option added there
-is an option here too. Everything else in a run is an attribute (scalars
+options: :data:`FILE_OPTIONS`, the per-run fields of
+:class:`~ood_store.evaluate.plan.RunRequest` (so that an option added there
+is an option here too), with ``include_path`` and ``lm_eval`` accepted for
+``include_paths`` and ``lm_eval_kwargs``, and the ood_nli suite's prompt
+variant written as a ``[suite]`` table (``pattern``, ``verbalizer``,
+``neutral``, as in run files; a run's ``[runs.suite]`` keys win over the
+top-level ``[suite]``). Everything else in a run is an attribute (scalars
 only), as is everything in an ``[attributes]`` table (top level: shared by
 every run). Relative paths (checkpoints, include paths, data, output and work
 folders) are read from the study file's folder.
@@ -38,12 +41,17 @@ from typing import Any
 
 from ood_store.errors import InputError, OodStoreError, first_line
 from ood_store.evaluate.plan import RunRequest
+from ood_store.evaluate.suite.variant import Variant
 from ood_store.store.runs import parse_attributes
 
 #: Per-run options: the fields of RunRequest other than the run, its checkpoints and attributes.
 RUN_OPTIONS = tuple(f.name for f in fields(RunRequest) if f.name not in ("run", "checkpoints", "attributes"))
-#: Spellings accepted for options in files.
-ALIASES = {"include_path": "include_paths", "lm_eval": "lm_eval_kwargs"}
+#: Spellings of options in files that are not the option's own name: the prompt variant is a [suite] table.
+ALIASES = {"include_path": "include_paths", "lm_eval": "lm_eval_kwargs", "suite": "variant"}
+#: Each key of a file that is an option, and the option it sets.
+FILE_OPTIONS = {**{name: name for name in RUN_OPTIONS if name not in ALIASES.values()}, **ALIASES}
+#: The keys of a [suite] table (see ood_store.evaluate.suite.variant.Variant.of).
+SUITE_KEYS = ("pattern", "verbalizer", "neutral")
 #: Top-level keys that are not run options.
 STUDY_KEYS = ("runs", "executor", "attributes", "output_dir", "work_dir")
 _PATH_OPTIONS = ("include_paths", "data_dir")
@@ -91,9 +99,9 @@ def load(path: str | os.PathLike[str]) -> Study:
     data = _read(path)
     base = path.resolve().parent
     where = _Where(path)
-    unknown = [k for k in data if k not in STUDY_KEYS and _option_name(k) not in RUN_OPTIONS]
+    unknown = [k for k in data if k not in STUDY_KEYS and _option_name(k) is None]
     if unknown:
-        known = ", ".join([*RUN_OPTIONS, *STUDY_KEYS])
+        known = ", ".join([*FILE_OPTIONS, *STUDY_KEYS])
         raise InputError(str(path), str(unknown[0]), f"not a study key (one of {known}; run attributes go in a run)")
     defaults = _options(data, base, where, "")
     shared = _attributes(data.get("attributes") or {}, where, "attributes")
@@ -118,14 +126,15 @@ def load(path: str | os.PathLike[str]) -> Study:
             raise InputError(
                 str(path), f"{prefix}.checkpoints", "missing: a folder, glob or HF_REPO@REVISION, or a list"
             )
-        options = {**defaults, **_options(entry, base, where, prefix + ".")}
+        own = _options(entry, base, where, prefix + ".")
+        options = {**defaults, **own}
         if "tasks" not in options:
             raise InputError(str(path), f"{prefix}.tasks", "missing: give tasks = [...] at the top or in the run")
-        extra = {
-            k: v
-            for k, v in entry.items()
-            if k not in ("run", "checkpoints", "attributes") and _option_name(k) not in RUN_OPTIONS
-        }
+        if "variant" in options:  # the run's [suite] keys over the study's
+            table = {**defaults.get("variant", {}), **own.get("variant", {})}
+            options["variant"] = _variant(table, where, f"{prefix}.suite" if "variant" in own else "suite")
+        named = ("run", "checkpoints", "attributes")
+        extra = {k: v for k, v in entry.items() if k not in named and not _option_name(k)}
         attributes = {
             **shared,
             **_attributes(extra, where, prefix),
@@ -167,8 +176,9 @@ def _read(path: Path) -> dict[str, Any]:
     return data
 
 
-def _option_name(key: Any) -> str:
-    return ALIASES.get(str(key), str(key))
+def _option_name(key: Any) -> str | None:
+    """The option a file's key sets, or None for a key that is not an option."""
+    return FILE_OPTIONS.get(str(key))
 
 
 def _options(table: Mapping[str, Any], base: Path, where: _Where, prefix: str) -> dict[str, Any]:
@@ -176,7 +186,7 @@ def _options(table: Mapping[str, Any], base: Path, where: _Where, prefix: str) -
     out: dict[str, Any] = {}
     for key, value in table.items():
         name = _option_name(key)
-        if name not in RUN_OPTIONS:
+        if name is None:
             continue
         field_ = f"{prefix}{key}"
         if name in out:
@@ -200,11 +210,28 @@ def _option(name: str, value: Any, base: Path, where: _Where, field_: str) -> An
             if not isinstance(value, dict):
                 raise where.error(field_, "expected a table of lm_eval.simple_evaluate arguments")
             return dict(value)
+        if name == "variant":
+            if not isinstance(value, dict):
+                raise where.error(field_, f"expected a table: [suite] with {', '.join(SUITE_KEYS)}")
+            unknown = sorted(set(value) - set(SUITE_KEYS))
+            if unknown:
+                known = ", ".join(SUITE_KEYS)
+                raise where.error(f"{field_}.{unknown[0]}", f"unknown key (a [suite] table has {known})")
+            _variant(value, where, field_)
+            return dict(value)
         return checks.check(name, value)
     except InputError as exc:
         if exc.path == str(where.path):
             raise
         raise where.error(field_, exc.message) from None
+
+
+def _variant(table: Mapping[str, Any], where: _Where, field_: str) -> Variant:
+    """The prompt variant of a [suite] table, or a one-line error naming the table's key at fault."""
+    try:
+        return Variant.of(**table)
+    except InputError as exc:
+        raise where.error(f"{field_}.{exc.parameter}", exc.message) from None
 
 
 def _attributes(table: Any, where: _Where, prefix: str) -> dict[str, Any]:

@@ -89,6 +89,7 @@ def run_unit(work_dir: WorkDir, unit: Unit, tasks: TaskObjects, attempt: str, cl
                 unit.options,
                 unit.dtype,
                 tmp / "lm-eval.log" if unit.log_to_file else None,
+                catalogue.suite_record(unit.tasks),
             )
             relative = results.relative_to(tmp)
             if work_dir.done(unit.id) is not None:  # another worker finished it meanwhile: keep theirs

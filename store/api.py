@@ -12,7 +12,7 @@ import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Unpack
 
 import duckdb
 import polars as pl
@@ -23,8 +23,9 @@ from ood_store.store import query
 from ood_store.store.connection import DEFAULT_LOCK_TIMEOUT, connect, fetch_value
 
 if TYPE_CHECKING:
+    from ood_store.analysis.results import PartialCorrelations
+    from ood_store.evaluate.options import EvaluateOptions
     from ood_store.evaluate.runner import EvaluateReport
-    from ood_store.evaluate.study import Study
     from ood_store.ingest import IngestReport, Overrides
 
 DEFAULT_DB = "ood_store.duckdb"
@@ -177,40 +178,14 @@ class Store:
         *,
         run: str | None = None,
         tasks: Sequence[str] = (),
-        study: str | os.PathLike[str] | Study | None = None,
-        output_dir: str | os.PathLike[str] | None = None,
-        work_dir: str | os.PathLike[str] | None = None,
-        include_paths: Sequence[str | os.PathLike[str]] = (),
-        data_dir: str | os.PathLike[str] | None = None,
-        base_model: str | None = None,
-        batch_size: int | str | None = None,
-        device: str | None = None,
-        dtype: str | None = None,
-        num_fewshot: int | None = None,
-        limit: int | float | None = None,
-        samples: bool | None = None,
-        force: bool = False,
-        attributes: Mapping[str, Any] | list[str] | None = None,
-        lm_eval_kwargs: Mapping[str, Any] | None = None,
-        executor: str | None = None,
-        workers: int | None = None,
-        units_per_task: int | None = None,
-        slurm_partition: str | None = None,
-        gpus_per_task: float | None = None,
-        timeout_min: int | None = None,
-        max_parallel: int | None = None,
-        slurm_params: Mapping[str, Any] | list[str] | None = None,
-        ray_address: str | None = None,
-        detach: bool = False,
-        progress: bool = False,
-        log_to_file: bool = False,
+        **options: Unpack[EvaluateOptions],
     ) -> EvaluateReport:
         """Evaluate checkpoints (or a study's runs) with lm-eval and store the results.
 
-        See :func:`ood_store.evaluate.runner.evaluate` for the parameters.
-        While it runs, the store's connection is closed and opened for each
-        commit only, so that other processes can read the store; it is open
-        again when this returns.
+        The keywords are those of the runner (:class:`~ood_store.evaluate.options.EvaluateOptions`); see
+        :func:`ood_store.evaluate.runner.evaluate`. While it runs, the store's connection is closed and
+        opened for each commit only, so that other processes can read the store; it is open again when
+        this returns.
 
         >>> store.evaluate(["runs/opt-mnli/"], run="opt-mnli", tasks=["ood_nli"])  # doctest: +SKIP
         >>> store.evaluate(study="study.toml", executor="slurm", slurm_partition="gpu")  # doctest: +SKIP
@@ -218,39 +193,7 @@ class Store:
         from ood_store.evaluate.runner import evaluate
 
         self._require_writable("evaluate")
-        return evaluate(
-            self,
-            [str(c) for c in checkpoints],
-            run=run,
-            tasks=tasks,
-            study=study,
-            output_dir=None if output_dir is None else Path(output_dir),
-            work_dir=None if work_dir is None else Path(work_dir),
-            include_paths=[Path(p) for p in include_paths],
-            data_dir=None if data_dir is None else Path(data_dir),
-            base_model=base_model,
-            batch_size=batch_size,
-            device=device,
-            dtype=dtype,
-            num_fewshot=num_fewshot,
-            limit=limit,
-            samples=samples,
-            force=force,
-            attributes=attributes,
-            lm_eval_kwargs=lm_eval_kwargs,
-            executor=executor,
-            workers=workers,
-            units_per_task=units_per_task,
-            slurm_partition=slurm_partition,
-            gpus_per_task=gpus_per_task,
-            timeout_min=timeout_min,
-            max_parallel=max_parallel,
-            slurm_params=slurm_params,
-            ray_address=ray_address,
-            detach=detach,
-            progress=progress,
-            log_to_file=log_to_file,
-        )
+        return evaluate(self, [str(c) for c in checkpoints], run=run, tasks=tasks, **options)
 
     def set_run_attributes(self, run: str, attributes: Mapping[str, str]) -> None:
         """Set attributes of an existing run (family, size, in_domain_task, seed, or any key)."""
@@ -260,17 +203,19 @@ class Store:
         set_attributes(self._con, run, attributes)
 
     # -- saved analyses ----------------------------------------------------
-    def save_analysis(
-        self, name: str, table: pl.DataFrame, params: Mapping[str, Any], *, replace: bool = False
-    ) -> None:
-        """Save a partial-correlation table under ``name`` with the parameters that made it."""
+    def save_analysis(self, name: str, result: PartialCorrelations, *, replace: bool = False) -> None:
+        """Save ``result`` (of :func:`~ood_store.analysis.partial_correlations`) as analysis ``name``.
+
+        The parameters saved with it (every option, the tasks and runs analysed)
+        come from the result itself.
+        """
         from ood_store.store import saved
 
         self._require_writable("save an analysis")
-        saved.save(self._con, name, table, params, replace=replace)
+        saved.save(self._con, name, result, replace=replace)
 
-    def analysis(self, name: str) -> pl.DataFrame:
-        """The rows of saved analysis ``name``."""
+    def analysis(self, name: str) -> PartialCorrelations:
+        """Saved analysis ``name``, as the result it was saved from (``.table``, ``.options``, ...)."""
         from ood_store.store import saved
 
         return saved.load(self._con, name)

@@ -21,6 +21,7 @@ from ood_store.cli import main
 from ood_store.errors import InputError
 from ood_store.evaluate import study
 from ood_store.evaluate.plan import RunRequest
+from ood_store.evaluate.suite.variant import Variant
 
 TASKS = list(TOY_TASKS[:2])
 RUN_A = '[[runs]]\nrun = "a"\ncheckpoints = "x"\n'
@@ -238,21 +239,19 @@ def test_the_readme_study_file_is_a_valid_study(tmp_path):
     import re
 
     readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
-    [text] = re.findall(r"```toml\n(.*?)```", readme, flags=re.DOTALL)
+    [text] = [block for block in re.findall(r"```toml\n(.*?)```", readme, flags=re.DOTALL) if "[[runs]]" in block]
     (tmp_path / "study.toml").write_text(text)
     loaded = study.load(tmp_path / "study.toml")
     assert [r.run for r in loaded.runs] == ["opt-1.3b-mnli-s0", "olmo2-1b-mnli-s0"]
     assert loaded.runs[0].checkpoints == [str(tmp_path / "runs/opt-1.3b-mnli-s0/checkpoint-*")]
     assert loaded.runs[0].attributes == {
-        "shots": 16,
-        "family": "OPT",
-        "size": "1.3b",
-        "in_domain_task": "mnli",
-        "seed": 0,
-    }
-    assert loaded.runs[1].options == {
-        "tasks": ["ood_nli"], "include_paths": [str(tmp_path / "my_tasks")], "batch_size": 16, "dtype": "bfloat16"
+        "train_shots": 16, "family": "OPT", "size": "1.3b", "in_domain_task": "mnli", "seed": 0,
     }  # fmt: skip
+    assert loaded.runs[1].options == {
+        "tasks": ["ood_nli"], "include_paths": [str(tmp_path / "my_tasks")], "batch_size": 16, "dtype": "bfloat16",
+        "variant": Variant.of("minimal", neutral="no"),
+    }  # fmt: skip
+    assert "variant" not in loaded.runs[0].options
     assert loaded.executor == {
         "name": "slurm", "slurm_partition": "gpu", "gpus_per_task": 1, "timeout_min": 240, "max_parallel": 32,
         "slurm_params": {"qos": "normal"},

@@ -15,6 +15,7 @@ from pathlib import Path
 import click
 
 from ood_store import sqlfiles
+from ood_store.cli.options import folder_option
 from ood_store.examples import extract_pythia
 from ood_store.export.rows import render
 
@@ -24,12 +25,10 @@ _SIZES = ("160m", "410m", "1.4b")
 
 
 @click.command()
-@click.option(
+@folder_option(
     "--workdir",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=DEMO_DIR,
-    show_default=True,
-    help="Where the toy checkpoints, tasks and lm-eval's files go (kept, and reused by the next demo).",
+    DEMO_DIR,
+    "Where the toy checkpoints, tasks and lm-eval's files go (kept, and reused by the next demo).",
 )
 @click.option("--pythia", is_flag=True, help="Ingest and query the bundled real Pythia evaluations instead.")
 @click.pass_context
@@ -90,8 +89,8 @@ def _toy(settings, workdir: Path) -> None:
         "\nThe same on a real run (the ood_nli suite loads from the Hugging Face hub; offline, run\n"
         f"`{prog} suite export nli-data/` on a connected machine first and add --data-dir nli-data/):\n"
         f"  {prog} evaluate runs/opt-2.7b-mnli-s1/ --run opt-2.7b-mnli-s1 --tasks ood_nli \\\n"
-        "      --attr family=OPT --attr size=2.7b --attr in_domain=mnli --attr shots=16 --attr seed=1\n"
-        f"  {prog} compare --in-domain mnli --by family     # once several runs are in the store\n"
+        "      --pattern minimal --attr family=OPT --attr size=2.7b --attr in_domain=mnli --attr seed=1\n"
+        f"  {prog} compare --in-domain ood_nli_mnli__minimal --by family     # once several runs are in the store\n"
         "Look around this demo's store:\n"
         f"  {prog} --db {db} runs\n"
         f"  {prog} --db {db} analyze --in-domain {IN_DOMAIN} --all-columns\n"

@@ -14,6 +14,8 @@ from ood_store.errors import InputError
 from ood_store.evaluate.executors import NAMES
 from ood_store.evaluate.plan import run_folder
 from ood_store.evaluate.runner import EvaluateReport, EvaluationInterrupted
+from ood_store.evaluate.suite.labels import NEUTRAL_SCHEMES
+from ood_store.evaluate.suite.variant import PATTERNS, Variant, from_run_file, variant_of
 from ood_store.store.runs import parse_attributes, read_run_file
 
 
@@ -58,6 +60,23 @@ from ood_store.store.runs import parse_attributes, read_run_file
     type=click.Path(path_type=Path),
     metavar="DIR",
     help="Read the ood_nli suite from the JSONL files of `ood-store suite export DIR`, not from the hub.",
+)
+@click.option(
+    "--pattern",
+    metavar="NAME|TEXT",
+    help=f"The ood_nli suite's prompt: a shipped pattern ({', '.join(PATTERNS)}; default ood-nli) or a text with "
+    "{premise} and {hypothesis}, e.g. '{premise} {hypothesis} ?'.",
+)
+@click.option(
+    "--verbalizer",
+    metavar="YES,NO",
+    help="The answers scored after the prompt, entailed first; leading whitespace goes before each: ' Yes,No' "
+    "(default: the pattern's own).",
+)
+@click.option(
+    "--neutral",
+    type=click.Choice(NEUTRAL_SCHEMES),
+    help="Three-way sets (SNLI, MNLI, ANLI): drop the neutral rows (default), or count them as 'no' (not entailed).",
 )
 @click.option(
     "--output-dir",
@@ -114,7 +133,21 @@ from ood_store.store.runs import parse_attributes, read_run_file
     help="Show lm-eval's own log on the terminal (by default it goes to lm-eval.log beside each checkpoint's results).",
 )
 @click.pass_obj
-def evaluate(settings, checkpoints, run, tasks, study, attributes, run_file, quiet, verbose, **options) -> None:
+def evaluate(
+    settings,
+    checkpoints,
+    run,
+    tasks,
+    study,
+    attributes,
+    run_file,
+    pattern,
+    verbalizer,
+    neutral,
+    quiet,
+    verbose,
+    **options,
+) -> None:
     """Evaluate every checkpoint of a run (or of every run of a study) with lm-eval and store the scores, resumably.
 
     \b
@@ -128,22 +161,26 @@ def evaluate(settings, checkpoints, run, tasks, study, attributes, run_file, qui
 
     \b
       ood-store evaluate runs/opt-mnli-s1/ --run opt-2.7b-mnli-s1 --tasks ood_nli \\
+        --pattern '{premise} {hypothesis} ?' --verbalizer ' Yes,No' --neutral drop \\
         --attr family=OPT --attr size=2.7b --attr in_domain=mnli --attr seed=1
       ood-store evaluate --study study.toml --executor slurm --slurm-partition gpu --gpus-per-task 1
     """
     attrs: dict[str, Any] | list[str] | None
+    given = {"pattern": pattern, "verbalizer": verbalizer, "neutral": neutral}
     if study is None:
         file_run, file_attrs = read_run_file(run_file) if run_file else (None, {})
         run = run or file_run
         if not run:
             raise InputError("--run", None, "name the run with --run NAME (or `run = ...` in --run-file)")
         attrs = {**file_attrs, **parse_attributes(list(attributes))} or None  # checked before anything runs
+        variant = variant_of(from_run_file(run_file) if run_file else {}, given)
     elif run_file is not None:
         raise InputError(
             "--run-file", None, "not with --study: a study names its runs, their checkpoints and attributes"
         )
     else:
         attrs = list(attributes) or None  # refused with a study, by the library
+        variant = variant_of(given)  # given here, it replaces every run's [suite]
     if not verbose and "tqdm" not in sys.modules:  # tqdm reads TQDM_* settings when it is imported
         os.environ.setdefault("TQDM_DISABLE", "1")  # keeps lm-eval.log free of progress bars
     no_samples = options.pop("no_samples")
@@ -156,6 +193,7 @@ def evaluate(settings, checkpoints, run, tasks, study, attributes, run_file, qui
                 tasks=tasks,
                 study=study,
                 attributes=attrs,
+                variant=variant,
                 samples=False if no_samples else None,
                 slurm_params=list(slurm_params) or None,
                 progress=not quiet,
@@ -165,12 +203,12 @@ def evaluate(settings, checkpoints, run, tasks, study, attributes, run_file, qui
         except EvaluationInterrupted as interrupted:
             _interrupted(interrupted.report, settings.db)
             raise SystemExit(130) from None
-    _summarise(report, settings.db, quiet)
+    _summarise(report, settings.db, quiet, variant)
     if report.failed:
         raise SystemExit(1)
 
 
-def _summarise(report: EvaluateReport, db, quiet: bool) -> None:
+def _summarise(report: EvaluateReport, db, quiet: bool, variant: Variant | None) -> None:
     study = len(report.runs) > 1
     if report.failed:
         click.echo(f"Failed: {n(len(report.failed), 'checkpoint')}:", err=True)
@@ -197,6 +235,8 @@ def _summarise(report: EvaluateReport, db, quiet: bool) -> None:
     click.echo(f"Evaluated {n(len(evaluated), 'checkpoint')} of {whose} into {db}: {counts}.")
     for c in evaluated:
         click.echo(f"  {_name(c, study)}: {', '.join(c.tasks)} ({c.seconds:.1f} s)")
+    if variant is not None:
+        click.echo(f"ood_nli prompt: {variant.describe()}")
     if skipped:
         click.echo(f"Already in the store: {n(len(skipped), 'checkpoint')} (--force evaluates them again).")
     if evaluated:

@@ -21,7 +21,7 @@ from ood_store.examples import toy
 from ood_store.store import Store
 
 RUN = "toy-gpt2-nli-s0"
-ATTRIBUTES = {"family": "toy-gpt2", "size": "42k", "in_domain": "toy_nli", "seed": 0, "shots": 0}
+ATTRIBUTES = {"family": "toy-gpt2", "size": "42k", "in_domain": "toy_nli", "seed": 0}
 
 
 IN_DOMAIN = "toy_nli"
@@ -65,7 +65,7 @@ def run_demo(store: Store, workdir: Path, settings: DemoSettings | None = None, 
     )
     long = store.query(sqlfiles.load("ood_store.examples", "demo_toy"), run=RUN)
     scores = long.pivot(on="task", index="step", values="acc", sort_columns=True).sort("step")
-    partial = partial_correlations(store, IN_DOMAIN, OOD, runs=[RUN])
+    partial = partial_correlations(store, IN_DOMAIN, OOD, runs=[RUN]).table
     return DemoResult(workdir, trained, report, scores, partial)
 
 
