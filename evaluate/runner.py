@@ -25,7 +25,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from ood_store.errors import InputError
 from ood_store.evaluate import executors, options
@@ -39,10 +39,8 @@ from ood_store.evaluate.tasklist import TaskObjects
 from ood_store.evaluate.workdir import Unit, WorkDir
 from ood_store.evaluate.worker import run_unit
 from ood_store.progress import progress_bar
+from ood_store.store.api import Store
 from ood_store.store.runs import parse_attributes, set_attributes
-
-if TYPE_CHECKING:
-    from ood_store.store.api import Store
 
 #: How often the driver looks for finished units while workers run elsewhere.
 POLL_S = 0.5

@@ -166,6 +166,18 @@ def test_study_options_are_the_per_run_fields_of_a_run_request():
             "study.toml: executor.name: unknown executor 'k8s' (inline, local, slurm or ray)",
         ),
         ('tasks = ["t"\n', "study.toml: not a valid study file: "),
+        (
+            'tasks = ["t"]\n[suite]\npattern = "nope"\n' + RUN_A,
+            "study.toml: suite.pattern: 'nope' is neither a shipped pattern",
+        ),
+        (
+            RUN_A.replace("[[runs]]", 'tasks = ["t"]\n[[runs]]') + "[runs.suite]\ncolour = 1\n",
+            "study.toml: runs[1].suite.colour: unknown key",
+        ),
+        (
+            'tasks = ["t"]\n[suite]\npattern = "minimal"\n' + RUN_A + '[runs.suite]\nverbalizer = "Yes"\n',
+            "study.toml: runs[1].suite.verbalizer: expected two verbalisers",
+        ),
     ],
 )
 def test_a_bad_study_file_is_one_line_naming_the_file_and_field(tmp_path, text, message):
@@ -256,3 +268,29 @@ def test_the_readme_study_file_is_a_valid_study(tmp_path):
         "name": "slurm", "slurm_partition": "gpu", "gpus_per_task": 1, "timeout_min": 240, "max_parallel": 32,
         "slurm_params": {"qos": "normal"},
     }  # fmt: skip
+
+
+def test_each_run_of_a_study_is_evaluated_with_its_own_suite_prompt(runner, tmp_path):
+    """A [suite] table per run: the default prompt for one run, `minimal` (with neutral as no) for the other."""
+    from conftest import FIXTURES
+
+    (tmp_path / "study.toml").write_text(
+        f'tasks = ["ood_nli_rte", "ood_nli_snli"]\ndata_dir = "{FIXTURES / "nli-suite"}"\nbatch_size = 8\n'
+        f'[[runs]]\nrun = "plain"\ncheckpoints = "{FIXTURES / "toy-checkpoint"}"\n'
+        f'[[runs]]\nrun = "minimal"\ncheckpoints = "{FIXTURES / "toy-checkpoint"}"\n'
+        '[runs.suite]\npattern = "minimal"\nneutral = "no"\n'
+    )
+    db = tmp_path / "store.duckdb"
+    result = runner.invoke(main, ["--db", str(db), "evaluate", "--study", str(tmp_path / "study.toml"), "-q"])
+    assert result.exit_code == 0, result.output
+    with ood_store.open(db, read_only=True) as store:
+        rows = store.query("SELECT run, task FROM scores WHERE metric = 'acc' ORDER BY run, task").rows()
+        configs = store.query("SELECT run, config->'$.ood_nli.variant.pattern' AS p FROM evaluations ORDER BY run")
+    assert rows == [
+        ("minimal", "ood_nli_rte__minimal__neutral-no"), ("minimal", "ood_nli_snli__minimal__neutral-no"),
+        ("plain", "ood_nli_rte"), ("plain", "ood_nli_snli"),
+    ]  # fmt: skip
+    assert configs.rows() == [
+        ("minimal", '"{premise} {hypothesis} ?"'),
+        ("plain", '"{premise} Question: {hypothesis} Yes or No?"'),
+    ]
