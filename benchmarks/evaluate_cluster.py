@@ -1,6 +1,6 @@
 """Workers and task reuse: 2 local workers against inline, and per-checkpoint overhead before and after reusing tasks.
 
-    python benchmarks/evaluate_cluster.py [--checkpoints 6] [--docs 200] [--width 384] [--layers 6] [--repeats 2]
+    python benchmarks/evaluate_cluster.py [--checkpoints 4] [--docs 150] [--width 256] [--layers 4] [--repeats 2]
 
 Set-up (not timed): a randomly initialised GPT-2 of --layers layers and --width dimensions (a byte-level
 BPE tokenizer built from code, as ood_store.examples.toy does), saved as --checkpoints checkpoints
@@ -8,9 +8,11 @@ BPE tokenizer built from code, as ood_store.examples.toy does), saved as --check
 documents each. Offline, CPU, batch size 16, per-sample rows logged and stored.
 
 1. Throughput, each a fresh `ood-store evaluate` process tree into a fresh store and folders:
-     inline   --executor inline (one process; torch uses every core)
-     local    --executor local --workers 2 (two worker processes; the cores shared out, one thread each)
-   Reported: median wall seconds and the ratio inline / local (the target on 2 cores: >= 1.6x).
+     inline    --executor inline (one process; torch uses every core)
+     inline-1  the same with OMP_NUM_THREADS=1 (one core's worth: the work each local worker does)
+     local     --executor local --workers 2 (two worker processes; the cores shared out, one thread each)
+   Reported: median wall seconds and the ratios inline / local (the target on 2 cores: >= 1.6x) and
+   inline-1 / local (what the second process adds).
 2. Per-checkpoint overhead, in this process (inline), measured by wrapping lm-eval's and ood-store's own
    functions: the model's forward passes (HFLM._model_call), task building (TaskManager.load on names),
    model loading (HFLM.__init__), lm-eval's file writing, and the collector's ingest; overhead is the wall
@@ -64,14 +66,19 @@ def evaluate_command(run_dir: Path, tasks_dir: Path, out: Path, *executor: str) 
 
 
 def throughput(run_dir: Path, tasks_dir: Path, root: Path, repeats: int, env: dict[str, str]) -> dict[str, float]:
-    methods = {"inline": ("--executor", "inline"), "local": ("--executor", "local", "--workers", "2")}
+    one_thread = {**env, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+    methods = {
+        "inline": (("--executor", "inline"), env),
+        "inline-1": (("--executor", "inline"), one_thread),
+        "local": (("--executor", "local", "--workers", "2"), env),
+    }
     times: dict[str, list[float]] = defaultdict(list)
     for repeat in range(repeats):
-        for name, executor in methods.items():
+        for name, (executor, environment) in methods.items():
             out = root / f"{name}-{repeat}"
             out.mkdir()
             started = time.perf_counter()
-            subprocess.run(evaluate_command(run_dir, tasks_dir, out, *executor), check=True, env=env)
+            subprocess.run(evaluate_command(run_dir, tasks_dir, out, *executor), check=True, env=environment)
             times[name].append(time.perf_counter() - started)
             print(f"  {name:7s} run {repeat + 1}: {times[name][-1]:7.2f} s", file=sys.stderr)
     return {name: statistics.median(values) for name, values in times.items()}
@@ -146,10 +153,10 @@ def measure_overhead(run_dir: Path, tasks_dir: Path, out: Path, reuse: bool) -> 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--checkpoints", type=int, default=6)
-    parser.add_argument("--docs", type=int, default=200, help="documents per task")
-    parser.add_argument("--width", type=int, default=384, help="the model's embedding width")
-    parser.add_argument("--layers", type=int, default=6)
+    parser.add_argument("--checkpoints", type=int, default=4)
+    parser.add_argument("--docs", type=int, default=150, help="documents per task")
+    parser.add_argument("--width", type=int, default=256, help="the model's embedding width")
+    parser.add_argument("--layers", type=int, default=4)
     parser.add_argument("--repeats", type=int, default=2, help="runs of each throughput method (median)")
     parser.add_argument("--skip-throughput", action="store_true")
     parser.add_argument("--overhead-of", nargs=4, help=argparse.SUPPRESS)  # the child process of part 2
@@ -180,6 +187,7 @@ def main() -> None:
             for name, value in median.items():
                 print(f"  {name:7s} {value:7.2f} s")
             print(f"inline / local (2 workers): {median['inline'] / median['local']:.2f}x (target >= 1.6x)")
+            print(f"inline with 1 thread / local (2 workers): {median['inline-1'] / median['local']:.2f}x")
         before = overhead(run_dir, tasks_dir, root / "overhead-before", reuse=False)
         after = overhead(run_dir, tasks_dir, root / "overhead-after", reuse=True)
     print("Per checkpoint, inline, seconds (share of wall time):")

@@ -21,14 +21,12 @@ def run_lm_eval(
     folder: Path,
     options: dict[str, Any],
     dtype: str | None,
-    log: Path | None,
     suite_record: dict[str, Any] | None = None,
 ) -> Path:
     """Evaluate ``checkpoint`` with lm-eval's ``hf`` model on ``tasks`` (names, config dicts or task objects).
 
     lm-eval's results and samples files go to ``folder/<model>/`` (its
-    standard layout); what lm-eval prints goes to ``log`` when given. The model
-    is loaded once for all the tasks. ``suite_record`` (the ood_nli suite's
+    standard layout). The model is loaded once for all the tasks. ``suite_record`` (the ood_nli suite's
     prompt variant and task definitions) goes into the results file's
     ``config`` as ``ood_nli``, and so into ``evaluations.config``. Returns the
     results file.
@@ -39,15 +37,14 @@ def run_lm_eval(
     _environment_described_once()
     options = {**options, "device": options.get("device") or default_device()}
     tracker = EvaluationTracker(output_path=str(folder))
-    with output_to(log):
-        result = lm_eval.simple_evaluate(
-            model="hf",
-            model_args=checkpoint.model_args(dtype),
-            tasks=list(tasks),
-            task_manager=manager,
-            evaluation_tracker=tracker,
-            **options,
-        )
+    result = lm_eval.simple_evaluate(
+        model="hf",
+        model_args=checkpoint.model_args(dtype),
+        tasks=list(tasks),
+        task_manager=manager,
+        evaluation_tracker=tracker,
+        **options,
+    )
     if result is None:  # lm-eval returns None on ranks other than 0
         raise OodStoreError(f"{checkpoint.label}: lm-eval returned no results")
     result = dict(result)

@@ -141,7 +141,7 @@ class WorkDir:
         """This folder, if it is a work folder; else stop with one line naming it."""
         if not self.exists():
             raise InputError(
-                str(self.path), None, "not a work folder (no units/ in it): give the --work-dir of evaluate"
+                str(self.path), None, "not a work folder (no units/ in it): give the `work_dir` of evaluate"
             )
         return self
 

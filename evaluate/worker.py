@@ -32,7 +32,7 @@ from pathlib import Path
 
 from ood_store.errors import OodStoreError
 from ood_store.evaluate.checkpoints import Checkpoint
-from ood_store.evaluate.harness import release_memory, require_eval_extra, run_lm_eval
+from ood_store.evaluate.harness import output_to, release_memory, require_eval_extra, run_lm_eval
 from ood_store.evaluate.tasklist import TaskObjects
 from ood_store.evaluate.workdir import HEARTBEAT_S, Unit, WorkDir, this_host
 
@@ -79,18 +79,18 @@ def run_unit(work_dir: WorkDir, unit: Unit, tasks: TaskObjects, attempt: str, cl
         with _heartbeat(claim):
             _remove_leftovers(final)
             tmp.mkdir(parents=True)
-            catalogue = tasks.task_list(unit.task_source)
-            objects = tasks.objects(unit.task_source, unit.tasks, unit.options)
-            results = run_lm_eval(
-                Checkpoint(**unit.checkpoint),
-                objects,
-                catalogue.manager,
-                tmp,
-                unit.options,
-                unit.dtype,
-                tmp / "lm-eval.log" if unit.log_to_file else None,
-                catalogue.suite_record(unit.tasks),
-            )
+            with output_to(tmp / "lm-eval.log" if unit.log_to_file else None):  # building tasks prints too
+                catalogue = tasks.task_list(unit.task_source)
+                objects = tasks.objects(unit.task_source, unit.tasks, unit.options)
+                results = run_lm_eval(
+                    Checkpoint(**unit.checkpoint),
+                    objects,
+                    catalogue.manager,
+                    tmp,
+                    unit.options,
+                    unit.dtype,
+                    catalogue.suite_record(unit.tasks),
+                )
             relative = results.relative_to(tmp)
             if work_dir.done(unit.id) is not None:  # another worker finished it meanwhile: keep theirs
                 shutil.rmtree(tmp, ignore_errors=True)
