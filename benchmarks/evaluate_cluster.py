@@ -1,11 +1,12 @@
 """Workers and task reuse: 2 local workers against inline, and per-checkpoint overhead before and after reusing tasks.
 
-    python benchmarks/evaluate_cluster.py [--checkpoints 4] [--docs 150] [--width 256] [--layers 4] [--repeats 2]
+    python benchmarks/evaluate_cluster.py [--checkpoints 4] [--docs 120] [--width 256] [--layers 4] [--repeats 2]
 
 Set-up (not timed): a randomly initialised GPT-2 of --layers layers and --width dimensions (a byte-level
 BPE tokenizer built from code, as ood_store.examples.toy does), saved as --checkpoints checkpoints
-(different seeds), and the toy NLI sets of ood_store.examples.toy as 3 local lm-eval tasks of --docs
-documents each. Offline, CPU, batch size 16, per-sample rows logged and stored.
+(different seeds), and the ood_nli suite's 10 testsets (`--tasks ood_nli`) read from a generated
+--data-dir: each testset's fixture rows (tests/fixtures/nli-suite, in its dataset's own schema)
+repeated to --docs documents. Offline, CPU, batch size 16, per-sample rows logged and stored.
 
 1. Throughput, each a fresh `ood-store evaluate` process tree into a fresh store and folders:
      inline    --executor inline (one process; torch uses every core)
@@ -14,10 +15,12 @@ documents each. Offline, CPU, batch size 16, per-sample rows logged and stored.
    Reported: median wall seconds and the ratios inline / local (the target on 2 cores: >= 1.6x) and
    inline-1 / local (what the second process adds).
 2. Per-checkpoint overhead, in this process (inline), measured by wrapping lm-eval's and ood-store's own
-   functions: the model's forward passes (HFLM._model_call), task building (TaskManager.load on names),
-   model loading (HFLM.__init__), lm-eval's file writing, and the collector's ingest; overhead is the wall
+   functions: the model's forward passes (HFLM._model_call), planning (once, shared out), task building
+   (TaskManager.load of names and configs), model loading (HFLM.__init__), building the prompts
+   (Task.build_all_requests), lm-eval's file writing, and the collector's ingest; overhead is the wall
    time outside the forward passes, as a share of the wall time, with task objects rebuilt for every
-   checkpoint (before) and built once (after). The target: under 15 %.
+   checkpoint (before) and built once (after); each in a fresh process with one thread (OMP_NUM_THREADS=1,
+   so that the forward passes take the same time in both). The target: under 15 %.
 Machines here are shared and noisy: read the ratios and shares, not the seconds.
 """
 
@@ -35,8 +38,28 @@ from collections import defaultdict
 from pathlib import Path
 
 BIN = Path(sys.executable).parent
-TASKS = ("toy_nli", "toy_ood_never", "toy_ood_long")
+TASKS = ("ood_nli",)  # the suite's 10 testsets
 RUN = "bench"
+
+
+def suite_data(folder: Path, docs: int) -> Path:
+    """A --data-dir for the ood_nli suite: each testset's fixture rows (tests/fixtures/nli-suite, in the datasets'
+    own schemas) repeated to ``docs`` rows, each made distinct by a number in its first text field."""
+    fixtures = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "nli-suite"
+    folder.mkdir(parents=True)
+    for source in sorted(fixtures.glob("ood_nli_*.jsonl")):
+        rows = [json.loads(line) for line in source.read_text("utf-8").splitlines()]
+        if source.name.endswith(".train.jsonl"):
+            (folder / source.name).write_text(source.read_text("utf-8"), "utf-8")
+            continue
+        out = []
+        for index in range(docs):
+            row = dict(rows[index % len(rows)])
+            text = next(k for k in ("premise", "sentence1", "context") if k in row)
+            row[text] = f"{row[text]} ({index})"
+            out.append(json.dumps(row))
+        (folder / source.name).write_text("\n".join(out) + "\n", "utf-8")
+    return folder
 
 
 def build(root: Path, checkpoints: int, docs: int, width: int, layers: int) -> tuple[Path, Path]:
@@ -53,14 +76,13 @@ def build(root: Path, checkpoints: int, docs: int, width: int, layers: int) -> t
             bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id,
         )  # fmt: skip
         toy.save_checkpoint(GPT2LMHeadModel(config), tokenizer, root / "run" / f"checkpoint-{index * 100}")
-    toy.write_tasks(root / "tasks", [s for s in toy.toy_sets(docs) if s.name in TASKS])
-    return root / "run", root / "tasks"
+    return root / "run", suite_data(root / "nli-data", docs)
 
 
 def evaluate_command(run_dir: Path, tasks_dir: Path, out: Path, *executor: str) -> list[str]:
     return [
         str(BIN / "ood-store"), "--db", str(out / "store.duckdb"), "evaluate", str(run_dir), "--run", RUN,
-        "--tasks", ",".join(TASKS), "--include-path", str(tasks_dir), "--device", "cpu", "--batch-size", "16",
+        "--tasks", ",".join(TASKS), "--data-dir", str(tasks_dir), "--device", "cpu", "--batch-size", "16",
         "--output-dir", str(out / "lm-eval"), "-q", *executor,
     ]  # fmt: skip
 
@@ -113,13 +135,14 @@ def overhead(run_dir: Path, tasks_dir: Path, out: Path, reuse: bool) -> dict[str
     """Per-checkpoint seconds of each part, and the wall time, of an inline evaluation (in a fresh process)."""
     result = subprocess.run(
         [sys.executable, __file__, "--overhead-of", str(run_dir), str(tasks_dir), str(out), str(int(reuse))],
-        check=True, capture_output=True, text=True,
+        check=True, capture_output=True, text=True, env={**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"},
     )  # fmt: skip
     return json.loads(result.stdout.splitlines()[-1])
 
 
 def measure_overhead(run_dir: Path, tasks_dir: Path, out: Path, reuse: bool) -> dict[str, float]:
     import lm_eval.models.huggingface as hf
+    from lm_eval.api.task import Task
     from lm_eval.tasks import TaskManager
 
     import ood_store
@@ -128,21 +151,23 @@ def measure_overhead(run_dir: Path, tasks_dir: Path, out: Path, reuse: bool) -> 
 
     timers = Timers()
 
-    def by_name(self, task_list, *args, **kwargs):  # building from YAML, not passing built objects through
+    def by_name(self, task_list, *args, **kwargs):  # building from a name or config, not passing objects through
         items = task_list if isinstance(task_list, list) else [task_list]
-        return any(isinstance(item, str) for item in items)
+        return any(isinstance(item, str | dict) for item in items)
 
     timers.wrap(hf.HFLM, "_model_call", "forward passes")
     timers.wrap(hf.HFLM, "__init__", "model loading")
     timers.wrap(TaskManager, "load", "task building", when=by_name)
+    timers.wrap(Task, "build_all_requests", "prompts")
     timers.wrap(harness, "_save", "file writing")
     timers.wrap(runner, "collect", "ingest")
+    timers.wrap(runner, "plan", "planning")
     TaskObjects.reuse = reuse
     out.mkdir()
     started = time.perf_counter()
     with ood_store.open(out / "store.duckdb") as store:
         report = store.evaluate(
-            [run_dir], run=RUN, tasks=list(TASKS), include_paths=[tasks_dir], output_dir=out / "lm-eval",
+            [run_dir], run=RUN, tasks=list(TASKS), data_dir=tasks_dir, output_dir=out / "lm-eval",
             device="cpu", batch_size=16,
         )  # fmt: skip
     wall = time.perf_counter() - started
@@ -154,7 +179,7 @@ def measure_overhead(run_dir: Path, tasks_dir: Path, out: Path, reuse: bool) -> 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--checkpoints", type=int, default=4)
-    parser.add_argument("--docs", type=int, default=150, help="documents per task")
+    parser.add_argument("--docs", type=int, default=120, help="documents per testset")
     parser.add_argument("--width", type=int, default=256, help="the model's embedding width")
     parser.add_argument("--layers", type=int, default=4)
     parser.add_argument("--repeats", type=int, default=2, help="runs of each throughput method (median)")
@@ -175,10 +200,10 @@ def main() -> None:
 
         params = sum(p.numel() for p in AutoModelForCausalLM.from_pretrained(next(run_dir.iterdir())).parameters())
         print(
-            f"{args.checkpoints} checkpoints of a {params / 1e6:.1f}M-parameter GPT-2 x {len(TASKS)} tasks x "
+            f"{args.checkpoints} checkpoints of a {params / 1e6:.1f}M-parameter GPT-2 x the 10 ood_nli testsets x "
             f"{args.docs} documents, CPU ({os.cpu_count()} cores, torch {torch.__version__}), batch size 16"
         )
-        # Warm-up (not reported): the datasets cache of the JSON tasks, for all alike.
+        # Warm-up (not reported): the datasets cache of the JSON files, for all alike.
         (root / "warm-up").mkdir()
         subprocess.run(evaluate_command(run_dir, tasks_dir, root / "warm-up", "--limit", "2"), check=True, env=env)
         if not args.skip_throughput:
@@ -191,7 +216,7 @@ def main() -> None:
         before = overhead(run_dir, tasks_dir, root / "overhead-before", reuse=False)
         after = overhead(run_dir, tasks_dir, root / "overhead-after", reuse=True)
     print("Per checkpoint, inline, seconds (share of wall time):")
-    parts = ["forward passes", "task building", "model loading", "file writing", "ingest"]
+    parts = ["forward passes", "planning", "task building", "model loading", "prompts", "file writing", "ingest"]
     print(f"  {'':16s} {'before':>16s} {'after':>16s}")
     for part in ["wall", *parts]:
         cells = [f"{m.get(part, 0.0):7.3f} ({100 * m.get(part, 0.0) / m['wall']:5.1f}%)" for m in (before, after)]

@@ -17,7 +17,7 @@ from __future__ import annotations
 import hashlib
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Literal
 
@@ -102,7 +102,7 @@ def collect(
                     outcome.scores,
                     outcome.samples,
                 )
-                work.mark_stored(unit.id, {"store": str(store or unit.store), **collected.__dict__})
+                work.mark_stored(unit.id, {"store": str(store or unit.store), **asdict(collected)})
             else:
                 problem = "; ".join(f.reason or f.path for f in report.files if f.status != "ingested") or "nothing"
         if problem is not None:

@@ -409,6 +409,8 @@ class _Driver:
                         self._failed(unit, failure.get("error"))
                 if finished:
                     break
+                running = len(self.work.claimed(attempt) - set(self.outcomes))
+                self.advance(0, f"{running} running, {len(self._open_units()) - running} waiting")
                 time.sleep(POLL_S)
         finally:
             self.jobs.close()

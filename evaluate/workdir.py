@@ -199,6 +199,11 @@ class WorkDir:
             json.dump({"host": this_host(), "pid": os.getpid(), "started": time.time()}, fh)
         return path
 
+    def claimed(self, attempt: str) -> set[str]:
+        """The units that workers of ``attempt`` have taken."""
+        folder = self.path / "claims" / attempt
+        return {p.stem for p in folder.glob("*.json")} if folder.is_dir() else set()
+
     def _latest_claims(self) -> dict[str, tuple[str, Path]]:
         """For each unit, the claim of the latest attempt that claimed it: (attempt, claim file)."""
         folder = self.path / "claims"

@@ -160,3 +160,24 @@ def test_detach_returns_at_once_and_collect_stores_what_the_workers_finished(inl
 def _pids(work: Path) -> str:
     [log] = (work / "attempts").glob("*.json")
     return json.loads(log.read_text())["jobs"].split("(processes ")[1].rstrip(")")
+
+
+def test_slurm_gets_one_job_array_with_the_sbatch_directives_asked_for(toy_run, tmp_path, monkeypatch):
+    """With Slurm's commands on the PATH (stand-ins that keep the script), submitit writes the array's sbatch file."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "srun").write_text("#!/bin/sh\nexit 0\n")
+    (bin_dir / "sbatch").write_text(f'#!/bin/sh\ncp "$1" {tmp_path}/submitted.sh\necho "Submitted batch job 4242"\n')
+    for tool in bin_dir.iterdir():
+        tool.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    report = _evaluate(
+        tmp_path / "store.duckdb", toy_run, tmp_path, executor="slurm", detach=True, units_per_task=2,
+        slurm_partition="gpu", gpus_per_task=1, timeout_min=90, max_parallel=3, slurm_params=["qos=high", "mem=32G"],
+    )  # fmt: skip
+    assert report.jobs == "Slurm job array 4242: 2 tasks of up to 2 units"
+    assert [c.status for c in report.checkpoints] == ["submitted"] * len(TOY_STEPS)
+    directives = [line for line in (tmp_path / "submitted.sh").read_text().splitlines() if line.startswith("#SBATCH")]
+    for expected in ("--partition=gpu", "--gpus-per-node=1", "--time=90", "--array=0-1%3", "--qos=high", "--mem=32G",
+                     "--ntasks-per-node=1", "--job-name=ood-store"):  # fmt: skip
+        assert f"#SBATCH {expected}" in directives, (expected, directives)
