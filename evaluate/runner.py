@@ -302,9 +302,10 @@ def evaluate(
     planned = plan(
         store.connection, requests, store=store.path.resolve(), output_dir=output, force=force, log_to_file=log_to_file
     )
-    if backend is not None and planned.units:
-        backend.check()
-    work.create()
+    if planned.units:
+        if backend is not None:
+            backend.check()
+        work.create()
     for request in planned.complete_runs:  # attributes given again for a run that is complete
         if request.attributes and run_exists(store.connection, request.run):
             set_attributes(store.connection, request.run, request.attributes)
@@ -367,12 +368,14 @@ class _Driver:
             except KeyboardInterrupt:
                 if self.jobs is not None:
                     self.jobs.cancel()
-                    self.jobs.close()
                 self._collect(self._open_units())  # what finished before Ctrl-C
                 for unit in self._open_units():
                     self.outcomes[unit.id] = _outcome(unit, "pending")
                 self.report.checkpoints = list(self.outcomes.values())
                 raise EvaluationInterrupted(self.report) from None
+            finally:
+                if self.jobs is not None:
+                    self.jobs.close()
 
     def _inline(self, attempt: str) -> None:
         with TaskObjects() as tasks:
@@ -397,23 +400,19 @@ class _Driver:
         if detach:
             for unit in todo:
                 self.outcomes[unit.id] = _outcome(unit, "submitted")
-            self.jobs.close()
             return
-        try:
-            while True:
-                finished = self.jobs.finished()  # before collecting: what they finished is collected below
-                self._collect(self._open_units())
-                for unit in self._open_units():
-                    failure = self.work.failed(unit.id)
-                    if failure is not None and failure.get("attempt") == attempt:
-                        self._failed(unit, failure.get("error"))
-                if finished:
-                    break
-                running = len(self.work.claimed(attempt) - set(self.outcomes))
-                self.advance(0, f"{running} running, {len(self._open_units()) - running} waiting")
-                time.sleep(POLL_S)
-        finally:
-            self.jobs.close()
+        while True:
+            finished = self.jobs.finished()  # before collecting: what they finished is collected below
+            self._collect(self._open_units())
+            for unit in self._open_units():
+                failure = self.work.failed(unit.id)
+                if failure is not None and failure.get("attempt") == attempt:
+                    self._failed(unit, failure.get("error"))
+            if finished:
+                break
+            running = len(self.work.claimed(attempt) - set(self.outcomes))
+            self.advance(0, f"{running} running, {len(self._open_units()) - running} waiting")
+            time.sleep(POLL_S)
         lost = self._open_units()
         if lost:
             why = "; ".join(self.jobs.errors()) or "every worker stopped without finishing it"

@@ -39,10 +39,10 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from ood_store.errors import InputError, OodStoreError, first_line
+from ood_store.errors import InputError, OodStoreError
 from ood_store.evaluate.plan import RunRequest
 from ood_store.evaluate.suite.variant import Variant
-from ood_store.store.runs import parse_attributes
+from ood_store.store.runs import load_run_file, parse_attributes
 
 #: Per-run options: the fields of RunRequest other than the run, its checkpoints and attributes.
 RUN_OPTIONS = tuple(f.name for f in fields(RunRequest) if f.name not in ("run", "checkpoints", "attributes"))
@@ -96,7 +96,7 @@ def load(path: str | os.PathLike[str]) -> Study:
     a string, number or boolean.
     """
     path = Path(path)
-    data = _read(path)
+    data = load_run_file(path, kind="study file")
     base = path.resolve().parent
     where = _Where(path)
     unknown = [k for k in data if k not in STUDY_KEYS and _option_name(k) is None]
@@ -152,28 +152,6 @@ class _Where:
 
     def error(self, field_: str, message: str) -> InputError:
         return InputError(str(self.path), field_, message)
-
-
-def _read(path: Path) -> dict[str, Any]:
-    try:
-        text = path.read_text("utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        reason = getattr(exc, "strerror", None) or exc
-        raise InputError(str(path), None, f"cannot read the study file: {reason}") from None
-    try:
-        if path.suffix.lower() in (".yaml", ".yml"):
-            import yaml
-
-            data = yaml.safe_load(text)
-        else:
-            import tomllib
-
-            data = tomllib.loads(text)
-    except Exception as exc:  # TOMLDecodeError, YAMLError: both name the line
-        raise InputError(str(path), None, f"not a valid study file: {first_line(exc)}") from None
-    if not isinstance(data, dict):
-        raise InputError(str(path), None, "expected a table of keys (tasks = ..., [[runs]] ...)")
-    return data
 
 
 def _option_name(key: Any) -> str | None:

@@ -102,14 +102,15 @@ def read_run_file(path: str | Path) -> tuple[str | None, dict[str, Any]]:
         raise InputError(str(path), exc.field, exc.message) from None
 
 
-def load_run_file(path: str | Path) -> dict[str, Any]:
-    """A run file's top-level table, parsed (TOML, or YAML for ``.yaml``/``.yml``); one-line errors."""
+def load_run_file(path: str | Path, kind: str = "run file") -> dict[str, Any]:
+    """A run (or study) file's top-level table, parsed (TOML, or YAML for ``.yaml``/``.yml``); one-line errors
+    that call it ``kind``."""
     path = Path(path)
     try:
         text = path.read_text("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         reason = getattr(exc, "strerror", None) or exc
-        raise InputError(str(path), None, f"cannot read the run file: {reason}") from None
+        raise InputError(str(path), None, f"cannot read the {kind}: {reason}") from None
     try:
         if path.suffix.lower() in (".yaml", ".yml"):
             import yaml
@@ -120,7 +121,7 @@ def load_run_file(path: str | Path) -> dict[str, Any]:
 
             data = tomllib.loads(text)
     except Exception as exc:  # TOMLDecodeError, YAMLError: both name the line
-        raise InputError(str(path), None, f"not a valid run file: {first_line(exc)}") from None
+        raise InputError(str(path), None, f"not a valid {kind}: {first_line(exc)}") from None
     if not isinstance(data, dict):
         raise InputError(str(path), None, "expected a table of key = value pairs")
     return dict(data)

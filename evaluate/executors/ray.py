@@ -18,7 +18,7 @@ import threading
 from typing import Any
 from urllib.parse import urlsplit
 
-from ood_store.errors import InputError, OodStoreError, first_line
+from ood_store.errors import InputError, first_line
 from ood_store.evaluate.executors import ExecutorSettings, require_extra
 from ood_store.evaluate.workdir import WorkDir
 
@@ -36,6 +36,7 @@ class RayExecutor:
             _reachable(address)
         if self.ray.is_initialized():
             return
+        os.environ.setdefault("RAY_BACKEND_LOG_LEVEL", "error")  # Ray's C++ core: retries and warnings off the terminal
         kwargs: dict[str, Any] = {"log_to_driver": False, "logging_level": logging.ERROR}
         if address:
             kwargs["address"] = address
@@ -66,15 +67,11 @@ class RayExecutor:
             )  # fmt: skip
         workers, per = self.workers()
         workers = min(workers, max(1, units))
-        if detach:
+        if detach:  # actors the cluster keeps (and starts when it has room) after this process has gone
             actor = self.ray.remote(num_gpus=per, num_cpus=1, max_restarts=0)(DetachedWorker)
-            actors = [
-                actor.options(lifetime="detached", name=f"ood-store-{attempt}-{i}", namespace="ood-store").remote(
-                    str(work.path), attempt
-                )
-                for i in range(workers)
-            ]
-            self.ray.get([a.started.remote() for a in actors])
+            for index in range(workers):
+                name = f"ood-store-{attempt}-{index}"
+                actor.options(lifetime="detached", name=name, namespace="ood-store").remote(str(work.path), attempt)
             refs: list[Any] = []
         else:
             task = self.ray.remote(num_gpus=per, num_cpus=1, max_retries=0)(worker.work)
@@ -98,9 +95,6 @@ class DetachedWorker:
                 os._exit(0)  # the actor's process ends with its work: nothing waits for it
 
         threading.Thread(target=run, name="ood-store-worker", daemon=False).start()
-
-    def started(self) -> bool:
-        return True
 
 
 class RayJobs:
@@ -150,6 +144,3 @@ def _reachable(address: str) -> None:
         raise InputError(
             None, None, f"cannot connect to a Ray cluster at {address}: {reason}", parameter="ray_address"
         ) from None
-
-
-__all__ = ["OodStoreError", "RayExecutor"]
