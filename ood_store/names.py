@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from ood_store.errors import OodStoreError
@@ -37,3 +38,12 @@ def split_names(values: Sequence[str] | str | None, parameter: str) -> tuple[str
     if not out:
         raise OodStoreError("no names given", parameter=parameter)
     return tuple(out)
+
+
+def run_folder_name(run: str) -> str:
+    """A run as one folder name, as ``evaluate`` lays out lm-eval's files (``OUTPUT_DIR/<run>/step-N/``).
+
+    >>> run_folder_name("EleutherAI/pythia-160m")
+    'EleutherAI__pythia-160m'
+    """
+    return re.sub(r"[^\w.=+-]", "_", run.strip().replace("/", "__")) or "_"

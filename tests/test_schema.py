@@ -29,6 +29,7 @@ def test_new_store_has_the_latest_schema(db):
         "runs": "BASE TABLE",
         "samples": "BASE TABLE",
         "schema_version": "BASE TABLE",
+        "campaign_scores": "VIEW",
         "samples_all": "VIEW",
         "score_conflicts": "VIEW",
         "scores": "VIEW",
@@ -152,10 +153,45 @@ def test_a_store_of_schema_2_gains_campaign_and_source_format(db, monkeypatch):
     shipped = schema.migrations()
     monkeypatch.setattr(schema, "migrations", lambda: shipped[:2])
     with ood_store.open(db) as store:
-        assert store.ingest(pythia_files("160m")[:2]).ok
         assert store.schema_version == 2
+        # an evaluation as ood-store wrote it at schema 2 (today's writer fills columns of later versions)
+        store.connection.execute(
+            "INSERT INTO evaluations (content_hash, source_path, run, identity_from, format, samples_files, "
+            "ingested_at, ood_store_version) VALUES ('h', '/x.json', 'r', 'model', 'v0.3', [], now()::TIMESTAMP, '0')"
+        )
     monkeypatch.setattr(schema, "migrations", lambda: shipped)
     with ood_store.open(db) as store:
         assert 3 in store.migrations_applied
         rows = store.query("SELECT campaign, source_format FROM evaluations").rows()
-    assert rows == [(None, "lm-eval"), (None, "lm-eval")]
+    assert rows == [(None, "lm-eval")]
+
+
+def test_a_store_of_schema_3_keeps_its_scores_and_gains_campaign_views(db, monkeypatch):
+    """0004 makes `value` nullable (NaN is stored as NULL) and adds campaigns to the views; rows are kept."""
+    shipped = schema.migrations()
+    monkeypatch.setattr(schema, "migrations", lambda: shipped[:3])
+    with ood_store.open(db) as store:
+        assert store.schema_version == 3
+        # an evaluation and a score as ood-store wrote them at schema 3
+        store.connection.execute(
+            "INSERT INTO evaluations (content_hash, source_path, run, step, identity_from, format, samples_files, "
+            "ingested_at, ood_store_version, campaign) VALUES ('h', '/zero-shot/x.json', 'r', 1000, 'revision', "
+            "'v0.3', [], now()::TIMESTAMP, '0', 'zero-shot')"
+        )
+        store.connection.execute(
+            "INSERT INTO evaluation_scores (evaluation_id, task, metric, filter, value, is_group) "
+            "SELECT evaluation_id, 'arc_easy', 'acc', 'none', 0.5, false FROM evaluations"
+        )
+    before = table_dump(db)
+    monkeypatch.setattr(schema, "migrations", lambda: shipped)
+    with ood_store.open(db) as store:
+        assert 4 in store.migrations_applied
+        nullable = store.query(
+            "SELECT is_nullable FROM information_schema.columns WHERE table_name = 'evaluation_scores' "
+            "AND column_name = 'value'"
+        ).rows()
+        campaigns = store.query("SELECT DISTINCT campaign FROM scores").rows()
+    after = table_dump(db)
+    assert after["evaluation_scores"] == before["evaluation_scores"]
+    assert nullable == [("YES",)]
+    assert campaigns == [("zero-shot",)]
