@@ -45,10 +45,13 @@ class Options:
     bootstrap_kind: str = "circular"
     seed: int = 0
     gam_df: int = 8
+    campaign: str | None = None  # only the evaluations of this campaign; None: `scores`, whatever the campaign
+    where: Sequence[str] | None = None  # KEY=VALUE run attributes every run must have (VALUE may be a glob)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "ood", split_names(self.ood, "ood"))
         object.__setattr__(self, "runs", split_names(self.runs, "runs"))
+        object.__setattr__(self, "where", None if not self.where else tuple(self.where))
         for name, value, allowed in (
             ("residualizer", self.residualizer, residuals.RESIDUALIZERS),
             ("method", self.method, METHODS),
@@ -68,7 +71,7 @@ class Options:
 
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
-        for key in ("ood", "runs"):
+        for key in ("ood", "runs", "where"):
             out[key] = None if out[key] is None else list(out[key])
         return out
 
@@ -91,6 +94,8 @@ def partial_correlations(
     bootstrap_kind: str = "circular",
     seed: int = 0,
     gam_df: int = 8,
+    campaign: str | None = None,
+    where: Sequence[str] | None = None,
     progress: bool = False,
 ) -> PartialCorrelations:
     """Partial correlations between every pair of OOD tasks, controlling for the in-domain score, per run.
@@ -115,6 +120,13 @@ def partial_correlations(
     metric, filter, num_fewshot
         Which scores form the series (``num_fewshot`` is required when a task
         was evaluated at several shot counts).
+    campaign : str, optional
+        Only the evaluations of this campaign (``ood-store runs`` lists them): a
+        run whose checkpoints come from several campaigns (a zero-shot sweep and
+        a later re-evaluation of some steps) otherwise mixes them in one series.
+    where : list of str, optional
+        ``KEY=VALUE`` run attributes (``size=160m``, ``family=pythia``; VALUE may be
+        a glob) that every analysed run must have; several keys must all hold.
     residualizer : {"linear", "gam"}
         ``linear``: OLS on ``[1, z]``, identical to :func:`pingouin.partial_corr`
         with ``covar=in_domain``. ``gam``: a penalised cubic B-spline of the
@@ -155,7 +167,8 @@ def partial_correlations(
           same t test on ``n_eff``; ``p_eff_adj``: adjusted;
         - ``edf_x``, ``edf_y``: effective degrees of freedom of each fit (2 for linear);
         - ``boot_ci_low``, ``boot_ci_high``, ``block_length``: block-bootstrap interval;
-        - ``reason``: why a row's statistics are NaN (null when they are not).
+        - ``reason``: why a row's statistics are NaN (null when they are not), and
+          which non-finite scores (NaN or ±Infinity in the files) were left out as missing.
 
     Examples
     --------
@@ -197,6 +210,8 @@ def partial_correlations(
         bootstrap_kind=bootstrap_kind,
         seed=seed,
         gam_df=gam_df,
+        campaign=campaign,
+        where=where,
     )
     return compute(data, options, progress=progress)
 
@@ -220,12 +235,37 @@ def analyse(series: Series, options: Options, *, progress: bool = False) -> pl.D
             parts.append(_pairs(values[:, :1], values[:, 1:], tasks, options, run))
             advance(1, run)
     table = pl.concat(parts) if parts else pl.DataFrame(schema=_schema())
+    table = _note_non_finite(table, series)
     return table.with_columns(
         pl.lit(options.in_domain).alias("in_domain"),
         pl.lit(options.metric).alias("metric"),
         pl.lit(options.residualizer).alias("residualizer"),
         pl.lit(options.method).alias("method"),
     ).select(PARTIAL_COLUMNS)
+
+
+def _note_non_finite(table: pl.DataFrame, series: Series) -> pl.DataFrame:
+    """``reason`` names the non-finite scores (NaN, ±Infinity) a row's tasks had, which were left out as missing.
+
+    A frame's NaN or null is its way of saying "no score" and needs no note;
+    the store's NULL is a NaN the file held.
+    """
+    value = pl.col("value")
+    bad = (
+        series.scores.filter(value.is_infinite() | (value.is_null() if series.from_store else pl.lit(False)))
+        .group_by("run", "task")
+        .agg(pl.len().alias("count"))
+    )
+    if bad.is_empty():
+        return table
+    counts = {(run, task): count for run, task, count in bad.iter_rows()}
+    notes = []
+    for run, x, y, reason in table.select("run", "task_x", "task_y", "reason").iter_rows():
+        found = [(t, counts[(run, t)]) for t in (series.in_domain, x, y) if (run, t) in counts]
+        note = ", ".join(f"{n} of {t}" for t, n in found)
+        note = f"non-finite scores treated as missing: {note}" if note else None
+        notes.append("; ".join(part for part in (reason, note) if part) or None)
+    return table.with_columns(pl.Series("reason", notes, dtype=pl.String))
 
 
 def _schema() -> dict[str, pl.DataType]:
@@ -274,7 +314,7 @@ def pairwise_partial(
     Z = controls.reshape(controls.shape[0], -1)
     if Z.shape[0] != X.shape[0]:
         raise AnalysisError(f"controls have {Z.shape[0]} rows but X has {X.shape[0]}")
-    selection = {"in_domain", "ood", "runs", "metric", "filter", "num_fewshot"} & set(options)
+    selection = {"in_domain", "ood", "runs", "metric", "filter", "num_fewshot", "campaign", "where"} & set(options)
     if selection:
         raise AnalysisError(f"pairwise_partial takes no {', '.join(sorted(selection))}: it works on arrays")
     settings = Options(in_domain="", **options)

@@ -1,10 +1,29 @@
--- Keys where evaluations disagree, limited to the keys of the evaluations just ingested ($new_ids).
+-- Keys where evaluations disagree, among the checkpoints of the evaluations just ingested ($new_ids):
+-- only checkpoints held by more than one evaluation can disagree, so only their scores are grouped,
+-- first by key alone, then with the details of the keys that disagree.
 -- `chosen` is the evaluation that the `scores` view shows for the key (newest date, then ingested last).
 -- A NaN (stored as NULL) differs from every number, as in the `score_conflicts` view.
-WITH touched AS (
-    SELECT DISTINCT run, step, task, num_fewshot, metric, filter
-    FROM scores_all
-    WHERE list_contains($new_ids::INTEGER[], evaluation_id)
+WITH new AS (
+    SELECT unnest($new_ids::INTEGER[]) AS evaluation_id
+),
+shared AS (
+    SELECT e.run, e.step
+    FROM evaluations e
+    LEFT JOIN new n USING (evaluation_id)
+    GROUP BY e.run, e.step
+    HAVING count(*) > 1 AND count(n.evaluation_id) > 0
+),
+candidates AS (
+    SELECT e.evaluation_id, e.run, e.step
+    FROM evaluations e
+    JOIN shared s ON e.run = s.run AND e.step IS NOT DISTINCT FROM s.step
+),
+conflicting AS (
+    SELECT c.run, c.step, v.task, v.num_fewshot, v.metric, v.filter
+    FROM evaluation_scores v
+    JOIN candidates c USING (evaluation_id)
+    GROUP BY c.run, c.step, v.task, v.num_fewshot, v.metric, v.filter
+    HAVING count(DISTINCT v.value) + max(CASE WHEN v.value IS NULL THEN 1 ELSE 0 END) > 1
 )
 SELECT
     s.run, s.step, s.task, s.num_fewshot, s.metric, s.filter,
@@ -12,11 +31,11 @@ SELECT
     list(s.value ORDER BY s.evaluation_id) AS value_list,
     list(s.source_path ORDER BY s.evaluation_id) AS source_paths,
     list(s.campaign ORDER BY s.evaluation_id) AS campaigns,
-    first(s.evaluation_id ORDER BY s.date DESC NULLS LAST, s.evaluation_id DESC) AS chosen
+    arg_max(s.evaluation_id, (coalesce(s.date, TIMESTAMP '-infinity'), s.evaluation_id)) AS chosen
 FROM scores_all s
-JOIN touched t
-  ON s.run = t.run AND s.step IS NOT DISTINCT FROM t.step AND s.task = t.task
- AND s.num_fewshot IS NOT DISTINCT FROM t.num_fewshot AND s.metric = t.metric AND s.filter = t.filter
+SEMI JOIN candidates USING (evaluation_id)
+JOIN conflicting c
+  ON s.run = c.run AND s.step IS NOT DISTINCT FROM c.step AND s.task = c.task
+ AND s.num_fewshot IS NOT DISTINCT FROM c.num_fewshot AND s.metric = c.metric AND s.filter = c.filter
 GROUP BY s.run, s.step, s.task, s.num_fewshot, s.metric, s.filter
-HAVING count(DISTINCT s.value) + max(CASE WHEN s.value IS NULL THEN 1 ELSE 0 END) > 1
 ORDER BY s.run, s.step, s.task, s.metric, s.filter

@@ -35,7 +35,7 @@ from ood_store.errors import InputError
 from ood_store.ingest.identity import Overrides, StepTooLong, identify, parse_model_args
 from ood_store.ingest.jsontext import describe, optional_text, shown
 from ood_store.ingest.limits import MAX_NAME_LENGTH
-from ood_store.ingest.records import EvaluationRecord, ScoreRow
+from ood_store.ingest.records import EvaluationRecord, ScoreTuple
 
 # Keys of a task's entry that are not metrics.
 _ENTRY_METADATA = {"alias", "name", "sample_len", "sample_count", " ", "samples"}
@@ -92,7 +92,7 @@ def parse_results(path: str, content_hash: str, doc: Any, overrides: Overrides) 
     for name, entry in groups.items():
         entries.setdefault(name, ("groups", entry))
 
-    scores: list[ScoreRow] = []
+    scores: list[ScoreTuple] = []
     for task, (section, entry) in entries.items():
         if len(task) > MAX_NAME_LENGTH:
             raise InputError(path, section, f"a task name is longer than {MAX_NAME_LENGTH:,} characters")
@@ -116,7 +116,7 @@ def parse_results(path: str, content_hash: str, doc: Any, overrides: Overrides) 
     if not scores:
         raise InputError(path, "results", "holds no metric values")
 
-    all_shots = {row.num_fewshot for row in scores if not row.is_group}
+    all_shots = {shots for _, shots, _, _, _, _, _, is_group, _, _ in scores if not is_group}
     return EvaluationRecord(
         path=path,
         content_hash=content_hash,
@@ -159,7 +159,7 @@ def _task_scores(
     counts: tuple[int | None, int | None, bool],
     higher: dict[str, Any],
     version: str | None,
-    out: list[ScoreRow],
+    out: list[ScoreTuple],
 ) -> None:
     """Append one task's scores to ``out``; ``counts`` are its shots, documents and whether it is a group.
 
@@ -200,11 +200,8 @@ def _task_scores(
         if key in per_metric:  # groups, from v0.4.13 on
             n = _int_or_none(path, f'{_where(section, task)}["sample_count"][{json.dumps(key)}]', per_metric[key])
         hib = higher.get(name)
-        out.append(
-            ScoreRow(
-                task, shots, name, filt, value, stderr, n, is_group, hib if isinstance(hib, bool) else None, version
-            )
-        )
+        # a plain tuple in ScoreRow's order (see ScoreRow)
+        out.append((task, shots, name, filt, value, stderr, n, is_group, hib if type(hib) is bool else None, version))
 
 
 def _where(section: str, task: str, key: str | None = None) -> str:

@@ -21,7 +21,11 @@ from ood_store.ingest.identity import Identity
 
 
 class ScoreRow(NamedTuple):
-    """One (task, metric, filter) score. ``value`` is None where the file says NaN; ±inf stays."""
+    """One (task, metric, filter) score. ``value`` is None where the file says NaN; ±inf stays.
+
+    A parser may append plain tuples in this order instead (lm-eval's does: a
+    NamedTuple costs ten times as much to make, and a study has millions).
+    """
 
     task: str
     num_fewshot: int | None
@@ -34,6 +38,9 @@ class ScoreRow(NamedTuple):
     higher_is_better: bool | None
     task_version: str | None
 
+
+#: A score as a plain tuple in :class:`ScoreRow`'s order (every ScoreRow is one).
+ScoreTuple = tuple[str, int | None, str, str, float | None, float | None, int | None, bool, bool | None, str | None]
 
 SCORE_SCHEMA: dict[str, pl.DataType | type[pl.DataType]] = {
     "task": pl.String,
@@ -89,7 +96,7 @@ class EvaluationRecord:
     task_versions: dict[str, Any] | None
     config: dict[str, Any] | None
     output_types: dict[str, str]  # task -> lm-eval output_type, from `configs`
-    scores: list[ScoreRow]
+    scores: list[ScoreTuple]  # ScoreRows, or plain tuples in their order
     campaign: str | None = None
     source_format: str = "lm-eval"
     samples: list[SamplesFile] = field(default_factory=list)
@@ -99,10 +106,11 @@ class EvaluationRecord:
     @property
     def non_finite(self) -> int:
         """Scores whose value is NaN (None) or infinite."""
-        return sum(1 for row in self.scores if row.value is None or row.value in (_INF, -_INF))
+        return sum(1 for row in self.scores if row[_VALUE] is None or row[_VALUE] in (_INF, -_INF))
 
     def scores_frame(self) -> pl.DataFrame:
         return pl.DataFrame(self.scores, schema=SCORE_SCHEMA, orient="row")
 
 
 _INF = float("inf")
+_VALUE = ScoreRow._fields.index("value")

@@ -45,12 +45,12 @@ class Conflict:
 
 @dataclass(frozen=True)
 class CampaignMix:
-    """A run whose checkpoints now come from several campaigns, one of them added to by this ingest."""
+    """A run whose checkpoints come from several campaigns, this ingest having added to some of them."""
 
     run: str
-    campaign: str | None  # the campaign this ingest added to
-    added: int  # its checkpoints at steps no other campaign of the run has
-    others: tuple[tuple[str | None, int], ...]  # the run's other campaigns and their checkpoints
+    campaigns: tuple[tuple[str | None, int], ...]  # each campaign of the run and its checkpoints (distinct steps)
+    added: tuple[str | None, ...]  # the campaigns this ingest added evaluations to
+    only: tuple[int, ...]  # for each of ``campaigns``, its checkpoints at steps no other campaign has
 
 
 @dataclass
@@ -91,16 +91,11 @@ class IngestReport:
         return sorted(out, key=lambda g: (-g.scores, g.run, [campaign_order(c) for c in g.campaigns]))
 
     def mix_groups(self) -> list[MixGroup]:
-        """The campaign mixes by campaign added and the campaigns it joins."""
-        groups: dict[tuple[str | None, tuple[str | None, ...]], list[CampaignMix]] = {}
+        """The runs that mix campaigns, by which campaigns they mix and which this ingest added to."""
+        groups: dict[tuple[tuple[str | None, ...], tuple[str | None, ...]], list[CampaignMix]] = {}
         for mix in self.campaign_mixes:
-            groups.setdefault((mix.campaign, tuple(c for c, _ in mix.others)), []).append(mix)
-        return [
-            MixGroup(campaign, others, tuple(m.run for m in mixes), tuple(m.added for m in mixes))
-            for (campaign, others), mixes in sorted(
-                groups.items(), key=lambda g: (campaign_order(g[0][0]), [campaign_order(c) for c in g[0][1]])
-            )
-        ]
+            groups.setdefault((tuple(c for c, _ in mix.campaigns), mix.added), []).append(mix)
+        return [MixGroup(names, added, tuple(mixes)) for (names, added), mixes in groups.items()]
 
 
 @dataclass(frozen=True)
@@ -115,12 +110,15 @@ class ConflictGroup:
 
 @dataclass(frozen=True)
 class MixGroup:
-    """Runs to which ``campaign`` added checkpoints (``added``, run by run) beside those of ``others``."""
+    """Runs whose checkpoints come from ``campaigns``, this ingest having added to ``added`` of them."""
 
-    campaign: str | None
-    others: tuple[str | None, ...]
-    runs: tuple[str, ...]
-    added: tuple[int, ...]
+    campaigns: tuple[str | None, ...]
+    added: tuple[str | None, ...]
+    mixes: tuple[CampaignMix, ...]
+
+    @property
+    def runs(self) -> tuple[str, ...]:
+        return tuple(mix.run for mix in self.mixes)
 
 
 def campaign_order(campaign: str | None) -> tuple[bool, str]:

@@ -8,9 +8,10 @@ from pathlib import Path
 
 import click
 
-from ood_store.cli.options import folder_option
+from ood_store.cli.options import attr_file_option, folder_option
 from ood_store.errors import InputError
 from ood_store.evaluate.runner import DEFAULT_OUTPUT_DIR, EvaluateReport, run_folder
+from ood_store.store.attribute_rules import for_run, read_attribute_file
 from ood_store.store.runs import parse_attributes, read_run_file
 
 
@@ -37,6 +38,7 @@ from ood_store.store.runs import parse_attributes, read_run_file
     type=click.Path(dir_okay=False, path_type=Path),
     help="A TOML (or .yaml) file with the run's name (`run = ...`) and attributes (`family = ...`).",
 )
+@attr_file_option
 @click.option(
     "--include-path",
     "include_paths",
@@ -81,6 +83,7 @@ def evaluate(
     tasks,
     attributes,
     run_file,
+    attribute_file,
     include_paths,
     data_dir,
     output_dir,
@@ -113,7 +116,8 @@ def evaluate(
     run = run or file_run
     if not run:
         raise InputError("--run", None, "name the run with --run NAME (or `run = ...` in --run-file)")
-    attrs = {**file_attrs, **parse_attributes(list(attributes))}  # checked before anything runs
+    rules = read_attribute_file(attribute_file) if attribute_file else []
+    attrs = {**file_attrs, **for_run(run, rules), **parse_attributes(list(attributes))}  # checked before anything runs
     if not verbose and "tqdm" not in sys.modules:  # tqdm reads TQDM_* settings when it is imported
         os.environ.setdefault("TQDM_DISABLE", "1")  # keeps lm-eval.log free of progress bars
     with settings.open() as store:

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import shlex
-from pathlib import Path
 
 import click
 
 from ood_store.cli.flags import spelled
+from ood_store.cli.options import attr_file_option
 from ood_store.ingest import IngestReport, Overrides
 from ood_store.ingest.report import ConflictGroup, MixGroup
 from ood_store.store.attribute_rules import read_attribute_file
@@ -16,14 +16,6 @@ from ood_store.store.runs import parse_attributes
 # How many groups of disagreeing scores (or of runs that mix campaigns) to name before summarising the rest.
 _SHOWN = 10
 
-#: ``--attr-file FILE``, shared with ``evaluate`` and ``runs set``.
-attr_file_option = click.option(
-    "--attr-file",
-    "attribute_file",
-    type=click.Path(dir_okay=False, path_type=Path),
-    metavar="FILE",
-    help="Run attributes by run name or glob: a CSV (header run,KEY,...), TOML or YAML file.",
-)
 
 
 @click.command()
@@ -124,21 +116,26 @@ def _quietly(report: IngestReport, db, hint: str) -> None:
 
 
 def _mixes(groups: list[MixGroup], hint: str) -> None:
+    """One line per set of campaigns that runs now mix, saying what this ingest added."""
     if not groups:
         return
     for group in groups[:_SHOWN]:
-        others = _campaigns(group.others)
-        low, high = min(group.added), max(group.added)
-        added = f"{low:,}" if low == high else f"{low:,} to {high:,}"
-        if len(group.runs) == 1:
-            where = f"run {group.runs[0]}, which has checkpoints from {others}"
+        first = group.mixes[0]
+        old = [name for name in group.campaigns if name not in group.added]
+        if len(group.added) == 1 and old and len(group.mixes) == 1:
+            new = group.added[0]
+            only = dict(zip(group.campaigns, first.only, strict=True))[new]
+            had = ", ".join(f"{count:,} from {_campaign(name)}" for name, count in first.campaigns if name != new)
+            line = f"Campaign {_campaign(new)} adds {_n(only, 'checkpoint')} to run {first.run}, which had {had}."
         else:
-            where = f"each of {len(group.runs)} runs that have checkpoints from {others}"
-        click.echo(f"Campaign {_campaign(group.campaign)} adds {added} checkpoints to {where}.")
+            counts = ", ".join(f"{_campaign(name)} {count:,}" for name, count in first.campaigns)
+            which = f"run {first.run}" if len(group.mixes) == 1 else f"{len(group.mixes)} runs (e.g. {first.run})"
+            line = f"Checkpoints of {which} come from campaigns {_campaigns(group.campaigns)} ({counts})."
+        click.echo(line)
     if len(groups) > _SHOWN:
         click.echo(f"  ... and {len(groups) - _SHOWN:,} more.")
     click.echo(
-        f"Their series mix campaigns: analyses use one with {spelled('`campaign`')} NAME "
+        f"Their series mix campaigns unless an analysis picks one with {spelled('`campaign`')} NAME "
         f"(checkpoints per campaign: {hint} runs)."
     )
 

@@ -65,3 +65,13 @@ order_by_option = click.option(
     metavar="ATTR",
     help="Order runs by these run attributes (repeatable).  [default: family, size, seed]",
 )
+
+
+#: ``--attr-file FILE`` (``ingest``, ``evaluate``, ``runs set``): see :mod:`ood_store.store.attribute_rules`.
+attr_file_option = click.option(
+    "--attr-file",
+    "attribute_file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    metavar="FILE",
+    help="Run attributes by run name or glob: a CSV (header run,KEY,...), TOML or YAML file.",
+)
