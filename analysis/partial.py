@@ -262,8 +262,8 @@ def _note_non_finite(table: pl.DataFrame, series: Series) -> pl.DataFrame:
     notes = []
     for run, x, y, reason in table.select("run", "task_x", "task_y", "reason").iter_rows():
         found = [(t, counts[(run, t)]) for t in (series.in_domain, x, y) if (run, t) in counts]
-        note = ", ".join(f"{n} of {t}" for t, n in found)
-        note = f"non-finite scores treated as missing: {note}" if note else None
+        listed = ", ".join(f"{n} of {t}" for t, n in found)
+        note = f"non-finite scores treated as missing: {listed}" if listed else None
         notes.append("; ".join(part for part in (reason, note) if part) or None)
     return table.with_columns(pl.Series("reason", notes, dtype=pl.String))
 

@@ -106,14 +106,18 @@ def _sample(template: dict, doc_id: int, task: str, rng: random.Random) -> dict:
     if task == "toy_gen":
         answer = " ".join(rng.choice(_WORDS) for _ in range(3))
         line["doc"] = {"question": premise, "answer": "runs"}
-        line["arguments"] = {"gen_args_0": {"arg_0": f"Q: {premise} A:", "arg_1": template["arguments"]["gen_args_0"]["arg_1"]}}
+        line["arguments"] = {
+            "gen_args_0": {"arg_0": f"Q: {premise} A:", "arg_1": template["arguments"]["gen_args_0"]["arg_1"]}
+        }
         line["resps"], line["filtered_resps"] = [[answer]], [answer]
         line["exact_match"] = float(rng.random() < 0.3)
         return line
     label = rng.randint(0, 1)
     prompt = f"{premise} Question: {hypothesis} Yes or No?"
     line["doc"] = {"premise": premise, "hypothesis": hypothesis, "label": label}
-    line["arguments"] = {f"gen_args_{i}": {"arg_0": prompt, "arg_1": answer} for i, answer in enumerate((" Yes", " No"))}
+    line["arguments"] = {
+        f"gen_args_{i}": {"arg_0": prompt, "arg_1": answer} for i, answer in enumerate((" Yes", " No"))
+    }
     pairs = [[str(-rng.uniform(10, 40)), str(rng.random() < 0.1)] for _ in range(2)]
     line["resps"], line["filtered_resps"] = [[pair] for pair in pairs], pairs
     line["target"] = str(label)

@@ -102,10 +102,14 @@ def main() -> None:
         rows_big = int(args.big_gb * 1e9 / (samples[0].stat().st_size / args.rows))
         big_samples = corpus.samples_checkpoint(big, rows_big, tasks=("toy_nli",))
 
-        times: dict[str, list[float]] = {k: [] for k in ("startup", "naive", "ingest", "re-ingest", "read_json", "samples")}
+        times: dict[str, list[float]] = {
+            k: [] for k in ("startup", "naive", "ingest", "re-ingest", "read_json", "samples")
+        }
         for i in range(args.repeats):
             times["startup"].append(run([OOD_STORE, "--version"])[0])
-            times["naive"].append(run([sys.executable, "-c", NAIVE, str(fresh(tmp_path / "naive.duckdb")), str(results)])[0])
+            times["naive"].append(
+                run([sys.executable, "-c", NAIVE, str(fresh(tmp_path / "naive.duckdb")), str(results)])[0]
+            )
             db = fresh(tmp_path / f"store{i}.duckdb")
             times["ingest"].append(run(ingest(db, results))[0])
             times["re-ingest"].append(run(ingest(db, results))[0])
@@ -122,16 +126,22 @@ def main() -> None:
     for name, value in median.items():
         print(f"  {name:<10} {value:7.2f}")
     print()
-    print(f"1. results: ingest / naive json.load+pandas+DuckDB script   {median['ingest'] / median['naive']:5.2f}x"
-          "  (target <= 1.5)")
+    print(
+        f"1. results: ingest / naive json.load+pandas+DuckDB script   {median['ingest'] / median['naive']:5.2f}x"
+        "  (target <= 1.5)"
+    )
     per_thousand = median["re-ingest"] * 1000 / len(files)
     work = (median["re-ingest"] - median["startup"]) * 1000 / len(files)
     print(f"   re-ingest of the unchanged files: {per_thousand:.2f} s per 1,000 files ({work:.2f} s beyond start-up)")
     throughput = median["read_json"] / median["samples"]
-    print(f"2. per-sample rows ({3 * args.rows:,} rows, {size / 1e6:.0f} MB): ingest throughput / read_json's"
-          f"   {throughput:5.2f}x  (target >= 0.8)")
-    print(f"3. peak memory ingesting a {big_size / 1e9:.2f} GB samples file: {peak / 1e6:.0f} MB"
-          f" = {peak / big_size:.2f}x the file  (target < 1 GB)")
+    print(
+        f"2. per-sample rows ({3 * args.rows:,} rows, {size / 1e6:.0f} MB): ingest throughput / read_json's"
+        f"   {throughput:5.2f}x  (target >= 0.8)"
+    )
+    print(
+        f"3. peak memory ingesting a {big_size / 1e9:.2f} GB samples file: {peak / 1e6:.0f} MB"
+        f" = {peak / big_size:.2f}x the file  (target < 1 GB)"
+    )
 
 
 if __name__ == "__main__":

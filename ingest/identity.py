@@ -149,7 +149,6 @@ def _lm_eval_folder(model: str) -> str:
     return _LM_EVAL_UNSAFE.sub("__", model)
 
 
-
 def identify(
     args: dict[str, Any], config: dict[str, Any], top: dict[str, Any], overrides: Overrides
 ) -> Identity | None:

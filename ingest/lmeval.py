@@ -71,7 +71,9 @@ def parse_results(path: str, content_hash: str, doc: Any, overrides: Overrides) 
         raise InputError(path, "config.model_args", f"step {identity.step} is out of range; pass `step`")
     for what, name in (("run", identity.run), ("model", identity.model)):
         if name is not None and len(name) > MAX_NAME_LENGTH:
-            raise InputError(path, "config.model_args", f"the {what} name is longer than {MAX_NAME_LENGTH:,} characters")
+            raise InputError(
+                path, "config.model_args", f"the {what} name is longer than {MAX_NAME_LENGTH:,} characters"
+            )
 
     n_shot = _optional_object(path, doc, "n-shot") or {}
     n_samples = _optional_object(path, doc, "n-samples") or {}
@@ -182,7 +184,9 @@ def _task_scores(
                 continue
             name, filt, err_key = key, "none", key + _STDERR
         if len(key) > MAX_NAME_LENGTH:
-            raise InputError(path, _where(section, task), f"a metric name is longer than {MAX_NAME_LENGTH:,} characters")
+            raise InputError(
+                path, _where(section, task), f"a metric name is longer than {MAX_NAME_LENGTH:,} characters"
+            )
         # a score: a number; NaN is stored as NULL (None), ±inf as it is
         if type(raw) is float:
             value = raw if raw == raw else None

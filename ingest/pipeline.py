@@ -34,6 +34,7 @@ from ood_store.store.transaction import transaction
 
 __all__ = ["CampaignMix", "Conflict", "FileOutcome", "IngestReport", "Overrides", "ingest"]
 
+
 @dataclass(frozen=True)
 class _Known:
     """An evaluation already in the store, by the content hash of its file."""
@@ -319,7 +320,8 @@ def _update_present(
             set_attributes(con, run, attrs)
         for evaluation_id, campaign in sorted(campaigns.items()):
             con.execute(
-                sqlfiles.load("ood_store.ingest", "set_campaign"), {"evaluation_id": evaluation_id, "campaign": campaign}
+                sqlfiles.load("ood_store.ingest", "set_campaign"),
+                {"evaluation_id": evaluation_id, "campaign": campaign},
             )
 
 

@@ -124,5 +124,3 @@ class MixGroup:
 def campaign_order(campaign: str | None) -> tuple[bool, str]:
     """Campaigns by name, no campaign (None) last."""
     return campaign is None, campaign or ""
-
-

@@ -283,4 +283,3 @@ def _check_metric_values(path: str, where: str, sample: dict[str, Any]) -> None:
 
 def _glob_escape(text: str) -> str:
     return "".join(f"[{c}]" if c in "*?[]" else c for c in text)
-

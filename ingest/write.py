@@ -113,20 +113,25 @@ def _scores_frame(records: Sequence[EvaluationRecord], ids: list[int]) -> pl.Dat
     """Every score of the batch in one frame, each with its evaluation's id (built column by column: faster)."""
     columns = list(zip(*(row for record in records for row in record.scores), strict=True))
     frame = pl.DataFrame(
-        [pl.Series(name, column, dtype=dtype) for (name, dtype), column in zip(SCORE_SCHEMA.items(), columns, strict=True)]
+        [
+            pl.Series(name, column, dtype=dtype)
+            for (name, dtype), column in zip(SCORE_SCHEMA.items(), columns, strict=True)
+        ]
     )
     repeated = np.repeat(np.asarray(ids, dtype=np.int32), [len(record.scores) for record in records])
     return frame.with_columns(evaluation_id=pl.Series(repeated, dtype=pl.Int32))
 
 
 def _check_unique(scores: pl.DataFrame, records: Sequence[EvaluationRecord], ids: list[int]) -> None:
-    """(evaluation, task, metric, filter) is the grain of ``evaluation_scores``: a record holding one twice is refused."""
+    """(evaluation, task, metric, filter) is the grain of ``evaluation_scores``: a record with one twice is refused."""
     twice = scores.filter(pl.struct(_KEY).is_duplicated())
     if twice.is_empty():
         return
     evaluation_id, task, metric, filt = twice.select(_KEY).row(0)
     position = ids.index(evaluation_id)
-    error = InputError(records[position].display_path or records[position].path, f"{task}: {metric},{filt}", "appears twice")
+    error = InputError(
+        records[position].display_path or records[position].path, f"{task}: {metric},{filt}", "appears twice"
+    )
     raise BatchRefused(position, error)
 
 

@@ -20,6 +20,7 @@ import fnmatch
 import glob
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from os import PathLike
 from pathlib import Path
 from typing import Any
 
@@ -55,13 +56,14 @@ def rule(pattern: str, pairs: Sequence[str] | Mapping[str, Any]) -> AttributeRul
     return AttributeRule(pattern, attributes)
 
 
-def read_attribute_file(path: str | Path) -> list[AttributeRule]:
+def read_attribute_file(path: str | PathLike[str]) -> list[AttributeRule]:
     """The rules of a CSV, TOML or YAML attribute file (see the module's doc), in file order."""
     path = Path(path)
     if path.suffix.lower() == ".csv":
         return _csv_rules(path)
     data = load_mapping(path, "attribute file")
-    runs = data.get("runs") if isinstance(data.get("runs"), dict) else data
+    nested = data.get("runs")
+    runs: dict[str, Any] = nested if isinstance(nested, dict) else data
     rules = []
     for pattern, attributes in runs.items():
         where = f"[{pattern!r}]"

@@ -103,7 +103,9 @@ def test_cli_groups_the_scores_that_disagree_by_run_and_campaign(tmp_path, runne
     run = json.loads(MEDNLI.read_text())["model_name"]
     first = MEDNLI.parent.parent.name  # the folder above lm-eval's model folder names the first campaign
     lines = result.output.splitlines()
-    assert "Evaluations of the same checkpoint disagree on 1 score; `scores` shows the newest evaluation's value:" in lines
+    assert (
+        "Evaluations of the same checkpoint disagree on 1 score; `scores` shows the newest evaluation's value:" in lines
+    )
     assert f"  run {run}: 1 score at 1 step differ between campaigns {first} and rerun" in lines
     assert f"  See them: ood-store --db {db} query \"SELECT * FROM score_conflicts WHERE run = '{run}'\"" in lines
     quiet = runner.invoke(main, ["--db", str(db), "ingest", "-q", "--campaign", "rerun", str(path)])

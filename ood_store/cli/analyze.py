@@ -72,7 +72,7 @@ def analysis_options(fn):
             "--where",
             multiple=True,
             metavar="KEY=VALUE",
-            help="Only runs with this attribute (family, size, in_domain, seed, any key; VALUE may be a glob). Repeatable.",
+            help="Only runs with this attribute (family, size, in_domain, seed, any key; VALUE a glob). Repeatable.",
         ),
     ]
     for option in reversed(options):

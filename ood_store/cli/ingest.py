@@ -17,7 +17,6 @@ from ood_store.store.runs import parse_attributes
 _SHOWN = 10
 
 
-
 @click.command()
 @click.argument("paths", nargs=-1, required=True)
 @click.option("--run", help="Use this run for every file, whatever the files say.")
