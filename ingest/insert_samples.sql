@@ -9,7 +9,7 @@
 --              -> loglikelihoods DOUBLE[], is_greedy BOOLEAN[]; other tasks -> response text
 --   metrics    the names of a line's per-sample metrics, when it lists them; numbers (and booleans,
 --              and strings of finite numbers) -> metrics MAP, anything else -> metrics_other JSON;
---              a number outside DOUBLE's range (1e999) is a bad value, NaN and Infinity are data.
+--              numbers as the JSON reader reads them (NaN and Infinity are data, 1e999 is +Infinity).
 INSERT INTO samples BY NAME
 WITH lines AS (
     SELECT
@@ -100,8 +100,6 @@ SELECT
         WHEN listed IS NOT NULL AND NOT list_has_all(
             list_transform($metric_names, lambda n: lower(n)), list_transform(list_filter(listed, lambda n: n <> ''), lambda n: lower(n))
         ) THEN error('ood-store: unknown metric')
-        WHEN list_bool_or(list_transform(valued, lambda e: isinf(e.value)
-            AND CAST(e.raw AS VARCHAR) NOT IN ('Infinity', '-Infinity'))) THEN error('ood-store: number range')
         ELSE doc_id
     END AS doc_id,
     filter,

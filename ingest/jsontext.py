@@ -85,11 +85,6 @@ def _loads_slowly(path: str, field: str | None, data: bytes, too_large: bool) ->
     return doc
 
 
-def is_too_large(value: Any) -> bool:
-    """Whether a parsed value is a numeric literal outside DOUBLE's range (left by ``too_large=False``)."""
-    return isinstance(value, _TooLarge)
-
-
 def _float(text: str) -> float | _TooLarge:
     value = float(text)
     return _TooLarge(text) if value in (float("inf"), float("-inf")) else value
@@ -107,7 +102,7 @@ def check_tree(path: str, field: str | None, doc: Any, *, too_large: bool = True
     """Raise InputError for the first node that breaks a limit, naming where it is.
 
     With ``too_large=False`` numbers outside DOUBLE's range are left in place
-    (as :func:`is_too_large` text) for the caller to judge.
+    (as their text, which :func:`describe` calls a number) for the caller to judge.
     """
     stack: list[tuple[Any, tuple[str | int, ...]]] = [(doc, ())]
     while stack:
@@ -158,6 +153,8 @@ def describe(value: Any) -> str:
     """A JSON value as an error message names it: `string "abc"`, `null`, `a list`, ..."""
     if value is None:
         return "null"
+    if isinstance(value, _TooLarge):
+        return f"number {literal(value)}"
     if isinstance(value, bool):
         return f"boolean {json.dumps(value)}"
     if isinstance(value, str):

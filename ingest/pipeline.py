@@ -298,12 +298,15 @@ def _campaign_of_data(candidate: Candidate, data: bytes, overrides: Overrides) -
 
 
 def _plan_samples(record: EvaluationRecord, results_path: Path) -> list[samples_files.SamplesFile]:
+    files = samples_files.samples_beside(results_path)
+    if not files:
+        return []
     metrics: dict[str, dict[str, None]] = {}
     for task, _, metric, *_ in record.scores:
         metrics.setdefault(task, {})[metric] = None
     return [
         samples_files.plan(path, record.output_types.get(task), tuple(metrics.get(task, ())))
-        for path in samples_files.samples_beside(results_path)
+        for path in files
         for task in [samples_files.task_of(path)]
     ]
 

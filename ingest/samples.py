@@ -10,6 +10,12 @@ and checked row by row in SQL as it is inserted (``insert_samples.sql``), so
 that it is never held in memory and goes in at the reader's speed. The rules
 are the ones :func:`explain` applies line by line in Python: that slow path
 runs only when DuckDB has refused a file, to name the line and the field.
+Numbers are read as DuckDB's reader reads them: NaN and ±Infinity are data,
+and a literal beyond DOUBLE's range (``1e999``) is ±Infinity. Lines of a
+log-likelihood task are read by a typed layout (``insert_samples_scored.sql``),
+which reads a string of a number where a per-sample metric is expected as that
+number (``"nan"`` too); any line that does not fit it sends the file to the
+layout for anything lm-eval writes.
 """
 
 from __future__ import annotations
@@ -218,7 +224,6 @@ def explain(file: SamplesFile, error: duckdb.Error | None) -> InputError:
                     )
                 seen.add((doc_id, filt))
                 _check_responses(shown, where, sample.get("filtered_resps"), file.output_type)
-                _check_metric_values(shown, where, sample)
     except InputError as exc:
         return exc
     except OSError as exc:
@@ -273,12 +278,6 @@ def _check_responses(path: str, where: str, raw: Any, output_type: str | None) -
 
 def _is_pair(item: Any) -> bool:
     return isinstance(item, list) and len(item) == 2 and not isinstance(item[0], list | dict)
-
-
-def _check_metric_values(path: str, where: str, sample: dict[str, Any]) -> None:
-    for name in _metric_names(sample):
-        if jsontext.is_too_large(sample.get(name)):
-            raise InputError(path, f"{where}: {name}", f"{jsontext.literal(sample[name])} does not fit a DOUBLE")
 
 
 def _glob_escape(text: str) -> str:

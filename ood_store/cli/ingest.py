@@ -128,8 +128,9 @@ def _mixes(groups: list[MixGroup], hint: str) -> None:
             line = f"Campaign {_campaign(new)} adds {_n(only, 'checkpoint')} to run {first.run}, which had {had}."
         else:
             counts = ", ".join(f"{_campaign(name)} {count:,}" for name, count in first.campaigns)
-            which = f"run {first.run}" if len(group.mixes) == 1 else f"{len(group.mixes)} runs (e.g. {first.run})"
-            line = f"Checkpoints of {which} come from campaigns {_campaigns(group.campaigns)} ({counts})."
+            which = f"run {first.run}" if len(group.mixes) == 1 else f"{len(group.mixes)} runs"
+            example = f"{counts}" if len(group.mixes) == 1 else f"e.g. {first.run}: {counts}"
+            line = f"Checkpoints of {which} come from campaigns {_campaigns(group.campaigns)} ({example})."
         click.echo(line)
     if len(groups) > _SHOWN:
         click.echo(f"  ... and {len(groups) - _SHOWN:,} more.")
