@@ -11,27 +11,11 @@
 --              and strings of finite numbers) -> metrics MAP, anything else -> metrics_other JSON;
 --              numbers as the JSON reader reads them (NaN and Infinity are data, 1e999 is +Infinity).
 INSERT INTO samples BY NAME
-WITH lines AS (
+WITH typed AS (
     SELECT
-        doc_id, filter, target, filtered_resps, metrics, doc_hash, prompt_hash, target_hash,
-        map($metric_names, list_value(*COLUMNS(lambda c: list_contains($metric_names, c)))) AS metric_values
-    FROM read_json(
-        $path, format = 'newline_delimited', records = true, columns = $columns,
-        maximum_object_size = $max_line_bytes
-    )
-),
-typed AS (
-    SELECT
-        CASE json_type(doc_id)
-            WHEN 'UBIGINT' THEN TRY_CAST(doc_id AS BIGINT)
-            WHEN 'VARCHAR' THEN TRY_CAST(nullif(regexp_extract(doc_id ->> '$', '^\s*([0-9]{1,18})\s*$', 1), '') AS BIGINT)
-        END AS doc_id,
-        CASE WHEN filter IS NULL THEN 'none' WHEN json_type(filter) = 'VARCHAR' THEN filter ->> '$' END AS filter,
-        CASE json_type(target)
-            WHEN 'VARCHAR' THEN target ->> '$'
-            WHEN 'BOOLEAN' THEN CASE WHEN CAST(target AS BOOLEAN) THEN 'True' ELSE 'False' END
-            ELSE CAST(target AS VARCHAR)
-        END AS target,
+        ood_doc_id(doc_id) AS doc_id,
+        ood_filter(filter) AS filter,
+        ood_target(target) AS target,
         CASE
             WHEN filtered_resps IS NULL THEN NULL
             WHEN json_type(filtered_resps) = 'ARRAY' THEN CAST(filtered_resps AS JSON[])
@@ -43,7 +27,7 @@ typed AS (
             ) IS NOT FALSE THEN CAST(metrics AS VARCHAR[])
         END AS listed,
         metric_values, doc_hash, prompt_hash, target_hash
-    FROM lines
+    FROM ood_sample_lines($path, $columns, $metric_names, $max_line_bytes)
 ),
 responses AS (
     SELECT

@@ -4,35 +4,21 @@
 -- (filtered_resps VARCHAR[][], metrics VARCHAR[], each metric DOUBLE), which is most of the speed.
 -- A line that does not fit this layout stops the statement with error('ood-store: layout'), and the
 -- file is read again with insert_samples.sql, which reads every line as lm-eval may have written it;
--- the checks of doc_id and filter are the same in both.
+-- doc_id, filter and target are read the same way in both (sample_macros.sql).
 INSERT INTO samples BY NAME
-WITH lines AS (
+WITH typed AS (
     SELECT
-        doc_id, filter, target, filtered_resps AS pairs, metrics AS listed, doc_hash, prompt_hash, target_hash,
-        map($metric_names, list_value(*COLUMNS(lambda c: list_contains($metric_names, c)))) AS metric_values
-    FROM read_json(
-        $path, format = 'newline_delimited', records = true, columns = $columns,
-        maximum_object_size = $max_line_bytes
-    )
-),
-typed AS (
-    SELECT
-        CASE json_type(doc_id)
-            WHEN 'UBIGINT' THEN TRY_CAST(doc_id AS BIGINT)
-            WHEN 'VARCHAR' THEN TRY_CAST(nullif(regexp_extract(doc_id ->> '$', '^\s*([0-9]{1,18})\s*$', 1), '') AS BIGINT)
-        END AS doc_id,
-        CASE WHEN filter IS NULL THEN 'none' WHEN json_type(filter) = 'VARCHAR' THEN filter ->> '$' END AS filter,
-        CASE json_type(target)
-            WHEN 'VARCHAR' THEN target ->> '$'
-            WHEN 'BOOLEAN' THEN CASE WHEN CAST(target AS BOOLEAN) THEN 'True' ELSE 'False' END
-            ELSE CAST(target AS VARCHAR)
-        END AS target,
-        pairs,
-        list_transform(pairs, lambda x: TRY_CAST(x[1] AS DOUBLE)) AS loglikelihoods,
-        list_transform(pairs, lambda x: CASE WHEN x[2] IN ('True', 'true') THEN true WHEN x[2] IN ('False', 'false') THEN false END) AS greedy,
-        listed,
+        ood_doc_id(doc_id) AS doc_id,
+        ood_filter(filter) AS filter,
+        ood_target(target) AS target,
+        filtered_resps AS pairs,
+        list_transform(filtered_resps, lambda x: TRY_CAST(x[1] AS DOUBLE)) AS loglikelihoods,
+        list_transform(filtered_resps, lambda x:
+            CASE WHEN x[2] IN ('True', 'true') THEN true WHEN x[2] IN ('False', 'false') THEN false END
+        ) AS greedy,
+        metrics AS listed,
         metric_values, doc_hash, prompt_hash, target_hash
-    FROM lines
+    FROM ood_sample_lines($path, $columns, $metric_names, $max_line_bytes)
 )
 SELECT
     $evaluation_id AS evaluation_id,

@@ -168,6 +168,7 @@ def insert(con: duckdb.DuckDBPyConnection, evaluation_id: int, file: SamplesFile
 def _insert(con: duckdb.DuckDBPyConnection, evaluation_id: int, file: SamplesFile) -> int:
     names = file.metric_names or (_NO_METRIC,)
     scored = file.layout == "scored"
+    sqlfiles.execute(con, sqlfiles.load("ood_store.ingest", "sample_macros"))
     rows = con.execute(
         sqlfiles.load("ood_store.ingest", "insert_samples_scored" if scored else "insert_samples"),
         {
