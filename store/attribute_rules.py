@@ -27,7 +27,7 @@ from typing import Any
 import duckdb
 
 from ood_store.errors import InputError
-from ood_store.store.runs import load_mapping, parse_attributes, scalar_attributes, set_attributes
+from ood_store.store.runs import load_run_file, parse_attributes, scalar_attributes, set_attributes
 from ood_store.store.transaction import transaction
 
 
@@ -61,7 +61,7 @@ def read_attribute_file(path: str | PathLike[str]) -> list[AttributeRule]:
     path = Path(path)
     if path.suffix.lower() == ".csv":
         return _csv_rules(path)
-    data = load_mapping(path, "attribute file")
+    data = load_run_file(path, "attribute file")
     nested = data.get("runs")
     runs: dict[str, Any] = nested if isinstance(nested, dict) else data
     rules = []

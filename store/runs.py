@@ -73,14 +73,19 @@ def _split(pair: str) -> tuple[str, str]:
     return key, value
 
 
+#: Tables of a run file that other readers own: ``[suite]``, the ood_nli prompt variant
+#: (:func:`ood_store.evaluate.suite.variant.from_run_file`).
+OTHER_TABLES = ("suite",)
+
+
 def read_run_file(path: str | Path) -> tuple[str | None, dict[str, Any]]:
     """A run file (TOML, or YAML for ``.yaml``/``.yml``): the run name (key ``run``, if any) and its attributes.
 
     Every other top-level key is an attribute, e.g. ``family = "OPT"``, ``seed = 1``;
-    an ``[attributes]`` table is read the same way. Values must be scalars.
+    an ``[attributes]`` table is read the same way. Values must be scalars. The
+    tables in :data:`OTHER_TABLES` are left to their own readers.
     """
-    path = Path(path)
-    data = load_mapping(path, "run file")
+    data = {k: v for k, v in load_run_file(path).items() if k not in OTHER_TABLES}
     nested = data.pop("attributes", None) or {}
     if not isinstance(nested, dict):
         raise InputError(str(path), "attributes", "expected a table of key = value pairs")
@@ -93,8 +98,10 @@ def read_run_file(path: str | Path) -> tuple[str | None, dict[str, Any]]:
         raise InputError(str(path), exc.field, exc.message) from None
 
 
-def load_mapping(path: Path, what: str) -> dict[str, Any]:
-    """A TOML (or, for ``.yaml``/``.yml``, YAML) file's top-level table; ``what`` names the file in errors."""
+def load_run_file(path: str | Path, what: str = "run file") -> dict[str, Any]:
+    """A run file's (or, ``what`` says, another file's) top-level table, parsed (TOML, or YAML for
+    ``.yaml``/``.yml``); one-line errors."""
+    path = Path(path)
     try:
         text = path.read_text("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
