@@ -351,12 +351,17 @@ def _conflicts(con: duckdb.DuckDBPyConnection, new_ids: list[int]) -> list[Confl
 
 
 def _campaign_mixes(con: duckdb.DuckDBPyConnection, new_ids: list[int]) -> list[CampaignMix]:
-    """Runs touched by ``new_ids`` whose checkpoints come from more than one campaign."""
-    steps: dict[str, dict[str | None, set[int | None]]] = {}
+    """Runs touched by ``new_ids`` whose checkpoints come from more than one campaign.
+
+    Only checkpoints with a step count: final models evaluated once form no series to mix.
+    """
+    steps: dict[str, dict[str | None, set[int]]] = {}
     added_to: dict[str, set[str | None]] = {}
     for run, campaign, step, new in con.execute(
         sqlfiles.load("ood_store.ingest", "campaign_steps"), {"new_ids": new_ids}
     ).fetchall():
+        if step is None:
+            continue
         steps.setdefault(run, {}).setdefault(campaign, set()).add(step)
         if new:
             added_to.setdefault(run, set()).add(campaign)
