@@ -12,7 +12,7 @@ from ood_store.analysis.bootstrap import BOOTSTRAP_KINDS
 from ood_store.analysis.compare import INFERENCE
 from ood_store.analysis.inference import ADJUST_METHODS
 from ood_store.analysis.partial import METHODS
-from ood_store.analysis.residuals import RESIDUALIZERS
+from ood_store.analysis.residuals import GAM_DF, GAM_MIN_DF, RESIDUALIZERS, SMOOTHING
 from ood_store.cli.output import emit, output_options
 
 # What --format table/markdown/latex show unless --all-columns; csv, json and parquet always carry every column.
@@ -40,7 +40,14 @@ def analysis_options(fn):
             type=click.Choice(RESIDUALIZERS),
             default="linear",
             show_default=True,
-            help="How the in-domain score is regressed out: OLS line, or a penalised spline (GAM, penalty by GCV).",
+            help="How the in-domain score is regressed out: OLS line, or a penalised spline (GAM).",
+        ),
+        click.option(
+            "--smoothing",
+            type=click.Choice(SMOOTHING),
+            default="reml",
+            show_default=True,
+            help="How the GAM's smoothing parameter is chosen: REML or GCV (as mgcv's methods).",
         ),
         click.option("--method", type=click.Choice(METHODS), default="pearson", show_default=True),
         click.option(
@@ -65,7 +72,13 @@ def analysis_options(fn):
         ),
         click.option("--bootstrap-kind", type=click.Choice(BOOTSTRAP_KINDS), default="circular", show_default=True),
         click.option("--seed", type=int, default=0, show_default=True, help="Seed of the bootstrap."),
-        click.option("--gam-df", type=click.IntRange(min=5), default=8, show_default=True, help="GAM basis size."),
+        click.option(
+            "--gam-df",
+            type=click.IntRange(min=GAM_MIN_DF),
+            default=GAM_DF,
+            show_default=True,
+            help="GAM basis dimension, intercept included (mgcv's k).",
+        ),
         click.option(
             "--confidence", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.95, show_default=True
         ),
@@ -88,7 +101,7 @@ def _analysis_kwargs(fn):
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
         names = ("ood", "runs", "metric", "filter_", "num_fewshot", "residualizer", "method", "adjust", "bootstrap",
-                 "block_length", "bootstrap_kind", "seed", "gam_df", "confidence")  # fmt: skip
+                 "block_length", "bootstrap_kind", "seed", "gam_df", "smoothing", "confidence")  # fmt: skip
         collected = {name: kwargs.pop(name) for name in names}
         in_domain = kwargs.pop("in_domain")
         kwargs["options"] = None if in_domain is None else _options(in_domain, collected)
