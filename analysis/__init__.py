@@ -7,7 +7,7 @@ Series come out of the store with one SQL query per analysis
 :mod:`~ood_store.analysis.partial`.
 """
 
-from ood_store.analysis.compare import compare
+from ood_store.analysis.compare import between_groups, compare
 from ood_store.analysis.partial import COLUMNS, Options, pairwise_partial, partial_correlations
 
-__all__ = ["COLUMNS", "Options", "compare", "pairwise_partial", "partial_correlations"]
+__all__ = ["COLUMNS", "Options", "between_groups", "compare", "pairwise_partial", "partial_correlations"]
