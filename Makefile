@@ -9,17 +9,37 @@ PIP := $(BIN)/python -m pip --disable-pip-version-check
 TORCH ?= torch==2.13.0
 
 # pdflatex (with booktabs) and pdftotext, for the tests that compile exported LaTeX
-# tables: installed from Debian's packages where apt-get can (root, as on CI);
-# elsewhere those tests skip, except under CI=true, where they fail.
+# tables. `make test` installs nothing outside .venv: without them those tests
+# skip and say why (under CI=true they fail). `make latex` installs them from
+# Debian's packages (as root); CI runs it.
 LATEX_PACKAGES := texlive-latex-base texlive-latex-recommended poppler-utils
+# The library folders, type-checked as the one package they install as.
+PACKAGE_DIRS := evaluate ingest store schema analysis export
 
-.PHONY: demo test bench latex clean
+.PHONY: demo test lint typecheck check bench latex clean
 
 demo: $(VENV)/.installed-eval
 	$(BIN)/ood-store demo
 
-test: $(VENV)/.installed-test latex
+test: $(VENV)/.installed-test
+	@command -v pdflatex >/dev/null || echo "No pdflatex: the LaTeX compile tests will skip (make latex installs $(LATEX_PACKAGES))"
 	$(BIN)/python -m pytest -n 2
+
+# ruff's lint rules and formatting, over the whole tree.
+lint: $(VENV)/.installed-lint
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+# mypy over the library as installed: the top-level folders are linked into one
+# ood_store tree under build/typecheck, as setuptools' package-dir maps them.
+typecheck: $(VENV)/.installed-lint
+	@rm -rf build/typecheck && mkdir -p build/typecheck/ood_store
+	@for f in ood_store/*; do ln -s ../../../$$f build/typecheck/ood_store/; done
+	@for d in $(PACKAGE_DIRS); do ln -s ../../../$$d build/typecheck/ood_store/$$d; done
+	cd build/typecheck && ../../$(BIN)/mypy --config-file ../../pyproject.toml -p ood_store
+
+# What CI runs besides the LaTeX install: lint, type check, tests.
+check: lint typecheck test
 
 bench: $(VENV)/.installed-test
 	$(BIN)/python benchmarks/ingest_pythia.py
@@ -32,7 +52,7 @@ latex:
 		echo "Installing $(LATEX_PACKAGES) for the LaTeX export tests"; \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
 			$(LATEX_PACKAGES) >/dev/null; \
-	else echo "No pdflatex: the LaTeX compile tests will skip (install $(LATEX_PACKAGES))"; fi
+	else echo "Cannot install $(LATEX_PACKAGES) (needs root and apt-get): install them yourself"; exit 1; fi
 
 $(VENV)/.created:
 	$(PYTHON) -m venv $(VENV)
@@ -51,5 +71,9 @@ $(VENV)/.installed-test: pyproject.toml $(VENV)/.installed-eval
 	$(PIP) install --quiet -e ".[eval,test]"
 	touch $@
 
+$(VENV)/.installed-lint: pyproject.toml $(VENV)/.installed-test
+	$(PIP) install --quiet -e ".[eval,test,lint]"
+	touch $@
+
 clean:
-	rm -rf $(VENV) build *.egg-info ood-store-demo.duckdb ood-store-demo lm-eval-results
+	rm -rf $(VENV) build *.egg-info .mypy_cache .ruff_cache ood-store-demo.duckdb ood-store-demo lm-eval-results

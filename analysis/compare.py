@@ -8,44 +8,42 @@ from typing import TYPE_CHECKING
 import numpy as np
 import polars as pl
 
-from ood_store import sqlfiles
 from ood_store.analysis import meta, verdicts
+from ood_store.analysis.results import (
+    BETWEEN_COLUMNS,
+    BetweenGroups,
+    Comparison,
+    PartialCorrelations,
+    partial_table,
+)
 from ood_store.errors import AnalysisError
+from ood_store.store.runs import run_attributes
 
 if TYPE_CHECKING:
     from ood_store.store import Store
 
 INFERENCE = ("effective", "naive")
-RUN_COLUMNS = ("base_model", "family", "size", "in_domain_task", "seed")
-ALIASES = {"in_domain": "in_domain_task", "model": "base_model"}
-
-#: Columns of a comparison, in order; ``r:<run>`` columns follow, one per run.
-COLUMNS = (
-    "task_x", "task_y", "runs", "n_positive", "n_negative", "sign_agreement",
-    "n_sig_positive", "n_sig_negative", "r_pooled", "ci_low", "ci_high", "p_pooled",
-    "q", "q_p", "i2", "tau2", "verdict",
-)  # fmt: skip
 
 
 def compare(
-    table: pl.DataFrame,
+    data: PartialCorrelations | pl.DataFrame,
     *,
     by: Sequence[str] | None = None,
     attributes: Store | pl.DataFrame | None = None,
     alpha: float = 0.05,
     inference: str = "effective",
     agreement: float = verdicts.AGREEMENT,
-) -> pl.DataFrame:
+) -> Comparison:
     """For each pair of OOD tasks: the runs' partial correlations side by side, pooled, and a verdict.
 
     Parameters
     ----------
-    table : polars.DataFrame
-        A partial-correlation table (:func:`~ood_store.analysis.partial_correlations`
-        or a saved analysis).
+    data : PartialCorrelations or polars.DataFrame
+        The result of :func:`~ood_store.analysis.partial_correlations`, a saved
+        analysis (``Store.analysis``), or a partial-correlation table.
     by : list of str, optional
         Run attributes to group runs by (``family``, ``size``, ``in_domain``,
-        ``seed``, ``base_model`` or any attribute set with ``--attr``, such as
+        ``seed``, ``base_model`` or any other run attribute, such as
         ``shots``); runs are compared within each group.
     attributes : Store or polars.DataFrame, optional
         Where run attributes come from when ``by`` is given: a store, or a
@@ -63,9 +61,9 @@ def compare(
 
     Returns
     -------
-    polars.DataFrame
-        One row per group and pair with the columns of :data:`COLUMNS`, then
-        ``r:<run>`` for each run:
+    Comparison
+        ``.table`` with one row per group and pair: the ``by`` columns,
+        :data:`~ood_store.analysis.results.COMPARISON_COLUMNS`, then ``r:<run>`` for each run:
 
         - ``runs``: runs with a finite r; ``n_positive``/``n_negative``: their signs;
           ``sign_agreement``: the share of runs with the sign of the pooled r;
@@ -83,8 +81,9 @@ def compare(
     if not 0 < alpha < 1:
         raise AnalysisError(f"alpha must be between 0 and 1, not {alpha}")
     if not 0.5 < agreement <= 1:
-        raise AnalysisError(f"agreement must be more than 0.5 and at most 1, not {agreement}")
+        raise AnalysisError(f"must be more than 0.5 and at most 1, not {agreement}", parameter="agreement")
     by = list(dict.fromkeys(by)) if by else None  # repeated names count once
+    table = partial_table(data)
     groups = _group_columns(table, by, attributes)
     rows = _with_variance(groups, inference, alpha)
     keys = [*(by or []), "task_x", "task_y"]
@@ -99,7 +98,9 @@ def compare(
     )  # fmt: skip
     wide = rows.pivot(on="run", index=keys, values="r", aggregate_function=None)
     wide = wide.rename({run: f"r:{run}" for run in wide.columns if run not in keys})
-    return summary.join(wide, on=keys, how="left", nulls_equal=True).sort(keys)
+    result = summary.join(wide, on=keys, how="left", nulls_equal=True).sort(keys)
+    source = data if isinstance(data, PartialCorrelations) else None
+    return Comparison(result, tuple(by or ()), alpha, inference, source, agreement)
 
 
 def _with_variance(table: pl.DataFrame, inference: str, alpha: float) -> pl.DataFrame:
@@ -179,15 +180,8 @@ def _pool(values: dict, alpha: float, agreement: float) -> dict:
     return out
 
 
-#: Columns of a between-groups comparison, in order; ``r:<group>`` columns follow, one per group.
-BETWEEN_COLUMNS = (
-    "task_x", "task_y", "groups", "runs", "q_between", "df_between", "p_between",
-    "tau2_within", "q_within", "df_within", "p_within", "i2_within", "verdict",
-)  # fmt: skip
-
-
 def between_groups(
-    table: pl.DataFrame,
+    data: PartialCorrelations | pl.DataFrame,
     *,
     between: str,
     within: str,
@@ -195,7 +189,7 @@ def between_groups(
     alpha: float = 0.05,
     inference: str = "effective",
     method: str = "PM",
-) -> pl.DataFrame:
+) -> BetweenGroups:
     """Does a pair's correlation differ between groups of runs (models) beyond the variation within them (seeds)?
 
     For each pair of OOD tasks, a mixed-effects meta-analysis of the runs'
@@ -206,8 +200,8 @@ def between_groups(
 
     Parameters
     ----------
-    table : polars.DataFrame
-        A partial-correlation table.
+    data : PartialCorrelations or polars.DataFrame
+        Partial correlations, as for :func:`compare`.
     between, within : str
         Run attributes (as ``by`` in :func:`compare`): e.g. ``family`` and
         ``seed``. Every run needs both, and within a group no two runs may
@@ -223,9 +217,10 @@ def between_groups(
 
     Returns
     -------
-    polars.DataFrame
-        One row per pair with the columns of :data:`BETWEEN_COLUMNS`, then
-        ``r:<group>``, each group's pooled r:
+    BetweenGroups
+        ``.table`` with one row per pair: the columns of
+        :data:`~ood_store.analysis.results.BETWEEN_COLUMNS`, then ``r:<group>``,
+        each group's pooled r:
 
         - ``groups``, ``runs``: groups with a usable run, and usable runs;
         - ``q_between``, ``df_between``, ``p_between``: the test of moderators ``QM``
@@ -244,9 +239,10 @@ def between_groups(
     if not 0 < alpha < 1:
         raise AnalysisError(f"alpha must be between 0 and 1, not {alpha}")
     if between == within:
-        raise AnalysisError(f"within: {within!r} is also the between attribute; give two different attributes")
+        raise AnalysisError(f"{within!r} is also `between`; give two different attributes", parameter="within")
     if attributes is None:
         raise AnalysisError("comparing groups of runs needs the store (or a frame of run attributes)")
+    table = partial_table(data)
     rows = _group_columns(table, [between], attributes, "between")
     rows = _group_columns(rows, [within], attributes, "within")
     _check_design(rows, between, within)
@@ -279,11 +275,13 @@ def between_groups(
         else:
             row["verdict"] = "too few runs"
         out.append(row)
-    schema = {name: pl.Float64 for name in BETWEEN_COLUMNS}
-    schema.update(task_x=pl.String, task_y=pl.String, verdict=pl.String, groups=pl.Int64, runs=pl.Int64)
-    schema.update(df_between=pl.Int64, df_within=pl.Int64)
-    schema.update({f"r:{name}": pl.Float64 for name in names})
-    return pl.DataFrame(out, schema=schema).sort("task_x", "task_y")
+    schema: dict[str, pl.DataType] = {name: pl.Float64() for name in BETWEEN_COLUMNS}
+    schema.update(task_x=pl.String(), task_y=pl.String(), verdict=pl.String(), groups=pl.Int64(), runs=pl.Int64())
+    schema.update(df_between=pl.Int64(), df_within=pl.Int64())
+    schema.update({f"r:{name}": pl.Float64() for name in names})
+    result = pl.DataFrame(out, schema=schema).sort("task_x", "task_y")
+    source = data if isinstance(data, PartialCorrelations) else None
+    return BetweenGroups(result, between, within, alpha, inference, method, source)
 
 
 def _check_design(rows: pl.DataFrame, between: str, within: str) -> None:
@@ -293,60 +291,28 @@ def _check_design(rows: pl.DataFrame, between: str, within: str) -> None:
         lacking = runs.filter(pl.col(name).is_null())["run"].to_list()
         if lacking:
             listed = ", ".join(map(repr, lacking[:3])) + (f" and {len(lacking) - 3} more" if len(lacking) > 3 else "")
-            raise AnalysisError(f"{'between' if name == between else 'within'}: run(s) {listed} have no {name!r}")
+            parameter = "between" if name == between else "within"
+            raise AnalysisError(f"run(s) {listed} have no {name!r}", parameter=parameter)
     clash = runs.group_by(between, within).agg(pl.col("run").sort()).filter(pl.col("run").list.len() > 1)
     if not clash.is_empty():
         group, value, names = clash.sort(between, within).row(0)
         raise AnalysisError(
-            f"within: runs {names[0]!r} and {names[1]!r} of {between} {group!r} have the same {within} {value!r}; "
-            f"runs of one {between} must differ in {within}"
+            f"runs {names[0]!r} and {names[1]!r} of {between} {group!r} have the same {within} {value!r}; "
+            f"runs of one {between} must differ in {within}",
+            parameter="within",
         )
 
 
-def _group_columns(table: pl.DataFrame, by: Sequence[str] | None, attributes, option: str = "--by") -> pl.DataFrame:
-    missing = {"run", "task_x", "task_y", "n", "r", "n_eff", "p_adj", "p_eff_adj"} - set(table.columns)
-    if missing:
-        raise AnalysisError(f"not a partial-correlation table: no column(s) {', '.join(sorted(missing))}")
+def _group_columns(table: pl.DataFrame, by: Sequence[str] | None, attributes, parameter: str = "by") -> pl.DataFrame:
     if not by:
         return table
     clash = [name for name in by if name in table.columns]
     if clash:
-        raise AnalysisError(f"{option}: {', '.join(clash)} is a column of the table, not a run attribute")
+        raise AnalysisError(f"{', '.join(clash)} is a column of the table, not a run attribute", parameter=parameter)
     if attributes is None:
         raise AnalysisError("grouping by run attributes needs the store (or a frame of run attributes)")
-    frame = attributes if isinstance(attributes, pl.DataFrame) else run_attributes(attributes, by, option)
+    frame = attributes if isinstance(attributes, pl.DataFrame) else run_attributes(attributes, by, parameter)
     absent = [name for name in by if name not in frame.columns]
     if absent:
-        raise AnalysisError(f"{option}: no run attribute {', '.join(map(repr, absent))}")
+        raise AnalysisError(f"no run attribute {', '.join(map(repr, absent))}", parameter=parameter)
     return table.join(frame.select("run", *by), on="run", how="left")
-
-
-def run_attributes(store: Store, names: Sequence[str], option: str = "--by") -> pl.DataFrame:
-    """One row per run with one text column per attribute in ``names`` (null where a run lacks it).
-
-    Names are the ``runs`` columns (``family``, ``size``, ``in_domain_task``
-    or ``in_domain``, ``seed``, ``base_model``) or keys of its ``attributes``.
-    An attribute that no run has is an error.
-    """
-    frame = attribute_columns(store, names)
-    unknown = [name for name in names if frame[name].is_null().all()]
-    if unknown:
-        raise AnalysisError(
-            f"{option}: no run has attribute {', '.join(map(repr, unknown))} "
-            f"(set one with `ood-store ingest --attr NAME=VALUE`)"
-        )
-    return frame
-
-
-def attribute_columns(store: Store, names: Sequence[str]) -> pl.DataFrame:
-    """Like :func:`run_attributes`, but an attribute that no run has is a column of nulls."""
-    runs = store.query(sqlfiles.load("ood_store.analysis", "run_attributes"))
-    columns = []
-    for name in names:
-        column = ALIASES.get(name, name)
-        if column in RUN_COLUMNS:
-            columns.append(pl.col(column).cast(pl.String).alias(name))
-        else:
-            path = "$." + column if column.isidentifier() else f'$["{column}"]'
-            columns.append(pl.col("attributes").str.json_path_match(path).alias(name))
-    return runs.select("run", *columns)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
@@ -13,8 +14,10 @@ from scipy.stats import rankdata
 
 from ood_store.analysis import bootstrap as _bootstrap
 from ood_store.analysis import inference, residuals
-from ood_store.analysis.series import Series, load, split_names
+from ood_store.analysis.results import PARTIAL_COLUMNS, PartialCorrelations
+from ood_store.analysis.series import Series, load
 from ood_store.errors import AnalysisError
+from ood_store.names import split_names
 from ood_store.progress import progress_bar
 
 if TYPE_CHECKING:
@@ -24,22 +27,14 @@ METHODS = ("pearson", "spearman")
 BOOTSTRAP_CHUNK = 50  # resamples solved in one batch (and one step of the progress bar)
 GAM_MIN_N = 8  # a cubic regression spline of at least 5 functions (min(gam_df, distinct z, n - 3))
 
-#: Columns of a partial-correlation table, in order.
-COLUMNS = (
-    "run", "task_x", "task_y", "n", "r", "ci_low", "ci_high", "p", "p_adj",
-    "n_eff", "p_eff", "p_eff_adj", "acf1_x", "acf1_y", "dof", "edf_x", "edf_y",
-    "boot_ci_low", "boot_ci_high", "block_length", "reason", "note",
-    "in_domain", "metric", "residualizer", "method",
-)  # fmt: skip
-
 
 @dataclass(frozen=True)
 class Options:
     """Everything that defines a partial-correlation analysis besides its data; saved with it."""
 
     in_domain: str
-    ood: tuple[str, ...] | None = None  # repeated or comma-separated names; None: all
-    runs: tuple[str, ...] | None = None
+    ood: Sequence[str] | None = None  # repeated or comma-separated names (a tuple once made); None: all
+    runs: Sequence[str] | None = None
     metric: str = "acc"
     filter: str = "none"
     num_fewshot: int | None = None
@@ -55,8 +50,8 @@ class Options:
     smoothing: str = "reml"
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "ood", split_names(self.ood, "--ood"))
-        object.__setattr__(self, "runs", split_names(self.runs, "--run"))
+        object.__setattr__(self, "ood", split_names(self.ood, "ood"))
+        object.__setattr__(self, "runs", split_names(self.runs, "runs"))
         for name, value, allowed in (
             ("residualizer", self.residualizer, residuals.RESIDUALIZERS),
             ("method", self.method, METHODS),
@@ -104,7 +99,7 @@ def partial_correlations(
     gam_df: int = residuals.GAM_DF,
     smoothing: str = "reml",
     progress: bool = False,
-) -> pl.DataFrame:
+) -> PartialCorrelations:
     """Partial correlations between every pair of OOD tasks, controlling for the in-domain score, per run.
 
     Within a run, checkpoints are aligned by step. For each pair (X, Y), the
@@ -159,8 +154,10 @@ def partial_correlations(
 
     Returns
     -------
-    polars.DataFrame
-        One row per (run, task_x, task_y) with the columns of :data:`COLUMNS`:
+    PartialCorrelations
+        ``.table`` (a Polars DataFrame), ``.options``, ``.tasks`` and ``.runs``.
+        The table has one row per (run, task_x, task_y) with the columns of
+        :data:`~ood_store.analysis.results.PARTIAL_COLUMNS`:
 
         - ``n``: checkpoints used; ``r``: partial correlation;
         - ``ci_low``, ``ci_high``: Fisher-z interval with ``n - edf - 2`` (``n - k - 3``);
@@ -188,8 +185,8 @@ def partial_correlations(
     ...     "value": np.concatenate([z, z + shared + rng.normal(size=30) * 0.5,
     ...                              -z + shared + rng.normal(size=30) * 0.5]),
     ... })
-    >>> table = partial_correlations(frame, in_domain="mnli")
-    >>> table.select("task_x", "task_y", "n", pl.col("r").round(3))
+    >>> result = partial_correlations(frame, in_domain="mnli")
+    >>> result.table.select("task_x", "task_y", "n", pl.col("r").round(3))
     shape: (1, 4)
     ┌────────┬────────┬─────┬───────┐
     │ task_x ┆ task_y ┆ n   ┆ r     │
@@ -217,16 +214,13 @@ def partial_correlations(
         gam_df=gam_df,
         smoothing=smoothing,
     )
-    series = load(
-        data,
-        options.in_domain,
-        options.ood,
-        options.runs,
-        metric=metric,
-        filter=filter,
-        num_fewshot=num_fewshot,
-    )
-    return analyse(series, options, progress=progress)
+    return compute(data, options, progress=progress)
+
+
+def compute(data: Store | pl.DataFrame, options: Options, *, progress: bool = False) -> PartialCorrelations:
+    """:func:`partial_correlations` with its options given as one :class:`Options`."""
+    series = load(data, options)
+    return PartialCorrelations(analyse(series, options, progress=progress), options, series.ood, series.runs)
 
 
 def analyse(series: Series, options: Options, *, progress: bool = False) -> pl.DataFrame:
@@ -241,27 +235,28 @@ def analyse(series: Series, options: Options, *, progress: bool = False) -> pl.D
     with progress_bar(progress, len(series.runs) * (1 + chunks), label) as advance:
         for (run,), block in wide.sort("run", "step").partition_by("run", as_dict=True, maintain_order=True).items():
             values = block.select(pl.col([series.in_domain, *tasks]).cast(pl.Float64).fill_null(np.nan)).to_numpy()
-            parts.append(_pairs(values[:, :1], values[:, 1:], tasks, options, run, lambda n, run=run: advance(n, run)))
+            told = functools.partial(advance, description=run)
+            parts.append(_pairs(values[:, :1], values[:, 1:], tasks, options, run, told))
     table = pl.concat(parts) if parts else pl.DataFrame(schema=_schema())
     return table.with_columns(
         pl.lit(options.in_domain).alias("in_domain"),
         pl.lit(options.metric).alias("metric"),
         pl.lit(options.residualizer).alias("residualizer"),
         pl.lit(options.method).alias("method"),
-    ).select(COLUMNS)
+    ).select(PARTIAL_COLUMNS)
 
 
 def _schema() -> dict[str, pl.DataType]:
     """Types of the per-run columns (all but the four parameter columns at the end)."""
-    schema: dict[str, pl.DataType] = dict.fromkeys(COLUMNS[:-4], pl.Float64)
+    schema: dict[str, pl.DataType] = dict.fromkeys(PARTIAL_COLUMNS[:-4], pl.Float64())
     schema.update(
-        run=pl.String,
-        task_x=pl.String,
-        task_y=pl.String,
-        n=pl.Int64,
-        block_length=pl.Int64,
-        reason=pl.String,
-        note=pl.String,
+        run=pl.String(),
+        task_x=pl.String(),
+        task_y=pl.String(),
+        n=pl.Int64(),
+        block_length=pl.Int64(),
+        reason=pl.String(),
+        note=pl.String(),
     )
     return schema
 
@@ -279,7 +274,7 @@ def pairwise_partial(
     ``options`` are those of :func:`partial_correlations` that define the
     statistics (``residualizer``, ``method``, ``adjust``, ``confidence``,
     ``bootstrap``, ``block_length``, ``bootstrap_kind``, ``seed``, ``gam_df``, ``smoothing``).
-    Returns the columns of :data:`COLUMNS` up to ``note``, ``run`` empty.
+    Returns the columns of :data:`~ood_store.analysis.results.PARTIAL_COLUMNS` up to ``note``, ``run`` empty.
 
     Examples
     --------
@@ -301,11 +296,11 @@ def pairwise_partial(
     selection = {"in_domain", "ood", "runs", "metric", "filter", "num_fewshot"} & set(options)
     if selection:
         raise AnalysisError(f"pairwise_partial takes no {', '.join(sorted(selection))}: it works on arrays")
-    options = Options(in_domain="", **options)
-    if options.residualizer == "gam" and Z.shape[1] != 1:
+    settings = Options(in_domain="", **options)
+    if settings.residualizer == "gam" and Z.shape[1] != 1:
         raise AnalysisError("the gam residualizer takes one control")
     names = [f"x{i}" for i in range(X.shape[1])] if names is None else list(names)
-    return _pairs(Z, X, names, options, "")
+    return _pairs(Z, X, names, settings, "")
 
 
 def _pairs(
@@ -406,7 +401,7 @@ def _pairs(
             "boot_ci_high": out["boot_hi"],
             "block_length": blocks,
             "reason": reason.tolist(),
-            "note": np.where(np.isfinite(r), note, None).tolist(),
+            "note": [text if finite else None for text, finite in zip(note, np.isfinite(r), strict=True)],
         },
         schema=_schema(),
         strict=False,
@@ -430,7 +425,7 @@ class _Fit:
     def __init__(self, Z: np.ndarray, X: np.ndarray, options: Options):
         self.options = options
         constant = np.ptp(X, axis=0) == 0
-        self.problems = np.where(constant, "{task} is constant", None).astype(object)
+        self.problems = np.array([("{task} is constant" if c else None) for c in constant], dtype=object)
         self.residuals = np.full_like(X, np.nan, dtype=float)
         self.edf = np.full(X.shape[1], np.nan)
         self.alpha = np.full(X.shape[1], np.nan)

@@ -11,6 +11,7 @@ significant under none are reported (``sign_differs``) but are no finding to los
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 import polars as pl
@@ -83,7 +84,7 @@ def report(tables: Mapping[str, pl.DataFrame], *, alpha: float = 0.05, inference
         significance_differs = (significant != significant[:, :1]).any(axis=1)
 
     def flag(values: np.ndarray) -> pl.Series:
-        return pl.Series(np.where(complete, values, None).tolist(), dtype=pl.Boolean)
+        return pl.Series([bool(v) if ok else None for v, ok in zip(values, complete, strict=True)], dtype=pl.Boolean)
 
     return (
         frame.with_columns(
@@ -97,7 +98,7 @@ def report(tables: Mapping[str, pl.DataFrame], *, alpha: float = 0.05, inference
     )
 
 
-def sensitivity(
+def residualizer_sensitivity(
     data,
     in_domain: str,
     ood=None,
@@ -119,7 +120,8 @@ def sensitivity(
     fixed = {"residualizer", "smoothing", "bootstrap"} & set(options)
     if fixed:
         raise AnalysisError(f"sensitivity sets {', '.join(sorted(fixed))} itself: leave it out")
-    tables = {
-        name: partial_correlations(data, in_domain, ood, runs, **options, **variant) for name, variant in VARIANTS
-    }
+    tables = {}
+    for name, variant in VARIANTS:
+        settings: dict[str, Any] = {**options, **variant}
+        tables[name] = partial_correlations(data, in_domain, ood, runs, **settings).table
     return report(tables, alpha=alpha, inference=inference)

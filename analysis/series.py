@@ -14,8 +14,10 @@ import polars as pl
 
 from ood_store import sqlfiles
 from ood_store.errors import AnalysisError
+from ood_store.names import split_names
 
 if TYPE_CHECKING:
+    from ood_store.analysis.partial import Options
     from ood_store.store import Store
 
 SINGLE_RUN = "(frame)"  # the run name given to a frame without a run column
@@ -31,27 +33,26 @@ class Series:
     runs: tuple[str, ...]
 
 
-def load(
-    data: Store | pl.DataFrame | Any,
-    in_domain: str,
-    ood: Sequence[str] | None = None,
-    runs: Sequence[str] | None = None,
-    *,
-    metric: str = "acc",
-    filter: str = "none",  # noqa: A002 - lm-eval's name for it
-    num_fewshot: int | None = None,
-) -> Series:
-    """Select the in-domain and OOD series of the chosen runs.
+def load(data: Store | pl.DataFrame | Any, selection: Options) -> Series:
+    """Select the in-domain and OOD series of the chosen runs, as ``selection`` says.
 
     ``data`` is a :class:`~ood_store.Store` or a long frame with columns
     ``step, task, value`` (``run`` optional; ``metric``, ``filter`` and
-    ``num_fewshot`` are used for selection when present). ``ood=None`` means
-    every other task that has ``metric``.
+    ``num_fewshot`` are used for selection when present). Of ``selection``
+    (an analysis' :class:`~ood_store.analysis.partial.Options`) this reads
+    ``in_domain``, ``ood`` (None: every other task that has ``metric``),
+    ``runs``, ``metric``, ``filter`` and ``num_fewshot``.
     """
-    ood = split_names(ood, "--ood")
-    runs = split_names(runs, "--run")
+    in_domain, metric, filter, num_fewshot = (  # noqa: A001 - lm-eval's name for it
+        selection.in_domain,
+        selection.metric,
+        selection.filter,
+        selection.num_fewshot,
+    )
+    ood = split_names(selection.ood, "ood")
+    runs = split_names(selection.runs, "runs")
     if ood is not None and in_domain in ood:
-        raise AnalysisError(f"--ood: {in_domain!r} is the in-domain task; it cannot also be an OOD task")
+        raise AnalysisError(f"{in_domain!r} is the in-domain task; it cannot also be an OOD task", parameter="ood")
     wanted = None if ood is None else [in_domain, *ood]
     if isinstance(data, pl.DataFrame) or _is_pandas(data):
         frame = _from_frame(data, metric, filter, num_fewshot, wanted, runs)
@@ -78,23 +79,6 @@ def load(
     found_runs = tuple(sorted(frame["run"].unique()))
     scores = frame.select("run", "step", "task", pl.col("value").cast(pl.Float64))
     return Series(scores, in_domain, tuple(tasks), found_runs)
-
-
-def split_names(values: Sequence[str] | str | None, option: str) -> tuple[str, ...] | None:
-    """Repeated and comma-separated names, in order, without duplicates; None when not given."""
-    if values is None:
-        return None
-    if isinstance(values, str):
-        values = [values]
-    out: list[str] = []
-    for value in values:
-        for name in str(value).split(","):
-            name = name.strip()
-            if name and name not in out:
-                out.append(name)
-    if not out:
-        raise AnalysisError(f"{option}: no names given")
-    return tuple(out)
 
 
 def _is_pandas(data: Any) -> bool:
@@ -124,10 +108,12 @@ def _from_frame(data, metric, filter, num_fewshot, tasks, runs) -> pl.DataFrame:
     )
 
 
-def _check_runs(known: set[str], runs: list[str]) -> None:
+def _check_runs(known: set[str], runs: Sequence[str]) -> None:
     absent = [run for run in runs if run not in known]
     if absent:
-        raise AnalysisError(f"--run: no run {', '.join(map(repr, absent))} in the store (see `ood-store runs`)")
+        raise AnalysisError(
+            f"no run {', '.join(map(repr, absent))} in the store (see `ood-store runs`)", parameter="runs"
+        )
 
 
 def check_one_shot_count(frame: pl.DataFrame) -> None:
@@ -141,7 +127,7 @@ def check_one_shot_count(frame: pl.DataFrame) -> None:
         task, shots = clash.row(0)
         listed = ", ".join(str(s) for s in shots)
         raise AnalysisError(
-            f"task {task!r} has scores at several shot counts ({listed}); choose one with --num-fewshot"
+            f"task {task!r} has scores at several shot counts ({listed}); choose one with `num_fewshot`"
         )
 
 
@@ -156,12 +142,12 @@ def missing_task_message(store, task, metric, filter, num_fewshot, runs) -> str:
     if not metrics:
         return f"no task {task!r} in the store{where} (see `ood-store tasks`)"
     if metric not in metrics:
-        return f"task {task!r} has no {metric!r} scores{where}; it has: {', '.join(metrics)} (choose with --metric)"
+        return f"task {task!r} has no {metric!r} scores{where}; it has: {', '.join(metrics)} (choose with `metric`)"
     if filter not in filters:
         return (
-            f"task {task!r} has no scores with filter {filter!r}; it has: {', '.join(filters)} (choose with --filter)"
+            f"task {task!r} has no scores with filter {filter!r}; it has: {', '.join(filters)} (choose with `filter`)"
         )
     if num_fewshot is not None and num_fewshot not in shots:
         listed = ", ".join(str(s) for s in shots)
-        return f"task {task!r} has no {num_fewshot}-shot scores; it has: {listed} (choose with --num-fewshot)"
+        return f"task {task!r} has no {num_fewshot}-shot scores; it has: {listed} (choose with `num_fewshot`)"
     return f"task {task!r} has no {metric!r} scores at a training step{where}"

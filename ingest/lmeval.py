@@ -55,10 +55,10 @@ def parse_results(path: str, content_hash: str, doc: Any, overrides: Overrides) 
         raise InputError(
             path,
             "config.model_args",
-            "names no model (no pretrained=, no model_name): cannot tell which run it is; pass --run",
+            "names no model (no pretrained=, no model_name): cannot tell which run it is; pass `run`",
         )
     if identity.step is not None and not -(2**63) <= identity.step < 2**63:
-        raise InputError(path, "config.model_args", f"step {identity.step} is out of range; pass --step")
+        raise InputError(path, "config.model_args", f"step {identity.step} is out of range; pass `step`")
 
     n_shot = _optional_object(path, doc, "n-shot") or {}
     n_samples = _optional_object(path, doc, "n-samples") or {}
@@ -86,7 +86,7 @@ def parse_results(path: str, content_hash: str, doc: Any, overrides: Overrides) 
         shots = _shots(path, task, n_shot, group_subtasks, default_shots)
         count = _n_samples(path, task, n_samples, entry)
         version = versions.get(task)
-        hib = higher.get(task) if isinstance(higher.get(task), dict) else {}
+        hib = entry_of(higher, task)
         for metric, filt, value, stderr, key in _metrics(path, where, entry, is_v04):
             per_metric = entry.get("sample_count")
             if isinstance(per_metric, dict) and key in per_metric:  # groups, from v0.4.13 on
@@ -135,6 +135,12 @@ def parse_results(path: str, content_hash: str, doc: Any, overrides: Overrides) 
         },
         scores=scores,
     )
+
+
+def entry_of(section: dict, task: str) -> dict:
+    """``section[task]`` when it is an object, else an empty one."""
+    value = section.get(task)
+    return value if isinstance(value, dict) else {}
 
 
 def _metrics(path: str, where: str, entry: dict[str, Any], is_v04: bool):

@@ -37,7 +37,7 @@ _FIXED = {
     "index",
 }
 
-SAMPLE_SCHEMA = {
+SAMPLE_SCHEMA: dict[str, pl.DataType | type[pl.DataType]] = {
     "task": pl.String,
     "doc_id": pl.Int64,
     "filter": pl.String,

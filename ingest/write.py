@@ -18,9 +18,10 @@ import polars as pl
 
 from ood_store import __version__, sqlfiles
 from ood_store.ingest.records import EvaluationRecord
-from ood_store.ingest.runs import set_attributes
+from ood_store.store.runs import set_attributes
+from ood_store.store.transaction import transaction
 
-_EVALUATION_SCHEMA = {
+_EVALUATION_SCHEMA: dict[str, pl.DataType | type[pl.DataType]] = {
     "evaluation_id": pl.Int32,
     "content_hash": pl.String,
     "source_path": pl.String,
@@ -64,8 +65,7 @@ def write_batch(
     if not records:
         return []
     now = dt.datetime.now(dt.UTC).replace(tzinfo=None)
-    con.execute("BEGIN TRANSACTION")
-    try:
+    with transaction(con):
         ids = [row[0] for row in con.execute(_sql("reserve_ids"), {"n": len(records)}).fetchall()]
         evaluations = _evaluations_frame(records, ids, now)
         _run(con, "new_evaluations", evaluations, _sql("write_runs"), {"now": now})
@@ -88,10 +88,6 @@ def write_batch(
         if attributes:
             for run in sorted({r.identity.run for r in records}):
                 set_attributes(con, run, attributes)
-        con.execute("COMMIT")
-    except BaseException:
-        con.execute("ROLLBACK")
-        raise
     return ids
 
 

@@ -1,9 +1,23 @@
 """Errors that ood-store reports to its users as one line, without a traceback.
 
 Anything else that escapes is a bug in ood-store and keeps its traceback.
+
+Library errors speak the Python API's language: an error about an argument
+names the parameter (``ood: no names given``), and a hint that points at another
+parameter writes its name in backticks (``choose one with `num_fewshot```).
+:meth:`OodStoreError.render` spells those names differently; the command line
+uses it to print its own flags instead (``--ood: ...``, ``--num-fewshot``), so
+that neither a Python caller nor a shell user reads about options they never saw.
 """
 
 from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from os import PathLike
+
+# A parameter mentioned in a message: a Python identifier in backticks.
+_MENTION = re.compile(r"`([a-z][a-z0-9_]*)`")
 
 
 def first_line(exc: BaseException) -> str:
@@ -12,8 +26,53 @@ def first_line(exc: BaseException) -> str:
     return text.splitlines()[0] if text else type(exc).__name__
 
 
+def _as_is(name: str) -> str | None:
+    return None
+
+
+def spell_mentions(text: str, spell: Callable[[str], str | None]) -> str:
+    """``text`` with each parameter mentioned in backticks spelled by ``spell`` (None: left as written)."""
+    return _MENTION.sub(lambda match: spell(match.group(1)) or match.group(0), text)
+
+
 class OodStoreError(Exception):
-    """An error caused by the user's input or environment, not by ood-store."""
+    """An error caused by the user's input or environment, not by ood-store.
+
+    Parameters
+    ----------
+    message
+        One line. Parameters it mentions are written in backticks: `` `metric` ``.
+    parameter
+        The parameter (of the Python API) the error is about, if any; the
+        message is then shown after it: ``"metric: ..."``.
+
+    Examples
+    --------
+    >>> error = OodStoreError("two shot counts; choose one with `num_fewshot`", parameter="tasks")
+    >>> str(error)
+    'tasks: two shot counts; choose one with `num_fewshot`'
+    >>> error.render({"tasks": "--tasks", "num_fewshot": "--num-fewshot"}.get)
+    '--tasks: two shot counts; choose one with --num-fewshot'
+    """
+
+    def __init__(self, message: str, *, parameter: str | None = None):
+        self.message = message
+        self.parameter = parameter
+        super().__init__(message)
+
+    def __str__(self) -> str:
+        return self.render(_as_is)
+
+    def render(self, spell: Callable[[str], str | None]) -> str:
+        """The message with parameter names spelled by ``spell`` (a name it returns None for stays as written)."""
+
+        parameter = None if self.parameter is None else spell(self.parameter) or self.parameter
+        where = [part for part in self._where(parameter) if part]
+        return ": ".join([*where, spell_mentions(self.message, spell)])
+
+    def _where(self, parameter: str | None) -> list[str | None]:
+        """What the message is about, outermost first: here the parameter."""
+        return [parameter]
 
 
 class StoreError(OodStoreError):
@@ -33,17 +92,22 @@ class QueryError(OodStoreError):
 
 
 class InputError(OodStoreError):
-    """A bad input file; names the file and the field."""
+    """A bad input: names the file and the field, or the parameter.
 
-    def __init__(self, path: str, field: str | None, message: str):
-        self.path = str(path)
+    ``InputError(path, field, message)`` is about a file (``path: field:
+    message``); ``InputError(None, None, message, parameter="attributes")`` about
+    an argument.
+    """
+
+    def __init__(
+        self, path: str | PathLike[str] | None, field: str | None, message: str, *, parameter: str | None = None
+    ):
+        self.path = None if path is None else str(path)
         self.field = field
-        self.message = message
-        super().__init__(str(self))
+        super().__init__(message, parameter=parameter)
 
-    def __str__(self) -> str:
-        where = f"{self.path}: {self.field}" if self.field else self.path
-        return f"{where}: {self.message}"
+    def _where(self, parameter: str | None) -> list[str | None]:
+        return [self.path, parameter, self.field]
 
 
 class AnalysisError(OodStoreError):

@@ -14,8 +14,10 @@ from importlib import resources
 
 import duckdb
 
-from ood_store.connection import fetch_one
+from ood_store import sqlfiles
 from ood_store.errors import SchemaError
+from ood_store.store.connection import fetch_value
+from ood_store.store.transaction import transaction
 
 _NAME = re.compile(r"^(\d{4})_[a-z0-9_]+\.sql$")
 
@@ -48,13 +50,10 @@ def latest_version() -> int:
 
 def current_version(con: duckdb.DuckDBPyConnection) -> int:
     """The version a store is at; 0 for an empty database."""
-    has_table = fetch_one(
-        con,
-        "SELECT count(*) FROM duckdb_tables() WHERE table_name = 'schema_version' AND schema_name = 'main'",
-    )[0]
+    has_table = fetch_value(con, sqlfiles.load(__name__, "has_version_table"))
     if not has_table:
         return 0
-    return fetch_one(con, "SELECT coalesce(max(version), 0) FROM schema_version")[0]
+    return int(fetch_value(con, sqlfiles.load(__name__, "version")))
 
 
 def check_supported(version: int, where: str) -> None:
@@ -75,17 +74,12 @@ def migrate(con: duckdb.DuckDBPyConnection, where: str) -> list[int]:
     for migration in migrations():
         if migration.version <= version:
             continue
-        con.execute("BEGIN TRANSACTION")
-        try:
+        with transaction(con):
             con.execute(migration.sql)
             con.execute(
-                "INSERT INTO schema_version VALUES (?, ?, ?)",
-                [migration.version, migration.name, _utcnow()],
+                sqlfiles.load(__name__, "record_migration"),
+                {"version": migration.version, "name": migration.name, "applied_at": _utcnow()},
             )
-            con.execute("COMMIT")
-        except BaseException:
-            con.execute("ROLLBACK")
-            raise
         applied.append(migration.version)
     return applied
 

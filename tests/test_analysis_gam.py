@@ -59,7 +59,7 @@ def test_gam_equals_mgcv_with_the_same_basis_and_criterion(criterion):
         frame = _series(dataset)
         table = partial_correlations(
             frame, in_domain, _ood(frame, in_domain), residualizer="gam", smoothing=criterion, gam_df=10
-        )
+        ).table
         tables.append(table.with_columns(pl.lit(dataset).alias("dataset")))
     ours = pl.concat(tables)
     joined = reference.join(ours, on=["dataset", "run", "task_x", "task_y"], suffix="_ours")
@@ -160,10 +160,10 @@ def test_the_note_reaches_the_table():
             "value": np.r_[z, z + rng.normal(size=27) * 0.01, rng.normal(size=27)],
         }
     )
-    row = partial_correlations(frame, "id", residualizer="gam").row(0, named=True)
+    row = partial_correlations(frame, "id", residualizer="gam").table.row(0, named=True)
     assert np.isfinite(row["r"]) and row["reason"] is None
     assert row["note"] == "GAM basis of 5 functions, not 10: 5 distinct in-domain values on 27 checkpoints"
-    assert partial_correlations(frame, "id").row(0, named=True)["note"] is None
+    assert partial_correlations(frame, "id").table.row(0, named=True)["note"] is None
 
 
 def test_resampled_fits_equal_one_least_squares_solve_each():
@@ -200,7 +200,7 @@ ood = ["arc_easy", "arc_challenge", "piqa", "sciq", "winogrande", "logiqa", "wsc
 out = {}
 for smoothing in ("reml", "gcv"):
     table = partial_correlations(frame, "lambada_openai", ood, residualizer="gam", smoothing=smoothing,
-                                 bootstrap=50, seed=1)
+                                 bootstrap=50, seed=1).table
     out[smoothing] = [table["r"].to_list(), table["edf_x"].to_list(), table["boot_ci_low"].to_list()]
 print(json.dumps(out))
 """

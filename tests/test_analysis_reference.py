@@ -31,7 +31,7 @@ def _analysis(dataset: str) -> pl.DataFrame:
     frame = _series(dataset)
     in_domain = "lambada_openai" if dataset == "pythia" else "id"
     ood = frame.filter(pl.col("task") != in_domain)["task"].unique(maintain_order=True).to_list()
-    return partial_correlations(frame, in_domain, ood)
+    return partial_correlations(frame, in_domain, ood).table
 
 
 def _close(ours, theirs, tolerance, what):
@@ -87,7 +87,7 @@ def test_pooling_equals_metafor_rma_pm():
 def test_compare_on_pythia_equals_metafor_on_rs_own_pipeline():
     """End to end: R's lm residuals, acf and n_eff, then rma(PM); ours from the scores up."""
     reference = _csv("meta.csv").filter(pl.col("set") == "pythia")
-    ours = compare(_analysis("pythia"))
+    ours = compare(_analysis("pythia")).table
     joined = reference.join(ours, on=["task_x", "task_y"])
     assert joined.height == 120
     _close(joined["r_pooled"], np.tanh(joined["estimate"]), META_TOLERANCE, "r_pooled")
@@ -109,7 +109,7 @@ def _planted(dataset: str) -> tuple[pl.DataFrame, pl.DataFrame]:
 @pytest.mark.parametrize("method", ["PM", "REML"])
 def test_between_groups_equals_metafor_mixed_effects_model(dataset, method):
     table, runs = _planted(dataset)
-    ours = between_groups(table, between="family", within="seed", attributes=runs, method=method)
+    ours = between_groups(table, between="family", within="seed", attributes=runs, method=method).table
     reference = _csv("subgroups.csv").filter((pl.col("dataset") == dataset) & (pl.col("method") == method))
     means = _csv("subgroup_means.csv").filter((pl.col("dataset") == dataset) & (pl.col("method") == method))
     joined = reference.join(ours, on=["task_x", "task_y"])
@@ -136,7 +136,7 @@ def test_planted_model_differences_are_found_and_seed_noise_is_not():
     verdicts = {}
     for dataset in ("planted-between", "planted-seeds"):
         table, runs = _planted(dataset)
-        out = between_groups(table, between="family", within="seed", attributes=runs)
+        out = between_groups(table, between="family", within="seed", attributes=runs).table
         verdicts[dataset] = dict(zip(zip(out["task_x"], out["task_y"], strict=True), out["verdict"], strict=True))
         xy = out.filter((pl.col("task_x") == "x") & (pl.col("task_y") == "y")).row(0, named=True)
         if dataset == "planted-between":
@@ -150,7 +150,7 @@ def test_planted_model_differences_are_found_and_seed_noise_is_not():
 
 def test_between_groups_bad_designs_are_one_line_errors():
     table, runs = _planted("planted-between")
-    with pytest.raises(AnalysisError, match="within: 'family' is also the between attribute"):
+    with pytest.raises(AnalysisError, match="within: 'family' is also `between`"):
         between_groups(table, between="family", within="family", attributes=runs)
     clash = runs.with_columns(pl.lit("1").alias("seed"))
     with pytest.raises(AnalysisError, match=r"within: runs '.*' and '.*' of family 'olmo' have the same seed '1'"):
@@ -168,7 +168,7 @@ def test_between_groups_bad_designs_are_one_line_errors():
     out = between_groups(
         table, between="family", within="run_seed", attributes=one.with_columns(run_seed=pl.col("run"))
     )
-    assert set(out["verdict"]) == {"too few runs"}
+    assert set(out.table["verdict"]) == {"too few runs"}
 
 
 def test_reference_files_are_what_the_script_writes():

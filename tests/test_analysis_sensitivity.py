@@ -10,7 +10,7 @@ import pytest
 
 from ood_store.analysis import partial_correlations
 from ood_store.analysis import sensitivity as sensitivity_module
-from ood_store.analysis.sensitivity import sensitivity
+from ood_store.analysis.sensitivity import residualizer_sensitivity as sensitivity
 from ood_store.errors import AnalysisError
 
 
@@ -59,7 +59,7 @@ def test_the_report_carries_the_three_analyses_numbers():
     report = sensitivity(frame, "mnli", inference="naive", alpha=0.01)
     assert report.columns == list(sensitivity_module.COLUMNS)
     for name, variant in sensitivity_module.VARIANTS:
-        table = partial_correlations(frame, "mnli", **variant).sort("run", "task_x", "task_y")
+        table = partial_correlations(frame, "mnli", **variant).table.sort("run", "task_x", "task_y")
         assert report[f"r_{name}"].to_list() == table["r"].to_list()
         assert report[f"p_{name}"].to_list() == table["p_adj"].to_list()
     r = report.select("r_linear", "r_gam_gcv", "r_gam_reml").to_numpy()

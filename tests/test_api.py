@@ -48,6 +48,21 @@ def test_set_run_attributes(db):
     assert (row["family"], row["seed"], json.loads(row["attributes"])) == ("pythia", 3, {"note": "v1.1"})
 
 
+def test_attribute_names_mean_the_same_at_ingest_and_in_comparisons(db):
+    from ood_store.store.runs import run_attributes
+
+    with ood_store.open(db) as store:
+        store.ingest(pythia_files("160m")[:1])
+        store.set_run_attributes("EleutherAI/pythia-v1.1-160m", {"model": "pythia-base", "in_domain": "lambada"})
+        row = store.runs().to_dicts()[0]
+        grouped = run_attributes(store, ["model", "base_model", "in_domain", "in_domain_task"]).to_dicts()
+    assert (row["base_model"], row["in_domain_task"], json.loads(row["attributes"])) == ("pythia-base", "lambada", {})
+    assert grouped == [
+        {"run": "EleutherAI/pythia-v1.1-160m", "model": "pythia-base", "base_model": "pythia-base",
+         "in_domain": "lambada", "in_domain_task": "lambada"}
+    ]  # fmt: skip
+
+
 def test_read_only_store_refuses_to_ingest(db):
     ood_store.open(db).close()
     with (
@@ -62,3 +77,23 @@ def test_closed_after_the_with_block(db):
         pass
     with pytest.raises(Exception, match="closed"):
         store.query("SELECT 1")
+
+
+def test_store_evaluate_spells_out_the_runner_keywords():
+    import inspect
+    import typing
+
+    from ood_store.evaluate.options import EvaluateOptions
+    from ood_store.evaluate.runner import evaluate
+
+    runner = {p.name: p for p in inspect.signature(evaluate).parameters.values() if p.name != "con"}
+    method = inspect.signature(ood_store.Store.evaluate).parameters
+    assert list(method) == ["self", "checkpoints", "run", "tasks", "options"]
+    assert [method[name].kind for name in ("run", "tasks")] == [inspect.Parameter.KEYWORD_ONLY] * 2
+    # Every other keyword of the runner is typed in EvaluateOptions, with the runner's own annotation.
+    keywords = {name: p for name, p in runner.items() if name not in ("checkpoints", "run", "tasks")}
+    hints = typing.get_type_hints(EvaluateOptions)
+    assert list(hints) == list(keywords)
+    assert {name: str(hint) for name, hint in hints.items()} == {
+        name: str(typing.get_type_hints(evaluate)[name]) for name in keywords
+    }

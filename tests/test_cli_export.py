@@ -94,7 +94,7 @@ def test_standalone_latex_is_a_document(runner, analysis_db):
         (["--analysis", PYTHIA_ANALYSIS, "--format", "parquet"], "parquet writes a binary file"),
         (["--sql", "SELECT 1", "--wide"], "--compare, --by and --wide need --analysis."),
         (["--analysis", PYTHIA_ANALYSIS, "--by", "size"], "--by needs --compare."),
-        (["--analysis", PYTHIA_ANALYSIS, "--rename", "mnli"], "--rename 'mnli': expected NAME=DISPLAY"),
+        (["--analysis", PYTHIA_ANALYSIS, "--rename", "mnli"], "--rename: 'mnli': expected NAME=DISPLAY"),
         (["--analysis", PYTHIA_ANALYSIS, "--rename-file", "missing.yaml"], "missing.yaml: cannot read"),
         (["--analysis", PYTHIA_ANALYSIS, "--order-by", "shots"], "--order-by: no run has attribute 'shots'"),
         (["--analysis", PYTHIA_ANALYSIS, "-o", "no/such/folder/t.tex"], "no/such/folder/t.tex: cannot write"),

@@ -230,3 +230,34 @@ def test_types_polars_cannot_hold_come_back_as_duckdb_text(runner, store_db):
     assert bit == "1010" and i == "1 day"
     for fmt in ("table", "csv", "markdown", "latex"):
         assert invoke(runner, store_db, sql, "-f", fmt).exit_code == 0
+
+
+def test_csv_holds_lists_and_structs_as_json(runner, store_db, tmp_path):
+    # score_conflicts has list columns (evaluation_ids, value_list, source_paths): CSV cannot hold them raw.
+    result = invoke(runner, store_db, "SELECT 1 AS a, [1, 2] AS l, {'x': 2, 'y': ['b', NULL]} AS s", "-f", "csv")
+    assert result.exit_code == 0, result.output
+    [row] = list(csv.DictReader(io.StringIO(result.output)))
+    assert row == {"a": "1", "l": "[1,2]", "s": '{"x":2,"y":["b",null]}'}
+    assert json.loads(row["s"]) == {"x": 2, "y": ["b", None]}
+    result = invoke(runner, store_db, "SELECT * FROM score_conflicts", "-f", "csv")
+    assert result.exit_code == 0 and result.output.startswith("run,step,task,")
+
+
+def test_the_format_follows_the_output_extension(runner, store_db, tmp_path, arc_easy):
+    for name, read in (
+        ("a.csv", lambda p: pl.read_csv(p)),
+        ("a.parquet", pl.read_parquet),
+        ("a.jsonl", pl.read_ndjson),
+    ):
+        out = tmp_path / name
+        assert invoke(runner, store_db, SQL, "-o", str(out)).exit_code == 0
+        assert read(out).rows() == arc_easy, name
+    result = invoke(runner, store_db, SQL, "-o", str(tmp_path / "a.docx"))
+    assert result.exit_code == 1 and "a.docx: cannot tell the format from the extension" in result.output
+
+
+def test_query_latex_is_the_export_table(runner, store_db):
+    sql = "SELECT step, round(value, 4) AS value FROM scores WHERE task = 'arc_easy' AND metric = 'acc' AND step = 1000"
+    printed = invoke(runner, store_db, sql, "-f", "latex").output
+    exported = runner.invoke(main, ["--db", str(store_db), "export", "--sql", sql]).output
+    assert printed == "\n".join(line for line in exported.splitlines() if not line.startswith("%")) + "\n"

@@ -7,8 +7,8 @@ import json
 import pytest
 
 from ood_store.errors import InputError
-from ood_store.ingest.checkpoints import Checkpoint, resolve
-from ood_store.ingest.runs import read_run_file
+from ood_store.evaluate.checkpoints import Checkpoint, resolve
+from ood_store.store.runs import read_run_file
 
 
 def make(folder, adapter_base: str | None = None):

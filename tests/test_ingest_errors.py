@@ -344,7 +344,7 @@ def test_a_file_duckdb_refuses_is_rejected_alone(db, monkeypatch):
             raise duckdb.ConstraintException("Constraint Error: simulated")
         return real(con, records, attributes)
 
-    monkeypatch.setattr("ood_store.ingest.write_batch", refusing)
+    monkeypatch.setattr("ood_store.ingest.pipeline.write_batch", refusing)
     with ood_store.open(db) as store:
         report = store.ingest(files)
         assert len(report.ingested) == 3

@@ -34,7 +34,7 @@ def test_everything_installs_under_ood_store(wheel_names):
 
 
 def test_top_level_folders_map_into_the_package(wheel_names):
-    for folder in ("schema", "ingest", "analysis"):
+    for folder in ("evaluate", "ingest", "store", "schema", "analysis", "export"):
         sources = sorted(
             p.relative_to(ROOT).as_posix() for p in (ROOT / folder).iterdir() if p.suffix in (".py", ".sql")
         )
@@ -44,15 +44,19 @@ def test_top_level_folders_map_into_the_package(wheel_names):
 
 
 def test_package_data(wheel_names):
-    for name in ("ood_store/examples/pythia-v1.zip", "ood_store/queries/runs.sql", "ood_store/schema/0001_init.sql"):
+    for name in (
+        "ood_store/examples/pythia-v1.zip",
+        "ood_store/store/list_runs.sql",
+        "ood_store/evaluate/suite/ood_nli_hans.yaml",
+        "ood_store/py.typed",
+        "ood_store/schema/0001_init.sql",
+    ):
         assert name in wheel_names
 
 
 def test_installed_modules_come_from_the_mapped_folders():
-    import ood_store.analysis
-    import ood_store.ingest
-    import ood_store.schema
+    import importlib
 
-    assert Path(ood_store.ingest.__file__).parent == ROOT / "ingest"
-    assert Path(ood_store.schema.__file__).parent == ROOT / "schema"
-    assert Path(ood_store.analysis.__file__).parent == ROOT / "analysis"
+    for folder in ("evaluate", "ingest", "store", "schema", "analysis", "export"):
+        module = importlib.import_module(f"ood_store.{folder}")
+        assert Path(module.__file__).parent == ROOT / folder

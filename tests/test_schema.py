@@ -146,3 +146,16 @@ def test_store_in_a_missing_folder(tmp_path, runner):
     db = tmp_path / "no" / "such" / "store.duckdb"
     result = runner.invoke(main, ["--db", str(db), "init"])
     assert (result.exit_code, result.output) == (1, f"Error: {db}: folder {db.parent} does not exist\n")
+
+
+def test_a_store_of_schema_2_gains_campaign_and_source_format(db, monkeypatch):
+    shipped = schema.migrations()
+    monkeypatch.setattr(schema, "migrations", lambda: shipped[:2])
+    with ood_store.open(db) as store:
+        assert store.ingest(pythia_files("160m")[:2]).ok
+        assert store.schema_version == 2
+    monkeypatch.setattr(schema, "migrations", lambda: shipped)
+    with ood_store.open(db) as store:
+        assert 3 in store.migrations_applied
+        rows = store.query("SELECT campaign, source_format FROM evaluations").rows()
+    assert rows == [(None, "lm-eval"), (None, "lm-eval")]

@@ -61,7 +61,7 @@ EXPECTED = {
 def test_label_maps_on_native_rows():
     from datasets import Dataset
 
-    from ood_store.ingest.suite import labels, tasks
+    from ood_store.evaluate.suite import labels, tasks
 
     for task in tasks():
         rows = [json.loads(line) for line in (SUITE_DATA / f"{task.name}.jsonl").read_text().splitlines()]
@@ -72,7 +72,7 @@ def test_label_maps_on_native_rows():
 
 
 def test_string_labels_of_other_exports():
-    from ood_store.ingest.suite.labels import answer
+    from ood_store.evaluate.suite.labels import answer
 
     assert [answer("hans", x) for x in ("entailment", "non-entailment", " Entailment ")] == [0, 1, 0]
     assert [answer("scitail", x) for x in ("entails", "neutral", "contradiction")] == [0, 1, None]
@@ -80,7 +80,7 @@ def test_string_labels_of_other_exports():
 
 
 def test_lm_eval_loads_every_suite_task_offline_from_data_dir():
-    from ood_store.ingest.tasklist import task_list
+    from ood_store.evaluate.tasklist import task_list
 
     with task_list(["ood_nli"], data_dir=SUITE_DATA) as catalogue:
         assert not catalogue.built_in
@@ -98,7 +98,7 @@ def test_lm_eval_loads_every_suite_task_offline_from_data_dir():
 
 
 def test_a_missing_export_is_named(tmp_path):
-    from ood_store.ingest.tasklist import task_list
+    from ood_store.evaluate.tasklist import task_list
 
     (tmp_path / "ood_nli_snli.jsonl").write_text((SUITE_DATA / "ood_nli_snli.jsonl").read_text())
     with task_list(["ood_nli_snli"], data_dir=tmp_path) as catalogue:
@@ -115,9 +115,9 @@ def test_a_missing_export_is_named(tmp_path):
 def test_export_writes_each_split_in_its_own_schema(tmp_path, monkeypatch):
     import datasets
 
-    from ood_store.ingest.suite import tasks
-    from ood_store.ingest.suite.export import export
-    from ood_store.ingest.tasklist import task_list
+    from ood_store.evaluate.suite import tasks
+    from ood_store.evaluate.suite.export import export
+    from ood_store.evaluate.tasklist import task_list
 
     calls = []
 
@@ -187,7 +187,7 @@ def test_export_into_an_impossible_folder_is_one_line(runner, tmp_path):
 
 
 def test_readme_table_documents_every_suite_task(runner):
-    from ood_store.ingest.suite import tasks
+    from ood_store.evaluate.suite import tasks
 
     rows = {}
     for line in README.splitlines():

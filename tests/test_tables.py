@@ -1,4 +1,4 @@
-"""Tables for papers (analysis/tables.py): content checked against the saved rows, read with SQL.
+"""Tables for papers (export/tables.py): content checked against the saved rows, read with SQL.
 
 Expected numbers are the rows of the ``partial_correlations`` table, rounded
 here with Python's own formatting; significance levels and the Holm
@@ -22,8 +22,9 @@ from statsmodels.stats.multitest import multipletests
 
 import ood_store
 from conftest import PYTHIA_ANALYSIS, PYTHIA_SIZES
-from ood_store.analysis import compare, display, tables
-from ood_store.errors import AnalysisError, InputError
+from ood_store.analysis import compare
+from ood_store.errors import AnalysisError, InputError, OodStoreError
+from ood_store.export import display, tables
 
 RUNS = [f"EleutherAI/pythia-v1.1-{size}" for size in PYTHIA_SIZES]  # 160m, 410m, 1.4b: the order by size
 
@@ -277,7 +278,7 @@ def test_csv_and_json_carry_rows_and_provenance(store, analysis_db, tmp_path):
 
 # -- comparisons and queries ---------------------------------------------------------
 def test_compare_table_marks_pooled_r_by_holm_adjusted_p(store):
-    result = compare(store.analysis(PYTHIA_ANALYSIS))
+    result = compare(store.analysis(PYTHIA_ANALYSIS)).table
     holm = multipletests(result["p_pooled"].to_numpy(), method="holm")[1]
     table = tables.from_analysis(store, PYTHIA_ANALYSIS, compared=True, wide=True)
     header, rows = markdown_rows(table.to_markdown())
@@ -308,7 +309,7 @@ def test_query_table_rounds_and_renames(store, analysis_db):
 
 
 def test_order_by_an_attribute_no_run_has_is_an_error(store):
-    with pytest.raises(AnalysisError, match="--order-by: no run has attribute 'shots'"):
+    with pytest.raises(AnalysisError, match="^order_by: no run has attribute 'shots'$"):
         tables.from_analysis(store, PYTHIA_ANALYSIS, order_by=["shots"])
 
 
@@ -334,7 +335,7 @@ def test_not_a_partial_correlation_table():
 
 
 def test_unknown_extension():
-    with pytest.raises(AnalysisError, match=r"table.docx: cannot tell the format"):
+    with pytest.raises(OodStoreError, match=r"table.docx: cannot tell the format"):
         tables.format_of("table.docx")
 
 

@@ -7,20 +7,25 @@ from pathlib import Path
 import click
 
 from ood_store import __version__
-from ood_store.connection import DEFAULT_LOCK_TIMEOUT
+from ood_store.cli.flags import spelled
 from ood_store.errors import OodStoreError
 from ood_store.store import DB_ENV, DEFAULT_DB, Store
 from ood_store.store import open as open_store
+from ood_store.store.connection import DEFAULT_LOCK_TIMEOUT
 
 
 class _Group(click.Group):
-    """Turns user errors (OodStoreError) into a one-line ``Error: ...`` and exit status 1."""
+    """Turns user errors (OodStoreError) into a one-line ``Error: ...`` and exit status 1.
+
+    Library errors name the Python parameters they are about; they are printed
+    with the flags that set them (:mod:`ood_store.cli.flags`).
+    """
 
     def invoke(self, ctx: click.Context):
         try:
             return super().invoke(ctx)
         except OodStoreError as exc:
-            raise click.ClickException(str(exc)) from None
+            raise click.ClickException(spelled(exc)) from None
 
 
 class Settings:

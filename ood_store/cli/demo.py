@@ -15,8 +15,9 @@ from pathlib import Path
 import click
 
 from ood_store import sqlfiles
-from ood_store.cli.output import render
+from ood_store.cli.options import folder_option
 from ood_store.examples import extract_pythia
+from ood_store.export.rows import render
 
 DEMO_DB = "ood-store-demo.duckdb"
 DEMO_DIR = "ood-store-demo"
@@ -24,12 +25,10 @@ _SIZES = ("160m", "410m", "1.4b")
 
 
 @click.command()
-@click.option(
+@folder_option(
     "--workdir",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=DEMO_DIR,
-    show_default=True,
-    help="Where the toy checkpoints, tasks and lm-eval's files go (kept, and reused by the next demo).",
+    DEMO_DIR,
+    "Where the toy checkpoints, tasks and lm-eval's files go (kept, and reused by the next demo).",
 )
 @click.option("--pythia", is_flag=True, help="Ingest and query the bundled real Pythia evaluations instead.")
 @click.pass_context
@@ -42,7 +41,7 @@ def demo(ctx: click.Context, workdir: Path, pythia: bool) -> None:
     """
     settings = ctx.obj
     parent = ctx.parent
-    if parent is not None and parent.get_parameter_source("db").name == "DEFAULT":
+    if parent is not None and parent.get_parameter_source("db") == click.core.ParameterSource.DEFAULT:
         settings.db = Path(DEMO_DB)
     if pythia:
         _pythia(settings)
@@ -56,8 +55,8 @@ def _toy(settings, workdir: Path) -> None:
     if "tqdm" not in sys.modules:
         os.environ.setdefault("TQDM_DISABLE", "1")
     from ood_store.cli.analyze import ANALYZE_SUMMARY, summary_view
+    from ood_store.evaluate.runner import require_eval_extra
     from ood_store.examples.demo import IN_DOMAIN, RUN, DemoSettings, run_demo
-    from ood_store.ingest.evaluate import require_eval_extra
 
     require_eval_extra("the demo")
     toy = DemoSettings()
@@ -97,7 +96,8 @@ def _toy(settings, workdir: Path) -> None:
         f"  {prog} --db {db} analyze --in-domain {IN_DOMAIN} --all-columns\n"
         f"  {prog} --db {db} query \"SELECT step, task, value FROM scores WHERE metric = 'acc' ORDER BY task, step\"\n"
         f"  {prog} --db {db} analyze --in-domain {IN_DOMAIN} --save toy --replace\n"
-        f"  {prog} --db {db} plot curves --analysis toy -o toy-curves.png   # export --analysis toy -o toy.tex: a table\n"
+        f"  {prog} --db {db} plot curves --analysis toy -o toy-curves.png\n"
+        f"  {prog} --db {db} export --analysis toy -o toy.tex   # the table for a paper\n"
         f"lm-eval's own files are in {workdir}/lm-eval-results/."
     )
 
@@ -121,7 +121,7 @@ def _pythia(settings) -> None:
             f"Store {settings.db}: ingested {totals['ingested']} files ({totals['scores']:,} scores), "
             f"{totals['present']} already present.\n"
         )
-        frame = store.query(sqlfiles.load("ood_store.queries", "demo_pythia"))
+        frame = store.query(sqlfiles.load("ood_store.examples", "demo_pythia"))
     click.echo("LAMBADA (OpenAI) accuracy over training steps, from the `scores` table:\n")
     click.echo(render(frame, "table"))
     db, prog = settings.db, _program()

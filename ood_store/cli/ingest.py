@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import click
 
+from ood_store.cli.flags import spelled
 from ood_store.ingest import IngestReport, Overrides
-from ood_store.ingest.runs import parse_attributes
+from ood_store.store.runs import parse_attributes
 
 # How many disagreeing keys to name before summarising the rest.
 _CONFLICTS_SHOWN = 10
@@ -84,7 +85,7 @@ def _summarise(report: IngestReport, db, quiet: bool) -> None:
     if rejected or not quiet:
         click.echo(f"Rejected: {_files(len(rejected))}{':' if rejected else '.'}", err=bool(rejected))
     for outcome in rejected:
-        click.echo(f"  {outcome.reason}", err=True)
+        click.echo(f"  {spelled(outcome.reason or '')}", err=True)
 
 
 def _files(n: int) -> str:

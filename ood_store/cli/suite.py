@@ -20,7 +20,7 @@ def list_tasks(output_format: str, output) -> None:
     """List the suite's tasks with their Hugging Face dataset, config and split."""
     import polars as pl
 
-    from ood_store.ingest.suite import tasks
+    from ood_store.evaluate.suite import tasks
 
     frame = pl.DataFrame(
         [(t.name, t.dataset_path, t.dataset_name, t.split) for t in tasks()],
@@ -39,7 +39,7 @@ def export(folder: Path, names: tuple[str, ...]) -> None:
     Run it where the Hugging Face hub is reachable, copy FOLDER over, and
     evaluate there with `ood-store evaluate ... --tasks ood_nli --data-dir FOLDER`.
     """
-    from ood_store.ingest.suite.export import export as export_suite
+    from ood_store.evaluate.suite.export import export as export_suite
 
     def done(item) -> None:
         click.echo(f"  {item.task}: {item.rows:,} rows -> {item.path}")

@@ -16,8 +16,8 @@ import polars as pl
 
 from ood_store import sqlfiles
 from ood_store.analysis import partial_correlations
+from ood_store.evaluate.runner import EvaluateReport
 from ood_store.examples import toy
-from ood_store.ingest.evaluate import EvaluateReport
 from ood_store.store import Store
 
 RUN = "toy-gpt2-nli-s0"
@@ -63,9 +63,9 @@ def run_demo(store: Store, workdir: Path, settings: DemoSettings | None = None, 
         progress=progress,
         log_to_file=True,
     )
-    long = store.query(sqlfiles.load("ood_store.queries", "demo_toy"), run=RUN)
+    long = store.query(sqlfiles.load("ood_store.examples", "demo_toy"), run=RUN)
     scores = long.pivot(on="task", index="step", values="acc", sort_columns=True).sort("step")
-    partial = partial_correlations(store, IN_DOMAIN, OOD, runs=[RUN])
+    partial = partial_correlations(store, IN_DOMAIN, OOD, runs=[RUN]).table
     return DemoResult(workdir, trained, report, scores, partial)
 
 

@@ -1,0 +1,43 @@
+"""The one place where the Python API's parameter names meet the command line's flags.
+
+Library errors name parameters (``ood: no names given``, ``choose one with
+`num_fewshot```); :func:`spelled` prints them as the flags that set them
+(``--ood: ...``, ``--num-fewshot``), read off the commands' own options.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+
+import click
+
+from ood_store.errors import OodStoreError, spell_mentions
+
+# Python parameter names whose option is spelled otherwise than the option's own name says.
+_FLAG_OF = {"attributes": "--attr", "name": "--save"}
+
+
+def spelled(message: OodStoreError | str) -> str:
+    """An error (or a text holding `parameter` mentions) as a command-line user should read it."""
+    ctx = click.get_current_context(silent=True)
+    mapping = flags(ctx.find_root().command) if ctx is not None else {}
+    if isinstance(message, OodStoreError):
+        return message.render(mapping.get)
+    return spell_mentions(message, mapping.get)
+
+
+@cache
+def flags(root: click.Command) -> dict[str, str]:
+    """Each parameter name of the Python API to the option that sets it, from every command's options."""
+    found: dict[str, str] = {}
+
+    def walk(command: click.Command) -> None:
+        for param in command.params:
+            if isinstance(param, click.Option) and param.name:
+                long = [opt for opt in param.opts if opt.startswith("--")]
+                found.setdefault(param.name.rstrip("_"), (long or param.opts)[0])
+        for sub in getattr(command, "commands", {}).values():
+            walk(sub)
+
+    walk(root)
+    return {**found, **_FLAG_OF}

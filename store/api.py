@@ -1,0 +1,226 @@
+"""The Store: one DuckDB file holding every score of every run.
+
+>>> import ood_store
+>>> with ood_store.open("results.duckdb") as store:          # doctest: +SKIP
+...     store.ingest(["lm-eval-outputs/"])
+...     store.query("SELECT * FROM scores WHERE task = $task", task="hellaswag")
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Unpack
+
+import duckdb
+import polars as pl
+
+from ood_store import schema, sqlfiles
+from ood_store.errors import StoreError
+from ood_store.store import query
+from ood_store.store.connection import DEFAULT_LOCK_TIMEOUT, connect, fetch_value
+
+if TYPE_CHECKING:
+    from ood_store.analysis.results import PartialCorrelations
+    from ood_store.evaluate.options import EvaluateOptions
+    from ood_store.evaluate.runner import EvaluateReport
+    from ood_store.ingest import IngestReport, Overrides
+
+DEFAULT_DB = "ood_store.duckdb"
+DB_ENV = "OOD_STORE_DB"
+
+
+def default_path() -> Path:
+    """``$OOD_STORE_DB`` if set, else ``ood_store.duckdb`` in the working directory."""
+    return Path(os.environ.get(DB_ENV) or DEFAULT_DB)
+
+
+def open(  # noqa: A001 - mirrors io.open / sqlite3.connect naming
+    path: str | os.PathLike[str] | None = None,
+    *,
+    read_only: bool = False,
+    lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
+) -> Store:
+    """Open (and, unless ``read_only``, create or migrate) the store at ``path``.
+
+    Parameters
+    ----------
+    path
+        The DuckDB file. Defaults to ``$OOD_STORE_DB``, else ``ood_store.duckdb``.
+    read_only
+        Open without taking the write lock. The store must exist and be at the
+        current schema version. Another process writing the file still blocks
+        a read-only open (a DuckDB rule), up to ``lock_timeout``.
+    lock_timeout
+        Seconds to wait for another process that holds the store.
+    """
+    return Store(Path(path) if path is not None else default_path(), read_only, lock_timeout)
+
+
+class Store:
+    """A results store. Create it with :func:`ood_store.open`."""
+
+    def __init__(self, path: Path, read_only: bool, lock_timeout: float):
+        self.path = path
+        self.read_only = read_only
+        self._con = connect(path, read_only=read_only, lock_timeout=lock_timeout)
+        try:
+            self.migrations_applied = self._prepare()
+        except BaseException:
+            self._con.close()
+            raise
+
+    # -- lifecycle ---------------------------------------------------------
+    def _prepare(self) -> list[int]:
+        version = schema.current_version(self._con)
+        schema.check_supported(version, str(self.path))
+        if version == 0 and self._has_foreign_tables():
+            raise StoreError(f"{self.path}: a DuckDB database, but not an ood-store (no schema_version table)")
+        if self.read_only:
+            if version < schema.latest_version():
+                raise StoreError(
+                    f"{self.path}: the store has schema version {version} and needs migrating to "
+                    f"{schema.latest_version()}; run `ood-store init` (it keeps all data)"
+                )
+            return []
+        return schema.migrate(self._con, str(self.path))
+
+    def _has_foreign_tables(self) -> bool:
+        return bool(fetch_value(self._con, sqlfiles.load("ood_store.store", "count_tables")))
+
+    def close(self) -> None:
+        self._con.close()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        mode = "read-only" if self.read_only else "read-write"
+        return f"<ood_store.Store {str(self.path)!r} {mode}>"
+
+    @property
+    def schema_version(self) -> int:
+        return schema.current_version(self._con)
+
+    @property
+    def connection(self) -> duckdb.DuckDBPyConnection:
+        """The underlying DuckDB connection, for advanced use; prefer :meth:`query`."""
+        return self._con
+
+    # -- reading -----------------------------------------------------------
+    def query(self, sql: str, /, **params: Any) -> pl.DataFrame:
+        """Run one read-only SQL statement and return its rows as a Polars DataFrame.
+
+        Named parameters are written ``$name`` in the SQL and passed as keywords:
+
+        >>> store.query("SELECT * FROM scores WHERE run = $run", run="r1")  # doctest: +SKIP
+
+        Statements that change the store (INSERT, CREATE, COPY, ATTACH, ...)
+        are refused with a :class:`~ood_store.errors.QueryError`.
+        """
+        return query.read_only(self._con, sql, params)
+
+    def _read(self, sql: str, params: Mapping[str, Any] | None = None) -> pl.DataFrame:
+        return query.rows(self._con, sql, params)
+
+    def runs(self) -> pl.DataFrame:
+        """One row per run: attributes, checkpoints, steps, evaluations and tasks."""
+        return self._read(sqlfiles.load("ood_store.store", "list_runs"))
+
+    def tasks(self, run: str | None = None) -> pl.DataFrame:
+        """One row per (task, metric, filter, num_fewshot) in ``scores``, optionally for one run."""
+        return self._read(sqlfiles.load("ood_store.store", "list_tasks"), {"run": run})
+
+    # -- writing -----------------------------------------------------------
+    def ingest(
+        self,
+        paths: Iterable[str | os.PathLike[str]],
+        *,
+        overrides: Overrides | None = None,
+        attributes: Mapping[str, Any] | list[str] | None = None,
+        samples: bool = True,
+        progress: bool = False,
+    ) -> IngestReport:
+        """Ingest lm-eval results files, folders or globs; see :func:`ood_store.ingest.ingest`."""
+        from ood_store.ingest import ingest
+
+        self._require_writable("ingest")
+        return ingest(
+            self._con,
+            [str(p) for p in paths],
+            overrides=overrides,
+            attributes=attributes,
+            samples=samples,
+            progress=progress,
+        )
+
+    def evaluate(
+        self,
+        checkpoints: Iterable[str | os.PathLike[str]],
+        *,
+        run: str,
+        tasks: Sequence[str],
+        **options: Unpack[EvaluateOptions],
+    ) -> EvaluateReport:
+        """Evaluate checkpoints with lm-eval and store the results; see :func:`ood_store.evaluate.runner.evaluate`.
+
+        The keywords are those of the runner (:class:`~ood_store.evaluate.options.EvaluateOptions`).
+
+        >>> store.evaluate(["runs/opt-mnli/"], run="opt-mnli", tasks=["ood_nli"])  # doctest: +SKIP
+        """
+        from ood_store.evaluate.runner import evaluate
+
+        self._require_writable("evaluate")
+        return evaluate(self._con, [str(c) for c in checkpoints], run=run, tasks=tasks, **options)
+
+    def set_run_attributes(self, run: str, attributes: Mapping[str, str]) -> None:
+        """Set attributes of an existing run (family, size, in_domain_task, seed, or any key)."""
+        from ood_store.store.runs import set_attributes
+
+        self._require_writable("set run attributes")
+        set_attributes(self._con, run, attributes)
+
+    # -- saved analyses ----------------------------------------------------
+    def save_analysis(self, name: str, result: PartialCorrelations, *, replace: bool = False) -> None:
+        """Save ``result`` (of :func:`~ood_store.analysis.partial_correlations`) as analysis ``name``.
+
+        The parameters saved with it (every option, the tasks and runs analysed)
+        come from the result itself.
+        """
+        from ood_store.store import saved
+
+        self._require_writable("save an analysis")
+        saved.save(self._con, name, result, replace=replace)
+
+    def analysis(self, name: str) -> PartialCorrelations:
+        """Saved analysis ``name``, as the result it was saved from (``.table``, ``.options``, ...)."""
+        from ood_store.store import saved
+
+        return saved.load(self._con, name)
+
+    def analysis_params(self, name: str) -> dict[str, Any]:
+        """The parameters saved analysis ``name`` was computed with."""
+        from ood_store.store import saved
+
+        return saved.params(self._con, name)
+
+    def analyses(self) -> pl.DataFrame:
+        """One row per saved analysis, newest first."""
+        from ood_store.store import saved
+
+        return saved.listing(self._con)
+
+    def drop_analysis(self, name: str) -> None:
+        """Remove saved analysis ``name``."""
+        from ood_store.store import saved
+
+        self._require_writable("drop an analysis")
+        saved.drop(self._con, name)
+
+    def _require_writable(self, what: str) -> None:
+        if self.read_only:
+            raise StoreError(f"{self.path}: opened read-only; cannot {what}")

@@ -1,0 +1,84 @@
+"""Named analyses saved in the store, so that exports and figures can refer to them by name."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+import duckdb
+import orjson
+import polars as pl
+
+from ood_store import __version__, sqlfiles
+from ood_store.analysis.results import PARTIAL_COLUMNS, PartialCorrelations, partial_table
+from ood_store.errors import AnalysisError
+from ood_store.store.connection import fetch_one, fetch_value
+from ood_store.store.transaction import transaction
+
+KIND = "partial_correlations"
+_STORED = PARTIAL_COLUMNS[:-4]  # the parameter columns live in analyses.params
+
+
+def _sql(name: str) -> str:
+    return sqlfiles.load("ood_store.store", name)
+
+
+def save(con: duckdb.DuckDBPyConnection, name: str, result: PartialCorrelations, *, replace: bool = False) -> None:
+    """Save ``result`` as analysis ``name`` in one transaction: its rows, and its parameters (``result.params``)."""
+    if not name or not name.strip():
+        raise AnalysisError("an analysis needs a name", parameter="name")
+    if not isinstance(result, PartialCorrelations):
+        raise AnalysisError(
+            f"expected the result of partial_correlations, got {type(result).__name__}", parameter="result"
+        )
+    table = partial_table(result)
+    missing = set(_STORED) - set(table.columns)
+    if missing:
+        raise AnalysisError(f"not a partial-correlation table: no column(s) {', '.join(sorted(missing))}")
+    exists = fetch_value(con, _sql("analysis_exists"), {"name": name})
+    if exists and not replace:
+        raise AnalysisError(
+            f"an analysis named {name!r} exists already; pass `replace` to overwrite it", parameter="name"
+        )
+    values = {
+        "name": name,
+        "kind": KIND,
+        "params": orjson.dumps(result.params, default=str).decode(),
+        "created_at": dt.datetime.now(dt.UTC).replace(tzinfo=None),
+        "version": __version__,
+    }
+    con.register("new_rows", table.select(_STORED))
+    try:
+        with transaction(con):
+            if exists:
+                sqlfiles.execute(con, _sql("delete_analysis"), values)
+            sqlfiles.execute(con, _sql("save_analysis"), values)
+    finally:
+        con.unregister("new_rows")
+
+
+def load(con: duckdb.DuckDBPyConnection, name: str) -> PartialCorrelations:
+    """Saved analysis ``name``: its rows, with the same columns as when it was computed, and its options."""
+    saved = params(con, name)  # raises when absent
+    table = con.sql(_sql("load_analysis"), params={"name": name}).pl().select(PARTIAL_COLUMNS)
+    return PartialCorrelations.from_saved(table, saved)
+
+
+def params(con: duckdb.DuckDBPyConnection, name: str) -> dict[str, Any]:
+    """The parameters analysis ``name`` was computed with."""
+    row = fetch_one(con, _sql("analysis_params"), {"name": name})
+    if row is None:
+        raise AnalysisError(f"no saved analysis named {name!r} (see `ood-store analyses`)")
+    return orjson.loads(row[0])
+
+
+def listing(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
+    """One row per saved analysis, newest first."""
+    return con.sql(_sql("list_analyses")).pl()
+
+
+def drop(con: duckdb.DuckDBPyConnection, name: str) -> None:
+    """Remove saved analysis ``name`` and its rows."""
+    params(con, name)  # raises when absent
+    with transaction(con):
+        sqlfiles.execute(con, _sql("delete_analysis"), {"name": name})

@@ -1,0 +1,40 @@
+"""One transaction on a store connection: committed when the block ends, rolled back if it raises."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+
+import duckdb
+
+
+@contextmanager
+def transaction(con: duckdb.DuckDBPyConnection) -> Iterator[duckdb.DuckDBPyConnection]:
+    """``with transaction(con): ...`` runs the block in one DuckDB transaction.
+
+    The block's statements are committed together when it ends, or rolled back
+    when it raises (the exception then propagates). Not reentrant: DuckDB has no
+    nested transactions.
+
+    Examples
+    --------
+    >>> import duckdb
+    >>> con = duckdb.connect()
+    >>> _ = con.execute("CREATE TABLE t (x INTEGER)")
+    >>> try:
+    ...     with transaction(con):
+    ...         _ = con.execute("INSERT INTO t VALUES (1)")
+    ...         raise KeyboardInterrupt
+    ... except KeyboardInterrupt:
+    ...     pass
+    >>> con.execute("SELECT count(*) FROM t").fetchone()[0]
+    0
+    """
+    con.execute("BEGIN TRANSACTION")
+    try:
+        yield con
+    except BaseException:
+        with suppress(duckdb.Error):  # an unusable connection cannot roll back: the original error says why
+            con.execute("ROLLBACK")
+        raise
+    con.execute("COMMIT")
