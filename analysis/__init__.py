@@ -19,9 +19,11 @@ from ood_store.analysis.results import (
     BETWEEN_COLUMNS,
     COMPARISON_COLUMNS,
     PARTIAL_COLUMNS,
+    SENSITIVITY_COLUMNS,
     BetweenGroups,
     Comparison,
     PartialCorrelations,
+    Sensitivity,
 )
 from ood_store.analysis.sensitivity import residualizer_sensitivity
 
@@ -29,10 +31,12 @@ __all__ = [
     "BETWEEN_COLUMNS",
     "COMPARISON_COLUMNS",
     "PARTIAL_COLUMNS",
+    "SENSITIVITY_COLUMNS",
     "BetweenGroups",
     "Comparison",
     "Options",
     "PartialCorrelations",
+    "Sensitivity",
     "between_groups",
     "compare",
     "pairwise_partial",

@@ -188,7 +188,7 @@ def between_groups(
     attributes: Store | pl.DataFrame,
     alpha: float = 0.05,
     inference: str = "effective",
-    method: str = "PM",
+    tau2_method: str = "PM",
 ) -> BetweenGroups:
     """Does a pair's correlation differ between groups of runs (models) beyond the variation within them (seeds)?
 
@@ -196,7 +196,7 @@ def between_groups(
     Fisher z (variance ``1 / (n - edf - 2)``, as :func:`compare`): one mean per
     ``between`` group, and a residual τ² for the runs within a group, which
     differ by ``within`` (metafor's ``rma(yi, vi, mods = ~ factor(between),
-    method = method)``; :func:`~ood_store.analysis.meta.subgroups`).
+    method = tau2_method)``; :func:`~ood_store.analysis.meta.subgroups`).
 
     Parameters
     ----------
@@ -212,7 +212,7 @@ def between_groups(
         Level of the test between groups.
     inference : {"effective", "naive"}
         As in :func:`compare`.
-    method : {"PM", "REML"}
+    tau2_method : {"PM", "REML"}
         Estimator of the within-group τ²: Paule–Mandel (as :func:`compare`) or REML.
 
     Returns
@@ -234,8 +234,10 @@ def between_groups(
     """
     if inference not in INFERENCE:
         raise AnalysisError(f"inference must be one of {', '.join(INFERENCE)}, not {inference!r}")
-    if method not in meta.TAU2_METHODS:
-        raise AnalysisError(f"method must be one of {', '.join(meta.TAU2_METHODS)}, not {method!r}")
+    if tau2_method not in meta.TAU2_METHODS:
+        raise AnalysisError(
+            f"must be one of {', '.join(meta.TAU2_METHODS)}, not {tau2_method!r}", parameter="tau2_method"
+        )
     if not 0 < alpha < 1:
         raise AnalysisError(f"alpha must be between 0 and 1, not {alpha}")
     if between == within:
@@ -259,7 +261,7 @@ def between_groups(
         row.update(dict.fromkeys(BETWEEN_COLUMNS[4:-1]))
         row.update({f"r:{name}": None for name in names})
         if row["groups"] >= 2 and row["runs"] > row["groups"]:
-            fit = meta.subgroups(np.arctanh(r[usable]), variance[usable], groups, method)
+            fit = meta.subgroups(np.arctanh(r[usable]), variance[usable], groups, tau2_method)
             row.update(
                 q_between=fit.q_between,
                 df_between=fit.df_between,
@@ -281,7 +283,7 @@ def between_groups(
     schema.update({f"r:{name}": pl.Float64() for name in names})
     result = pl.DataFrame(out, schema=schema).sort("task_x", "task_y")
     source = data if isinstance(data, PartialCorrelations) else None
-    return BetweenGroups(result, between, within, alpha, inference, method, source)
+    return BetweenGroups(result, between, within, alpha, inference, tau2_method, source)
 
 
 def _check_design(rows: pl.DataFrame, between: str, within: str) -> None:

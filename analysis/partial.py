@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import zlib
 from collections.abc import Callable, Sequence
@@ -15,7 +16,7 @@ from scipy.stats import rankdata
 from ood_store.analysis import bootstrap as _bootstrap
 from ood_store.analysis import inference, residuals
 from ood_store.analysis.results import PARTIAL_COLUMNS, PartialCorrelations
-from ood_store.analysis.series import Series, load
+from ood_store.analysis.series import Series, in_domain_of_runs, load
 from ood_store.errors import AnalysisError
 from ood_store.names import split_names
 from ood_store.progress import progress_bar
@@ -32,7 +33,7 @@ GAM_MIN_N = 8  # a cubic regression spline of at least 5 functions (min(gam_df, 
 class Options:
     """Everything that defines a partial-correlation analysis besides its data; saved with it."""
 
-    in_domain: str
+    in_domain: str | None  # None: the runs' in_domain attribute, when they agree on one
     ood: Sequence[str] | None = None  # repeated or comma-separated names (a tuple once made); None: all
     runs: Sequence[str] | None = None
     metric: str = "acc"
@@ -81,7 +82,7 @@ class Options:
 
 def partial_correlations(
     data: Store | pl.DataFrame,
-    in_domain: str,
+    in_domain: str | None = None,
     ood: Sequence[str] | None = None,
     runs: Sequence[str] | None = None,
     *,
@@ -113,8 +114,9 @@ def partial_correlations(
         A store, or a long frame with columns ``step, task, value`` (and
         optionally ``run``; ``metric``, ``filter``, ``num_fewshot`` select rows
         when present).
-    in_domain : str
-        The in-domain task, the control.
+    in_domain : str, optional
+        The in-domain task, the control. Default: the ``in_domain`` attribute
+        of the runs analysed, when every one has it and they agree (a store only).
     ood : list of str, optional
         OOD tasks; default every other task with ``metric`` scores.
     runs : list of str, optional
@@ -218,7 +220,13 @@ def partial_correlations(
 
 
 def compute(data: Store | pl.DataFrame, options: Options, *, progress: bool = False) -> PartialCorrelations:
-    """:func:`partial_correlations` with its options given as one :class:`Options`."""
+    """:func:`partial_correlations` with its options given as one :class:`Options`.
+
+    ``options.in_domain`` None is replaced by the runs' ``in_domain`` attribute
+    (:func:`~ood_store.analysis.series.in_domain_of_runs`); the result's options say which.
+    """
+    if options.in_domain is None:
+        options = dataclasses.replace(options, in_domain=in_domain_of_runs(data, options.runs))
     series = load(data, options)
     return PartialCorrelations(analyse(series, options, progress=progress), options, series.ood, series.runs)
 

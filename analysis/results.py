@@ -36,6 +36,13 @@ COMPARISON_COLUMNS = (
     "q", "q_p", "i2", "tau2", "verdict",
 )  # fmt: skip
 
+#: Columns of a residualiser sensitivity report, in order.
+SENSITIVITY_COLUMNS = (
+    "run", "task_x", "task_y", "n",
+    "r_linear", "r_gam_gcv", "r_gam_reml", "p_linear", "p_gam_gcv", "p_gam_reml",
+    "r_range", "sign_differs", "significance_differs", "fragile",
+)  # fmt: skip
+
 #: Columns of a comparison between groups of runs, in order; ``r:<group>`` columns follow, one per group.
 BETWEEN_COLUMNS = (
     "task_x", "task_y", "groups", "runs", "q_between", "df_between", "p_between",
@@ -140,7 +147,7 @@ class BetweenGroups:
         Level of the test between groups.
     inference : str
         ``effective`` or ``naive``, as for :class:`Comparison`.
-    method : str
+    tau2_method : str
         Estimator of the within-group τ²: ``PM`` or ``REML``.
     source : PartialCorrelations or None
         The analysis compared, when it was a result rather than a bare frame.
@@ -151,14 +158,40 @@ class BetweenGroups:
     within: str
     alpha: float
     inference: str
-    method: str
+    tau2_method: str
     source: PartialCorrelations | None = None
 
     def __repr__(self) -> str:
         return (
             f"<BetweenGroups: {self.between} beyond {self.within}, {self.table.height} pairs, "
-            f"tau2 by {self.method}, alpha {self.alpha:g}>"
+            f"tau2 by {self.tau2_method}, alpha {self.alpha:g}>"
         )
+
+
+@dataclass(frozen=True)
+class Sensitivity:
+    """How far each pair's r depends on the residualiser (:mod:`~ood_store.analysis.sensitivity`).
+
+    Attributes
+    ----------
+    table : polars.DataFrame
+        One row per (run, task_x, task_y) with the columns of :data:`SENSITIVITY_COLUMNS`.
+    options : Options
+        The analysis, but for its residualiser and smoothing, which vary.
+    alpha : float
+        The level at which the adjusted p-values count as significant.
+    inference : str
+        ``effective`` (``p_eff_adj``) or ``naive`` (``p_adj``).
+    """
+
+    table: pl.DataFrame
+    options: Options
+    alpha: float
+    inference: str
+
+    def __repr__(self) -> str:
+        fragile = int(self.table["fragile"].sum() or 0)
+        return f"<Sensitivity: {self.table.height} pairs, {fragile} fragile at alpha {self.alpha:g}>"
 
 
 def partial_table(data: PartialCorrelations | pl.DataFrame, also: tuple[str, ...] = ()) -> pl.DataFrame:

@@ -10,27 +10,27 @@ significant under none are reported (``sign_differs``) but are no finding to los
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+import dataclasses
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import polars as pl
 
+from ood_store.analysis.results import SENSITIVITY_COLUMNS as COLUMNS
+from ood_store.analysis.results import Sensitivity
 from ood_store.errors import AnalysisError
 
+if TYPE_CHECKING:
+    from ood_store.analysis.partial import Options
+    from ood_store.store import Store
+
 #: The residualisers compared, as (name, partial_correlations options).
-VARIANTS: tuple[tuple[str, dict[str, str]], ...] = (
+VARIANTS: tuple[tuple[str, dict[str, Any]], ...] = (
     ("linear", {"residualizer": "linear"}),
     ("gam_gcv", {"residualizer": "gam", "smoothing": "gcv"}),
     ("gam_reml", {"residualizer": "gam", "smoothing": "reml"}),
 )
-
-#: Columns of a sensitivity report, in order.
-COLUMNS = (
-    "run", "task_x", "task_y", "n",
-    "r_linear", "r_gam_gcv", "r_gam_reml", "p_linear", "p_gam_gcv", "p_gam_reml",
-    "r_range", "sign_differs", "significance_differs", "fragile",
-)  # fmt: skip
 
 _KEYS = ["run", "task_x", "task_y"]
 
@@ -99,29 +99,55 @@ def report(tables: Mapping[str, pl.DataFrame], *, alpha: float = 0.05, inference
 
 
 def residualizer_sensitivity(
-    data,
-    in_domain: str,
-    ood=None,
-    runs=None,
+    data: Store | pl.DataFrame,
+    in_domain: str | None = None,
+    ood: Sequence[str] | None = None,
+    runs: Sequence[str] | None = None,
     *,
     alpha: float = 0.05,
     inference: str = "effective",
-    **options,
-) -> pl.DataFrame:
+    **options: Any,
+) -> Sensitivity:
     """:func:`report` for an analysis run three times, once per residualiser of :data:`VARIANTS`.
 
     ``data``, ``in_domain``, ``ood``, ``runs`` and ``options`` are those of
-    :func:`~ood_store.analysis.partial_correlations` (``residualizer``,
-    ``smoothing`` and ``bootstrap`` are set here: the report compares point
-    estimates, so no bootstrap is run).
+    :func:`~ood_store.analysis.partial_correlations` but ``residualizer`` and
+    ``smoothing``, which are what varies, and ``bootstrap``: the report
+    compares point estimates.
+
+    Returns
+    -------
+    Sensitivity
+        ``.table`` with the columns of :data:`COLUMNS` (see :func:`report`).
     """
-    from ood_store.analysis.partial import partial_correlations
+    from ood_store.analysis.partial import Options
 
     fixed = {"residualizer", "smoothing", "bootstrap"} & set(options)
     if fixed:
-        raise AnalysisError(f"sensitivity sets {', '.join(sorted(fixed))} itself: leave it out")
+        raise AnalysisError(f"residualizer_sensitivity sets {', '.join(sorted(fixed))} itself: leave it out")
+    base = Options(in_domain=in_domain, ood=ood, runs=runs, **options)
+    return sensitivity_of(data, base, alpha=alpha, inference=inference)
+
+
+def sensitivity_of(
+    data: Store | pl.DataFrame,
+    options: Options,
+    *,
+    alpha: float = 0.05,
+    inference: str = "effective",
+    progress: bool = False,
+) -> Sensitivity:
+    """:func:`residualizer_sensitivity` with the analysis given as one :class:`~ood_store.analysis.Options`.
+
+    Its ``residualizer`` and ``smoothing`` are replaced by each variant's; it must not ask for a bootstrap.
+    """
+    from ood_store.analysis.partial import compute
+
+    if options.bootstrap:
+        raise AnalysisError("the sensitivity report compares point estimates: no bootstrap", parameter="bootstrap")
     tables = {}
     for name, variant in VARIANTS:
-        settings: dict[str, Any] = {**options, **variant}
-        tables[name] = partial_correlations(data, in_domain, ood, runs, **settings).table
-    return report(tables, alpha=alpha, inference=inference)
+        result = compute(data, dataclasses.replace(options, **variant), progress=progress)
+        tables[name] = result.table
+    settled = dataclasses.replace(options, in_domain=result.options.in_domain)
+    return Sensitivity(report(tables, alpha=alpha, inference=inference), settled, alpha, inference)

@@ -8,7 +8,6 @@ the user's include folders.
 
 from __future__ import annotations
 
-import difflib
 import tempfile
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -18,7 +17,7 @@ from typing import Any
 
 from ood_store.errors import InputError
 from ood_store.evaluate import suite
-from ood_store.names import split_names
+from ood_store.names import did_you_mean, split_names
 
 
 @dataclass
@@ -65,8 +64,7 @@ def task_list(
             built_in = True
         unknown = [name for name in names if name not in manager.task_index]
         if unknown:
-            close = difflib.get_close_matches(unknown[0], manager.all_tasks, n=3)
-            hint = f"; did you mean {', '.join(close)}?" if close else ""
+            hint = did_you_mean(unknown[0], manager.all_tasks)
             raise InputError(
                 unknown[0], None, f"unknown task (not built into lm-eval, the ood_nli suite or `include_paths`){hint}"
             )

@@ -362,8 +362,14 @@ def test_bad_options_are_analysis_errors():
     ]:
         with pytest.raises(AnalysisError, match=message):
             partial_correlations(frame, in_domain="mnli", **kwargs)
-    with pytest.raises(AnalysisError, match="task 'nli' has no 'acc' scores"):
+    # a task the frame does not have at all: the close names it has (difflib, as evaluate's hint)
+    with pytest.raises(AnalysisError, match=r"^no task 'nli' in the scores; did you mean mnli, anli\?$"):
         partial_correlations(frame, in_domain="nli")
+    with pytest.raises(AnalysisError, match="task 'hans' has no 'acc' scores"):
+        partial_correlations(frame.with_columns(metric=pl.lit("f1")).vstack(frame.with_columns(metric=pl.lit("acc"))
+                             .filter(pl.col("task") != "hans")), in_domain="mnli", ood=["hans", "rte"])  # fmt: skip
+    with pytest.raises(AnalysisError, match=r"^in_domain: not given \(a frame of scores has no run attributes"):
+        partial_correlations(frame)
     with pytest.raises(AnalysisError, match="no column"):
         partial_correlations(frame.drop("value"), in_domain="mnli")
 

@@ -109,7 +109,7 @@ def _planted(dataset: str) -> tuple[pl.DataFrame, pl.DataFrame]:
 @pytest.mark.parametrize("method", ["PM", "REML"])
 def test_between_groups_equals_metafor_mixed_effects_model(dataset, method):
     table, runs = _planted(dataset)
-    ours = between_groups(table, between="family", within="seed", attributes=runs, method=method).table
+    ours = between_groups(table, between="family", within="seed", attributes=runs, tau2_method=method).table
     reference = _csv("subgroups.csv").filter((pl.col("dataset") == dataset) & (pl.col("method") == method))
     means = _csv("subgroup_means.csv").filter((pl.col("dataset") == dataset) & (pl.col("method") == method))
     joined = reference.join(ours, on=["task_x", "task_y"])
@@ -162,8 +162,8 @@ def test_between_groups_bad_designs_are_one_line_errors():
         between_groups(table, between="family", within="seed", attributes=lacking)
     with pytest.raises(AnalysisError, match="between: no run attribute 'size'"):
         between_groups(table, between="size", within="seed", attributes=runs)
-    with pytest.raises(AnalysisError, match="method must be one of PM, REML"):
-        between_groups(table, between="family", within="seed", attributes=runs, method="DL")
+    with pytest.raises(AnalysisError, match="tau2_method: must be one of PM, REML"):
+        between_groups(table, between="family", within="seed", attributes=runs, tau2_method="DL")
     one = runs.with_columns(pl.lit("opt").alias("family"))
     out = between_groups(
         table, between="family", within="run_seed", attributes=one.with_columns(run_seed=pl.col("run"))

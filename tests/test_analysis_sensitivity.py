@@ -40,9 +40,8 @@ def _frame() -> pl.DataFrame:
 
 
 def test_planted_fragile_and_robust_pairs():
-    report = sensitivity(
-        _frame(), "mnli", inference="naive"
-    )  # the linear residuals of the bumps are one smooth wave: n_eff < 4
+    # naive inference: the linear residuals of the bumps are one smooth wave, n_eff < 4
+    report = sensitivity(_frame(), "mnli", inference="naive").table
     rows = {(r["task_x"], r["task_y"]): r for r in report.iter_rows(named=True)}
     bumps = rows[("bump_a", "bump_b")]
     assert bumps["r_linear"] > 0.8 and bumps["p_linear"] < 0.001
@@ -56,7 +55,7 @@ def test_planted_fragile_and_robust_pairs():
 
 def test_the_report_carries_the_three_analyses_numbers():
     frame = _frame()
-    report = sensitivity(frame, "mnli", inference="naive", alpha=0.01)
+    report = sensitivity(frame, "mnli", inference="naive", alpha=0.01).table
     assert report.columns == list(sensitivity_module.COLUMNS)
     for name, variant in sensitivity_module.VARIANTS:
         table = partial_correlations(frame, "mnli", **variant).table.sort("run", "task_x", "task_y")
@@ -70,11 +69,11 @@ def test_the_report_carries_the_three_analyses_numbers():
 
 def test_rows_without_r_have_no_flags_and_options_it_sets_are_refused():
     frame = _frame().filter(pl.col("step") < 700)  # 7 checkpoints: the line works, the GAM needs 8
-    report = sensitivity(frame, "mnli", ood=["lin_a", "lin_b"])
+    report = sensitivity(frame, "mnli", ood=["lin_a", "lin_b"]).table
     row = report.row(0, named=True)
     assert np.isfinite(row["r_linear"]) and np.isnan(row["r_gam_reml"])
     assert row["fragile"] is None and row["sign_differs"] is None and np.isnan(row["r_range"])
-    with pytest.raises(AnalysisError, match="sensitivity sets residualizer itself"):
+    with pytest.raises(AnalysisError, match="residualizer_sensitivity sets residualizer itself"):
         sensitivity(frame, "mnli", residualizer="gam")
 
 
