@@ -229,3 +229,19 @@ def test_verdicts_never_contradict_the_numbers_beside_them():
         else:
             assert verdict == "no evidence" and not excludes_zero, trial
     assert seen == {"consistently positive", "consistently negative", "model-dependent", "mixed", "no evidence"}
+
+
+def test_the_signs_figure_and_the_compare_table_follow_the_verdict():
+    """The figure of issue 11 printed '9+ 11−' in bold as consistent: it reads the verdict, now mixed."""
+    from ood_store.export import figures, tables
+
+    for name, label, bold in (("split11", "9+ 11\u2212", False), ("agree19", "19+ 1\u2212", True)):
+        table, _ = _reference_set(name)
+        comparison = compare(table)
+        figure = figures.sign_agreement(comparison.table)
+        (ax,) = [axis for axis in figure.axes if axis.get_label() != "<colorbar>"][:1]
+        (text,) = [t for t in ax.texts if t.get_text() == label]
+        assert (text.get_fontweight() == "bold") is bold
+        assert not any(patch.get_hatch() for patch in ax.patches)  # neither is model-dependent
+        markdown = tables.compare_table(comparison.table).render("markdown")
+        assert ("mixed" in markdown) is not bold and ("consistently positive" in markdown) is bold
