@@ -247,7 +247,7 @@ def analyse(series: Series, options: Options, *, progress: bool = False) -> pl.D
             parts.append(_pairs(values[:, :1], values[:, 1:], tasks, options, run, told))
     table = pl.concat(parts) if parts else pl.DataFrame(schema=_schema())
     return table.with_columns(
-        pl.lit(options.in_domain).alias("in_domain"),
+        pl.lit(series.in_domain).alias("in_domain"),
         pl.lit(options.metric).alias("metric"),
         pl.lit(options.residualizer).alias("residualizer"),
         pl.lit(options.method).alias("method"),

@@ -6,6 +6,7 @@ checkpoint of a run on a task, for one metric and filter.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -13,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 from ood_store import sqlfiles
-from ood_store.errors import AnalysisError
+from ood_store.errors import AnalysisError, Note
 from ood_store.names import did_you_mean, split_names
 
 if TYPE_CHECKING:
@@ -53,6 +54,8 @@ def load(data: Store | pl.DataFrame | Any, selection: Options) -> Series:
         raise AnalysisError("no in-domain task given", parameter="in_domain")
     ood = split_names(selection.ood, "ood")
     runs = split_names(selection.runs, "runs")
+    if not isinstance(data, pl.DataFrame) and not _is_pandas(data):
+        in_domain = resolve_in_domain(data, in_domain)
     if ood is not None and in_domain in ood:
         raise AnalysisError(f"{in_domain!r} is the in-domain task; it cannot also be an OOD task", parameter="ood")
     wanted = None if ood is None else [in_domain, *ood]
@@ -89,6 +92,25 @@ def frame_tasks(data: pl.DataFrame | Any) -> list[str]:
     """The task names of a scores frame (Polars or pandas), whatever else selects its rows."""
     frame = pl.from_pandas(data) if _is_pandas(data) else data
     return frame["task"].unique().sort().to_list() if "task" in frame.columns else []
+
+
+def resolve_in_domain(store: Store, name: str) -> str:
+    """``name`` as the store spells it: itself if stored, else the one ood_nli suite task it names.
+
+    ``mnli`` is ``ood_nli_mnli`` (or a variant of it, ``ood_nli_mnli__minimal``)
+    when that is the only such task in the store, with a :class:`~ood_store.errors.Note`
+    saying so; when there are several, an error lists them.
+    """
+    found = store.query(sqlfiles.load("ood_store.analysis", "suite_tasks"), name=name)["task"].to_list()
+    if not found or name in found:
+        return name
+    if len(found) > 1:
+        raise AnalysisError(
+            f"no task {name!r} in the store; the ood_nli suite has {', '.join(found)}: choose one",
+            parameter="in_domain",
+        )
+    warnings.warn(Note(f"in-domain task {name!r} read as {found[0]!r}, the one stored task of that name"), stacklevel=3)
+    return found[0]
 
 
 def _is_pandas(data: Any) -> bool:
