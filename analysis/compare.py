@@ -231,6 +231,18 @@ def between_groups(
         - ``verdict``: ``differs by <between> beyond <within> variation`` when
           ``p_between < alpha``, else ``not shown to differ by <between> beyond
           <within> variation``; ``too few runs`` without two groups and more runs than groups.
+
+    Examples
+    --------
+    Three seeds of each of two families, r near +0.6 in one and -0.6 in the other:
+
+    >>> runs = pl.DataFrame({"run": list("abcdef"), "family": ["opt"] * 3 + ["olmo"] * 3, "seed": list("123123")})
+    >>> table = pl.DataFrame({"run": list("abcdef"), "task_x": "hans", "task_y": "rte", "n": 30,
+    ...                       "r": [0.6, 0.55, 0.65, -0.6, -0.5, -0.62], "n_eff": 30.0, "p_adj": 0.01,
+    ...                       "p_eff_adj": 0.01, "edf_x": 2.0, "edf_y": 2.0})
+    >>> out = between_groups(table, between="family", within="seed", attributes=runs).table
+    >>> out["verdict"][0], round(out["r:opt"][0], 2), round(out["r:olmo"][0], 2)
+    ('differs by family beyond seed variation', 0.6, -0.58)
     """
     if inference not in INFERENCE:
         raise AnalysisError(f"inference must be one of {', '.join(INFERENCE)}, not {inference!r}")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import doctest
 from pathlib import Path
 
 import numpy as np
@@ -245,3 +246,17 @@ def test_the_signs_figure_and_the_compare_table_follow_the_verdict():
         assert not any(patch.get_hatch() for patch in ax.patches)  # neither is model-dependent
         markdown = tables.compare_table(comparison.table).render("markdown")
         assert ("mixed" in markdown) is not bold and ("consistently positive" in markdown) is bold
+
+
+def test_docstring_examples_run():
+    import importlib
+
+    names = (
+        "ood_store.analysis.verdicts",
+        "ood_store.analysis.results",
+        "ood_store.analysis.compare",
+        "ood_store.names",
+    )
+    for name in names:
+        result = doctest.testmod(importlib.import_module(name))
+        assert result.failed == 0 and result.attempted > 0, name
