@@ -228,6 +228,7 @@ def compute(data: Store | pl.DataFrame, options: Options, *, progress: bool = Fa
     if options.in_domain is None:
         options = dataclasses.replace(options, in_domain=in_domain_of_runs(data, options.runs))
     series = load(data, options)
+    options = dataclasses.replace(options, in_domain=series.in_domain)  # as the store spells it (mnli: ood_nli_mnli)
     return PartialCorrelations(analyse(series, options, progress=progress), options, series.ood, series.runs)
 
 

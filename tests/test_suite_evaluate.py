@@ -182,11 +182,13 @@ def test_in_domain_by_its_testset_name(evaluated, runner, tmp_path):
     con = duckdb.connect(str(db))  # keep one variant's scores: the name then stands for it
     con.execute("DELETE FROM evaluation_scores WHERE task NOT LIKE '%__minimal'")
     con.close()
-    one = runner.invoke(main, ["--db", str(db), "analyze", "--in-domain", "rte", "--format", "csv"])
+    one = runner.invoke(main, ["--db", str(db), "analyze", "--in-domain", "rte", "--format", "csv", "--save", "rte"])
     assert one.exit_code == 0, one.output
     lines = one.output.splitlines()
     assert lines[0] == "Note: in-domain task 'rte' read as 'ood_nli_rte__minimal', the one stored task of that name"
     assert "ood_nli_hans__minimal,ood_nli_snli__minimal" in lines[2]
+    with ood_store.open(db, read_only=True) as store:  # the saved parameters name the task as the store does
+        assert store.analysis("rte").options.in_domain == "ood_nli_rte__minimal"
 
 
 def test_few_shot_prompts_hold_two_solved_training_examples_the_same_at_every_checkpoint(toy_run, tmp_path, runner):
