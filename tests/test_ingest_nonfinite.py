@@ -89,8 +89,9 @@ def test_analyses_leave_non_finite_scores_out_and_say_so(tmp_path, copy_file):
         table = partial_correlations(store, "lambada_openai", ["arc_easy", "piqa", "sciq"]).table
     rows = {(r["task_x"], r["task_y"]): r for r in table.to_dicts()}
     assert rows[("arc_easy", "piqa")]["n"] == 25 and rows[("piqa", "sciq")]["n"] == 27
-    assert rows[("arc_easy", "piqa")]["reason"] == "non-finite scores treated as missing: 2 of arc_easy"
-    assert rows[("piqa", "sciq")]["reason"] is None
+    assert rows[("arc_easy", "piqa")]["note"] == "non-finite scores treated as missing: 2 of arc_easy"
+    assert rows[("arc_easy", "piqa")]["reason"] is None
+    assert rows[("piqa", "sciq")]["reason"] is None and rows[("piqa", "sciq")]["note"] is None
     # the same partial correlation by pingouin, on the JSON with those two checkpoints left out
     kept = [d for i, d in enumerate(docs) if i not in (5, 9)]
     frame = pl.DataFrame(
@@ -151,3 +152,21 @@ def test_numbers_are_the_same_whichever_parser_reads_the_file(tmp_path):
         1 for e in json.loads(source.read_text())["results"].values() for k in e if not k.endswith("_stderr")
     )
     assert np.isnan(doc["results"]["extra"]["acc"])
+
+
+def test_a_pair_left_with_too_few_checkpoints_says_why_in_reason(tmp_path, copy_file):
+    """Six checkpoints, two of them NaN for arc_easy: four are left, fewer than a line needs."""
+    copies = [copy_file(f) for f in pythia_files("410m")[:6]]
+    for path in (copies[1], copies[4]):
+        doc = json.loads(path.read_text())
+        doc["results"]["arc_easy"]["acc"] = math.nan
+        write(path, doc)
+    with ood_store.open(tmp_path / "s.duckdb") as store:
+        assert store.ingest(copies).ok
+        [row] = partial_correlations(store, "lambada_openai", ["arc_easy", "piqa"]).table.to_dicts()
+    assert row["n"] == 4 and math.isnan(row["r"])
+    assert row["reason"] == (
+        "too few checkpoints: n=4, the linear residualizer needs at least 5; "
+        "non-finite scores treated as missing: 2 of arc_easy"
+    )
+    assert row["note"] is None

@@ -179,19 +179,20 @@ def test_a_store_of_schema_2_gains_campaign_and_source_format(db, monkeypatch):
         assert store.query("SELECT campaign, source_format FROM evaluations").rows() == [(None, "lm-eval")]
 
 
-def test_a_store_of_schema_3_keeps_its_scores_and_gains_campaign_views(db, monkeypatch):
-    """0004 makes `value` nullable (NaN is stored as NULL) and adds campaigns to the views; rows are kept."""
+def test_a_store_before_campaigns_keeps_its_scores_and_gains_campaign_views(db, monkeypatch):
+    """0005 makes `value` nullable (NaN is stored as NULL) and adds campaigns to the views; rows are kept."""
+    campaigns_version = next(m.version for m in schema.migrations() if m.name == "0005_campaigns.sql")
     applied = _store_of_schema(
         db,
         monkeypatch,
-        3,
+        campaigns_version - 1,
         "INSERT INTO evaluations (content_hash, source_path, run, step, identity_from, format, samples_files, "
         "ingested_at, ood_store_version, campaign) VALUES ('h', '/zero-shot/x.json', 'r', 1000, 'revision', "
         "'v0.3', [], now()::TIMESTAMP, '0', 'zero-shot')",
         "INSERT INTO evaluation_scores (evaluation_id, task, metric, filter, value, is_group) "
         "SELECT evaluation_id, 'arc_easy', 'acc', 'none', 0.5, false FROM evaluations",
     )
-    assert 4 in applied
+    assert applied == [campaigns_version]
     with ood_store.open(db, read_only=True) as store:
         nullable = store.query(
             "SELECT is_nullable FROM information_schema.columns WHERE table_name = 'evaluation_scores' "

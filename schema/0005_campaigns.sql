@@ -1,4 +1,4 @@
--- 0004_campaigns: non-finite scores are data, and evaluation campaigns are kept apart.
+-- 0005_campaigns: non-finite scores are data, and evaluation campaigns are kept apart.
 
 -- evaluation_scores again, with two changes:
 -- * `value` may be NULL: a score lm-eval wrote as NaN is stored as NULL (SQL's missing value:
