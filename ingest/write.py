@@ -18,7 +18,7 @@ import polars as pl
 
 from ood_store import __version__, sqlfiles
 from ood_store.ingest.records import EvaluationRecord
-from ood_store.store.runs import set_attributes
+from ood_store.store.runs import fill_attributes, set_attributes
 from ood_store.store.transaction import transaction
 
 _EVALUATION_SCHEMA: dict[str, pl.DataType | type[pl.DataType]] = {
@@ -44,6 +44,8 @@ _EVALUATION_SCHEMA: dict[str, pl.DataType | type[pl.DataType]] = {
     "samples_files": pl.List(pl.String),
     "ingested_at": pl.Datetime("us"),
     "ood_store_version": pl.String,
+    "source_format": pl.String,
+    "campaign": pl.String,
     # for runs and checkpoints, not stored in evaluations
     "base_model": pl.String,
     "checkpoint_model": pl.String,
@@ -85,6 +87,9 @@ def write_batch(
         ]
         if samples:
             _run(con, "new_samples", pl.concat(samples), _sql("insert_samples"))
+        for record in records:
+            if record.run_attributes:
+                fill_attributes(con, record.identity.run, record.run_attributes)
         if attributes:
             for run in sorted({r.identity.run for r in records}):
                 set_attributes(con, run, attributes)
@@ -119,6 +124,8 @@ def _evaluations_frame(records: Sequence[EvaluationRecord], ids: list[int], now:
                 "samples_files": record.samples_files,
                 "ingested_at": now,
                 "ood_store_version": __version__,
+                "source_format": record.source_format,
+                "campaign": record.campaign,
                 "base_model": ident.base_model,
                 "checkpoint_model": ident.model,
                 "revision": ident.revision,

@@ -24,6 +24,8 @@ from ood_store.store.connection import DEFAULT_LOCK_TIMEOUT, connect, fetch_valu
 if TYPE_CHECKING:
     from ood_store.evaluate.runner import EvaluateReport
     from ood_store.ingest import IngestReport, Overrides
+    from ood_store.store.dump import DumpReport
+    from ood_store.store.merge import MergeReport
 
 DEFAULT_DB = "ood_store.duckdb"
 DB_ENV = "OOD_STORE_DB"
@@ -213,6 +215,32 @@ class Store:
 
         self._require_writable("set run attributes")
         set_attributes(self._con, run, attributes)
+
+    # -- moving results between stores -------------------------------------
+    def dump(self, folder: str | os.PathLike[str], *, progress: bool = False) -> DumpReport:
+        """Write every table as Parquet (partitioned by run where rows belong to evaluations) with a
+        manifest, into a new folder; see :func:`ood_store.store.dump.dump`."""
+        from ood_store.store.dump import dump
+
+        return dump(self._con, folder, progress=progress)
+
+    def load(self, folder: str | os.PathLike[str], *, prefer: str | None = None) -> MergeReport:
+        """Add a dump (:meth:`dump`, any schema version) to this store; see :mod:`ood_store.store.merge`.
+
+        Evaluations already here (same content hash) are not added twice; conflicting run
+        attributes are reported and this store's kept, unless ``prefer`` is ``"theirs"`` or ``"ours"``.
+        """
+        from ood_store.store.merge import load
+
+        self._require_writable("load a dump")
+        return load(self._con, self.path, folder, prefer=prefer)
+
+    def merge(self, other: str | os.PathLike[str], *, prefer: str | None = None) -> MergeReport:
+        """Add every result of another store file (opened read-only) to this one; the rules of :meth:`load`."""
+        from ood_store.store.merge import merge
+
+        self._require_writable("merge a store")
+        return merge(self._con, self.path, other, prefer=prefer)
 
     # -- saved analyses ----------------------------------------------------
     def save_analysis(

@@ -1,0 +1,2 @@
+-- How many evaluations the attached store `incoming` holds.
+SELECT count(*) FROM incoming.evaluations
