@@ -23,6 +23,7 @@ from ood_store.store.connection import DEFAULT_LOCK_TIMEOUT, connect, fetch_valu
 
 if TYPE_CHECKING:
     from ood_store.evaluate.runner import EvaluateReport
+    from ood_store.export.eee import EeeExport
     from ood_store.ingest import IngestReport, Overrides
     from ood_store.store.dump import DumpReport
     from ood_store.store.merge import MergeReport
@@ -144,8 +145,12 @@ class Store:
         attributes: Mapping[str, Any] | list[str] | None = None,
         samples: bool = True,
         progress: bool = False,
+        wandb_map: Sequence[str] = (),
+        wandb_step: str | None = None,
+        wandb_config: str | os.PathLike[str] | None = None,
     ) -> IngestReport:
-        """Ingest lm-eval results files, folders or globs; see :func:`ood_store.ingest.ingest`."""
+        """Ingest results files (lm-eval, Every Eval Ever, inspect_ai, W&B history), folders or globs;
+        see :func:`ood_store.ingest.ingest`."""
         from ood_store.ingest import ingest
 
         self._require_writable("ingest")
@@ -156,6 +161,9 @@ class Store:
             attributes=attributes,
             samples=samples,
             progress=progress,
+            wandb_map=wandb_map,
+            wandb_step=wandb_step,
+            wandb_config=None if wandb_config is None else str(wandb_config),
         )
 
     def evaluate(
@@ -241,6 +249,24 @@ class Store:
 
         self._require_writable("merge a store")
         return merge(self._con, self.path, other, prefer=prefer)
+
+    def export_eee(
+        self,
+        folder: str | os.PathLike[str],
+        *,
+        runs: Sequence[str] | None = None,
+        collection: str = "ood-store",
+        organization: str = "unknown",
+        relationship: str = "first_party",
+    ) -> EeeExport:
+        """Write every evaluation (of ``runs``) as an Every Eval Ever file.
+
+        See :func:`ood_store.export.eee.export_eee`."""
+        from ood_store.export.eee import export_eee
+
+        return export_eee(
+            self, folder, runs=runs, collection=collection, organization=organization, relationship=relationship
+        )
 
     # -- saved analyses ----------------------------------------------------
     def save_analysis(
