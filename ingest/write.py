@@ -44,13 +44,14 @@ _EVALUATION_SCHEMA: dict[str, pl.DataType | type[pl.DataType]] = {
     "samples_files": pl.List(pl.String),
     "ingested_at": pl.Datetime("us"),
     "ood_store_version": pl.String,
-    "source_format": pl.String,
-    "campaign": pl.String,
     # for runs and checkpoints, not stored in evaluations
     "base_model": pl.String,
     "checkpoint_model": pl.String,
     "revision": pl.String,
 }
+
+
+_PROVENANCE_SCHEMA = {"evaluation_id": pl.Int32, "source_format": pl.String, "campaign": pl.String}
 
 
 def _sql(name: str) -> str:
@@ -73,6 +74,14 @@ def write_batch(
         _run(con, "new_evaluations", evaluations, _sql("write_runs"), {"now": now})
         _run(con, "new_evaluations", evaluations, _sql("write_checkpoints"))
         _run(con, "new_evaluations", evaluations, _sql("write_evaluations"))
+        provenance = [
+            (i, r.source_format, r.campaign)
+            for r, i in zip(records, ids, strict=True)
+            if r.source_format != "lm-eval" or r.campaign is not None
+        ]
+        if provenance:  # evaluations.source_format and campaign exist from schema 3 on
+            frame = pl.DataFrame(provenance, schema=_PROVENANCE_SCHEMA, orient="row")
+            _run(con, "new_provenance", frame, _sql("write_provenance"))
         scores = pl.concat(
             [
                 r.scores_frame().with_columns(evaluation_id=pl.lit(i, pl.Int32))
@@ -124,8 +133,6 @@ def _evaluations_frame(records: Sequence[EvaluationRecord], ids: list[int], now:
                 "samples_files": record.samples_files,
                 "ingested_at": now,
                 "ood_store_version": __version__,
-                "source_format": record.source_format,
-                "campaign": record.campaign,
                 "base_model": ident.base_model,
                 "checkpoint_model": ident.model,
                 "revision": ident.revision,

@@ -198,7 +198,7 @@ def _table(path: Path, folder: Path, name: str, entry: Any) -> TableDump:
         or not isinstance(entry.get("files"), dict)
         or not isinstance(entry.get("rows"), int)
     ):
-        raise InputError(path, where, "expected an object with `rows` and `files`")
+        raise InputError(path, where, "expected an object with rows and files")
     files: dict[str, str] = entry["files"]
     con = duckdb.connect()
     try:
