@@ -19,6 +19,7 @@ import datetime as dt
 import hashlib
 import json
 import math
+import os
 import re
 import uuid
 from collections.abc import Sequence
@@ -61,7 +62,7 @@ def _sql(name: str) -> str:
 
 def export_eee(
     store: Store,
-    folder: str | Path,
+    folder: str | os.PathLike[str],
     *,
     runs: Sequence[str] | None = None,
     collection: str = "ood-store",

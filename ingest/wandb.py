@@ -165,8 +165,8 @@ def read_history(
     if overrides.step is not None:
         raise InputError(shown, None, "a W&B history holds many steps, one per row: `step` does not apply")
     frame = _frame(path, shown, data)
-    mapped = {c: options.mapping(c) for c in frame.columns}
-    mapped = {c: m for c, m in mapped.items() if m is not None}
+    found = {c: options.mapping(c) for c in frame.columns}
+    mapped = {c: m for c, m in found.items() if m is not None}
     if not mapped:
         patterns = ", ".join(options.rule_texts)
         raise InputError(shown, None, f"no column is a score by the column patterns ({patterns}); give `wandb_map`")

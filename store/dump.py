@@ -18,6 +18,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -71,7 +72,7 @@ def quoted(identifier: str) -> str:
     return '"' + identifier.replace('"', '""') + '"'
 
 
-def dump(con: duckdb.DuckDBPyConnection, folder: str | Path, *, progress: bool = False) -> DumpReport:
+def dump(con: duckdb.DuckDBPyConnection, folder: str | os.PathLike[str], *, progress: bool = False) -> DumpReport:
     """Write every table of the store on ``con`` to ``folder`` as Parquet, with a manifest.
 
     Parameters
@@ -164,7 +165,7 @@ class Manifest:
     tables: dict[str, TableDump]
 
 
-def read_manifest(folder: str | Path) -> Manifest:
+def read_manifest(folder: str | os.PathLike[str]) -> Manifest:
     """The manifest of the dump in ``folder``, after checking every file it lists (sha256 and row count)."""
     folder = Path(folder)
     path = folder / MANIFEST
