@@ -46,6 +46,26 @@ _UNPORTABLE = re.compile(r'[<>:"\\|?*\x00-\x1f]')
 _ENGINES = {"hf": "transformers", "vllm": "vllm", "gguf": "llama.cpp", "sglang": "sglang"}
 
 
+@dataclass(frozen=True)
+class EeeSource:
+    """Who made the results, as EEE's ``source_metadata`` says, and the datastore collection they go to.
+
+    Parameters
+    ----------
+    collection
+        The datastore collection (EEE's benchmark folder), e.g. the study's name.
+    organization
+        ``source_metadata.source_organization_name``: who made the results.
+    relationship
+        ``source_metadata.evaluator_relationship``: one of ``first_party``, ``third_party``,
+        ``collaborative``, ``other``.
+    """
+
+    collection: str = "ood-store"
+    organization: str = "unknown"
+    relationship: str = "first_party"
+
+
 @dataclass
 class EeeExport:
     """The files written, and the scores left out (EEE holds finite numbers only)."""
@@ -65,11 +85,9 @@ def export_eee(
     folder: str | os.PathLike[str],
     *,
     runs: Sequence[str] | None = None,
-    collection: str = "ood-store",
-    organization: str = "unknown",
-    relationship: str = "first_party",
+    source: EeeSource | None = None,
 ) -> EeeExport:
-    """Write one EEE file per evaluation of ``runs`` (default: every run) under ``folder``/data/``collection``.
+    """Write one EEE file per evaluation of ``runs`` (default: every run) under ``folder``/data/COLLECTION.
 
     Parameters
     ----------
@@ -79,14 +97,12 @@ def export_eee(
         Where ``data/<collection>/<developer>/<model>/<uuid>.json`` go (created if need be).
     runs
         Only these runs.
-    collection
-        The datastore collection (EEE's benchmark folder), e.g. the study's name.
-    organization
-        ``source_metadata.source_organization_name``: who made the results.
-    relationship
-        ``source_metadata.evaluator_relationship``: one of ``first_party``, ``third_party``,
-        ``collaborative``, ``other``.
+    source
+        The collection and who made the results (:class:`EeeSource`; by default collection
+        ``ood-store``, organization ``unknown``, ``first_party``).
     """
+    source = source or EeeSource()
+    collection, organization, relationship = source.collection, source.organization, source.relationship
     if relationship not in RELATIONSHIPS:
         raise OodStoreError(
             f"expected one of {', '.join(RELATIONSHIPS)}, got {relationship!r}", parameter="relationship"

@@ -23,7 +23,7 @@ from ood_store.store.connection import DEFAULT_LOCK_TIMEOUT, connect, fetch_valu
 
 if TYPE_CHECKING:
     from ood_store.evaluate.runner import EvaluateReport
-    from ood_store.export.eee import EeeExport
+    from ood_store.export.eee import EeeExport, EeeSource
     from ood_store.ingest import IngestReport, Overrides
     from ood_store.store.dump import DumpReport
     from ood_store.store.merge import MergeReport
@@ -255,18 +255,14 @@ class Store:
         folder: str | os.PathLike[str],
         *,
         runs: Sequence[str] | None = None,
-        collection: str = "ood-store",
-        organization: str = "unknown",
-        relationship: str = "first_party",
+        source: EeeSource | None = None,
     ) -> EeeExport:
         """Write every evaluation (of ``runs``) as an Every Eval Ever file.
 
         See :func:`ood_store.export.eee.export_eee`."""
         from ood_store.export.eee import export_eee
 
-        return export_eee(
-            self, folder, runs=runs, collection=collection, organization=organization, relationship=relationship
-        )
+        return export_eee(self, folder, runs=runs, source=source)
 
     # -- saved analyses ----------------------------------------------------
     def save_analysis(

@@ -91,11 +91,11 @@ def dump(con: duckdb.DuckDBPyConnection, folder: str | os.PathLike[str], *, prog
     """
     folder = Path(folder)
     _check_folder(folder)
-    tables = con.execute(_sql("dump_tables")).fetchall()
+    tables = con.execute(_sql("own_tables")).fetchall()
     version = schema.current_version(con)
     report = DumpReport(folder, version, {}, {})
     with progress_bar(progress, len(tables) + len(DERIVED), "dumping") as advance:
-        for name, per_evaluation, has_run in tables:
+        for name, _, per_evaluation, has_run in tables:
             if per_evaluation:
                 query = _sql("dump_table" if has_run else "dump_per_evaluation").format(table=quoted(name))
                 report.tables[name] = _write(con, folder, name, query, by_run=True, added=[] if has_run else ["run"])

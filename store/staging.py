@@ -44,9 +44,8 @@ def staged(
         con = duckdb.connect(str(path))
         try:
             schema.migrate(con, str(path), upto=version)
-            fill(
-                con, dict(con.execute(_sql("staging_tables")).fetchall())
-            )  # no transaction: the file is thrown away on error
+            tables = {name: columns for name, columns, _, _ in con.execute(_sql("own_tables")).fetchall()}
+            fill(con, tables)  # no transaction: the file is thrown away on error
             schema.migrate(con, str(path))
         finally:
             con.close()

@@ -12,6 +12,7 @@ from every_eval_ever.validator import validate_file
 import ood_store
 from conftest import FIXTURES, PYTHIA_SIZES, V04, pythia_files, table_dump
 from ood_store.cli import main
+from ood_store.export.eee import EeeSource
 
 SCORES = "SELECT run, step, task, num_fewshot, metric, filter, value, stderr, n_samples, is_group FROM scores"
 LEADERBOARD = next((V04 / "csabakecskemeti").rglob("results_*.json"))
@@ -35,7 +36,7 @@ def validate_folder(root: Path) -> list[Path]:
 def pythia_export(analysis_db, tmp_path_factory) -> Path:
     folder = tmp_path_factory.mktemp("eee") / "export"
     with ood_store.open(analysis_db, read_only=True) as store:
-        report = store.export_eee(folder, collection="pythia-study", organization="EleutherAI")
+        report = store.export_eee(folder, source=EeeSource("pythia-study", "EleutherAI"))
     assert len(report.files) == 81 and report.not_finite == 0
     return folder
 
@@ -70,7 +71,7 @@ def test_import_of_the_export_gives_the_same_scores(pythia_export, analysis_db, 
 
 def test_exporting_again_writes_the_same_bytes(pythia_export, analysis_db, tmp_path):
     with ood_store.open(analysis_db, read_only=True) as store:
-        again = store.export_eee(tmp_path / "again", collection="pythia-study", organization="EleutherAI")
+        again = store.export_eee(tmp_path / "again", source=EeeSource("pythia-study", "EleutherAI"))
     first = {f.relative_to(pythia_export): f.read_bytes() for f in pythia_export.rglob("*.json")}
     second = {f.relative_to(tmp_path / "again"): f.read_bytes() for f in again.files}
     assert first == second

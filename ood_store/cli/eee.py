@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from ood_store.export.eee import RELATIONSHIPS
+from ood_store.export.eee import RELATIONSHIPS, EeeSource
 
 
 @click.command("export-eee")
@@ -39,9 +39,8 @@ def export_eee(settings, folder: Path, runs, collection, organization, relations
     and filters in each result. `ood-store ingest FOLDER` reads them back.
     """
     with settings.open(read_only=True) as store:
-        report = store.export_eee(
-            folder, runs=list(runs) or None, collection=collection, organization=organization, relationship=relationship
-        )
+        source = EeeSource(collection, organization, relationship)
+        report = store.export_eee(folder, runs=list(runs) or None, source=source)
     n = len(report.files)
     click.echo(
         f"Wrote {n:,} Every Eval Ever file{'s' if n != 1 else ''} ({report.scores:,} scores) "

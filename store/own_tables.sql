@@ -1,7 +1,9 @@
--- The store's own tables (not views), in a stable order, with whether each holds an evaluation_id
--- column (those are dumped partitioned by run). schema_version goes into the manifest instead.
+-- The store's own tables (not views, not schema_version, which a dump's manifest stands for), in a
+-- stable order: their columns, whether they hold rows per evaluation (an evaluation_id column:
+-- dumped partitioned by run) and whether they have a run column of their own.
 SELECT
     t.table_name,
+    list(c.column_name ORDER BY c.column_index) AS columns,
     bool_or(c.column_name = 'evaluation_id') AS per_evaluation,
     bool_or(c.column_name = 'run') AS has_run
 FROM duckdb_tables() t
