@@ -8,6 +8,16 @@ Series come out of the store with one SQL query per analysis
 """
 
 from ood_store.analysis.compare import compare
-from ood_store.analysis.partial import COLUMNS, Options, pairwise_partial, partial_correlations
+from ood_store.analysis.partial import Options, pairwise_partial, partial_correlations
+from ood_store.analysis.results import COMPARISON_COLUMNS, PARTIAL_COLUMNS, Comparison, PartialCorrelations
 
-__all__ = ["COLUMNS", "Options", "compare", "pairwise_partial", "partial_correlations"]
+__all__ = [
+    "COMPARISON_COLUMNS",
+    "PARTIAL_COLUMNS",
+    "Comparison",
+    "Options",
+    "PartialCorrelations",
+    "compare",
+    "pairwise_partial",
+    "partial_correlations",
+]

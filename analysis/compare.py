@@ -9,6 +9,7 @@ import numpy as np
 import polars as pl
 from scipy import stats
 
+from ood_store.analysis.results import Comparison, PartialCorrelations, partial_table
 from ood_store.errors import AnalysisError
 from ood_store.store.runs import run_attributes
 
@@ -17,32 +18,25 @@ if TYPE_CHECKING:
 
 INFERENCE = ("effective", "naive")
 
-#: Columns of a comparison, in order; ``r:<run>`` columns follow, one per run.
-COLUMNS = (
-    "task_x", "task_y", "runs", "n_positive", "n_negative", "sign_agreement",
-    "n_sig_positive", "n_sig_negative", "r_pooled", "ci_low", "ci_high", "p_pooled",
-    "q", "q_p", "i2", "tau2", "verdict",
-)  # fmt: skip
-
 
 def compare(
-    table: pl.DataFrame,
+    data: PartialCorrelations | pl.DataFrame,
     *,
     by: Sequence[str] | None = None,
     attributes: Store | pl.DataFrame | None = None,
     alpha: float = 0.05,
     inference: str = "effective",
-) -> pl.DataFrame:
+) -> Comparison:
     """For each pair of OOD tasks: the runs' partial correlations side by side, pooled, and a verdict.
 
     Parameters
     ----------
-    table : polars.DataFrame
-        A partial-correlation table (:func:`~ood_store.analysis.partial_correlations`
-        or a saved analysis).
+    data : PartialCorrelations or polars.DataFrame
+        The result of :func:`~ood_store.analysis.partial_correlations`, a saved
+        analysis (``Store.analysis``), or a partial-correlation table.
     by : list of str, optional
         Run attributes to group runs by (``family``, ``size``, ``in_domain``,
-        ``seed``, ``base_model`` or any attribute set with ``--attr``, such as
+        ``seed``, ``base_model`` or any other run attribute, such as
         ``shots``); runs are compared within each group.
     attributes : Store or polars.DataFrame, optional
         Where run attributes come from when ``by`` is given: a store, or a
@@ -57,9 +51,9 @@ def compare(
 
     Returns
     -------
-    polars.DataFrame
-        One row per group and pair with the columns of :data:`COLUMNS`, then
-        ``r:<run>`` for each run:
+    Comparison
+        ``.table`` with one row per group and pair: the ``by`` columns,
+        :data:`~ood_store.analysis.results.COMPARISON_COLUMNS`, then ``r:<run>`` for each run:
 
         - ``runs``: runs with a finite r; ``n_positive``/``n_negative``: their signs;
           ``sign_agreement``: the share of runs with the majority sign;
@@ -79,6 +73,7 @@ def compare(
     if not 0 < alpha < 1:
         raise AnalysisError(f"alpha must be between 0 and 1, not {alpha}")
     by = list(dict.fromkeys(by)) if by else None  # repeated names count once
+    table = partial_table(data)
     groups = _group_columns(table, by, attributes)
     size_column, p_column = ("n_eff", "p_eff_adj") if inference == "effective" else ("n", "p_adj")
     edf = pl.max_horizontal(pl.col("edf_x"), pl.col("edf_y")).fill_null(2.0)
@@ -98,7 +93,9 @@ def compare(
     )  # fmt: skip
     wide = rows.pivot(on="run", index=keys, values="r", aggregate_function=None)
     wide = wide.rename({run: f"r:{run}" for run in wide.columns if run not in keys})
-    return summary.join(wide, on=keys, how="left", nulls_equal=True).sort(keys)
+    result = summary.join(wide, on=keys, how="left", nulls_equal=True).sort(keys)
+    source = data if isinstance(data, PartialCorrelations) else None
+    return Comparison(result, tuple(by or ()), alpha, inference, source)
 
 
 _POOLED = pl.Struct(
@@ -180,9 +177,6 @@ def _pool(values: dict, alpha: float) -> dict:
 
 
 def _group_columns(table: pl.DataFrame, by: Sequence[str] | None, attributes) -> pl.DataFrame:
-    missing = {"run", "task_x", "task_y", "n", "r", "n_eff", "p_adj", "p_eff_adj"} - set(table.columns)
-    if missing:
-        raise AnalysisError(f"not a partial-correlation table: no column(s) {', '.join(sorted(missing))}")
     if not by:
         return table
     clash = [name for name in by if name in table.columns]

@@ -13,6 +13,7 @@ from scipy.stats import rankdata
 
 from ood_store.analysis import bootstrap as _bootstrap
 from ood_store.analysis import inference, residuals
+from ood_store.analysis.results import PARTIAL_COLUMNS, PartialCorrelations
 from ood_store.analysis.series import Series, load
 from ood_store.errors import AnalysisError
 from ood_store.names import split_names
@@ -23,14 +24,6 @@ if TYPE_CHECKING:
 
 METHODS = ("pearson", "spearman")
 GAM_MIN_N = 8  # a cubic B-spline basis of at least 5 functions (min(gam_df, n - 3))
-
-#: Columns of a partial-correlation table, in order.
-COLUMNS = (
-    "run", "task_x", "task_y", "n", "r", "ci_low", "ci_high", "p", "p_adj",
-    "n_eff", "p_eff", "p_eff_adj", "acf1_x", "acf1_y", "dof", "edf_x", "edf_y",
-    "boot_ci_low", "boot_ci_high", "block_length", "reason",
-    "in_domain", "metric", "residualizer", "method",
-)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -99,7 +92,7 @@ def partial_correlations(
     seed: int = 0,
     gam_df: int = 8,
     progress: bool = False,
-) -> pl.DataFrame:
+) -> PartialCorrelations:
     """Partial correlations between every pair of OOD tasks, controlling for the in-domain score, per run.
 
     Within a run, checkpoints are aligned by step. For each pair (X, Y), the
@@ -148,8 +141,10 @@ def partial_correlations(
 
     Returns
     -------
-    polars.DataFrame
-        One row per (run, task_x, task_y) with the columns of :data:`COLUMNS`:
+    PartialCorrelations
+        ``.table`` (a Polars DataFrame), ``.options``, ``.tasks`` and ``.runs``.
+        The table has one row per (run, task_x, task_y) with the columns of
+        :data:`~ood_store.analysis.results.PARTIAL_COLUMNS`:
 
         - ``n``: checkpoints used; ``r``: partial correlation;
         - ``ci_low``, ``ci_high``: Fisher-z interval with ``n - edf - 2`` (``n - k - 3``);
@@ -175,8 +170,8 @@ def partial_correlations(
     ...     "value": np.concatenate([z, z + shared + rng.normal(size=30) * 0.5,
     ...                              -z + shared + rng.normal(size=30) * 0.5]),
     ... })
-    >>> table = partial_correlations(frame, in_domain="mnli")
-    >>> table.select("task_x", "task_y", "n", pl.col("r").round(3))
+    >>> result = partial_correlations(frame, in_domain="mnli")
+    >>> result.table.select("task_x", "task_y", "n", pl.col("r").round(3))
     shape: (1, 4)
     ┌────────┬────────┬─────┬───────┐
     │ task_x ┆ task_y ┆ n   ┆ r     │
@@ -203,16 +198,13 @@ def partial_correlations(
         seed=seed,
         gam_df=gam_df,
     )
-    series = load(
-        data,
-        options.in_domain,
-        options.ood,
-        options.runs,
-        metric=metric,
-        filter=filter,
-        num_fewshot=num_fewshot,
-    )
-    return analyse(series, options, progress=progress)
+    return compute(data, options, progress=progress)
+
+
+def compute(data: Store | pl.DataFrame, options: Options, *, progress: bool = False) -> PartialCorrelations:
+    """:func:`partial_correlations` with its options given as one :class:`Options`."""
+    series = load(data, options)
+    return PartialCorrelations(analyse(series, options, progress=progress), options, series.ood, series.runs)
 
 
 def analyse(series: Series, options: Options, *, progress: bool = False) -> pl.DataFrame:
@@ -233,12 +225,12 @@ def analyse(series: Series, options: Options, *, progress: bool = False) -> pl.D
         pl.lit(options.metric).alias("metric"),
         pl.lit(options.residualizer).alias("residualizer"),
         pl.lit(options.method).alias("method"),
-    ).select(COLUMNS)
+    ).select(PARTIAL_COLUMNS)
 
 
 def _schema() -> dict[str, pl.DataType]:
     """Types of the per-run columns (all but the four parameter columns at the end)."""
-    schema: dict[str, pl.DataType] = dict.fromkeys(COLUMNS[:-4], pl.Float64())
+    schema: dict[str, pl.DataType] = dict.fromkeys(PARTIAL_COLUMNS[:-4], pl.Float64())
     schema.update(
         run=pl.String(),
         task_x=pl.String(),
@@ -263,7 +255,7 @@ def pairwise_partial(
     ``options`` are those of :func:`partial_correlations` that define the
     statistics (``residualizer``, ``method``, ``adjust``, ``confidence``,
     ``bootstrap``, ``block_length``, ``bootstrap_kind``, ``seed``, ``gam_df``).
-    Returns the columns of :data:`COLUMNS` up to ``reason``, ``run`` empty.
+    Returns the columns of :data:`~ood_store.analysis.results.PARTIAL_COLUMNS` up to ``reason``, ``run`` empty.
 
     Examples
     --------

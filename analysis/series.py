@@ -17,6 +17,7 @@ from ood_store.errors import AnalysisError
 from ood_store.names import split_names
 
 if TYPE_CHECKING:
+    from ood_store.analysis.partial import Options
     from ood_store.store import Store
 
 SINGLE_RUN = "(frame)"  # the run name given to a frame without a run column
@@ -32,25 +33,24 @@ class Series:
     runs: tuple[str, ...]
 
 
-def load(
-    data: Store | pl.DataFrame | Any,
-    in_domain: str,
-    ood: Sequence[str] | None = None,
-    runs: Sequence[str] | None = None,
-    *,
-    metric: str = "acc",
-    filter: str = "none",  # noqa: A002 - lm-eval's name for it
-    num_fewshot: int | None = None,
-) -> Series:
-    """Select the in-domain and OOD series of the chosen runs.
+def load(data: Store | pl.DataFrame | Any, selection: Options) -> Series:
+    """Select the in-domain and OOD series of the chosen runs, as ``selection`` says.
 
     ``data`` is a :class:`~ood_store.Store` or a long frame with columns
     ``step, task, value`` (``run`` optional; ``metric``, ``filter`` and
-    ``num_fewshot`` are used for selection when present). ``ood=None`` means
-    every other task that has ``metric``.
+    ``num_fewshot`` are used for selection when present). Of ``selection``
+    (an analysis' :class:`~ood_store.analysis.partial.Options`) this reads
+    ``in_domain``, ``ood`` (None: every other task that has ``metric``),
+    ``runs``, ``metric``, ``filter`` and ``num_fewshot``.
     """
-    ood = split_names(ood, "ood")
-    runs = split_names(runs, "runs")
+    in_domain, metric, filter, num_fewshot = (  # noqa: A001 - lm-eval's name for it
+        selection.in_domain,
+        selection.metric,
+        selection.filter,
+        selection.num_fewshot,
+    )
+    ood = split_names(selection.ood, "ood")
+    runs = split_names(selection.runs, "runs")
     if ood is not None and in_domain in ood:
         raise AnalysisError(f"{in_domain!r} is the in-domain task; it cannot also be an OOD task", parameter="ood")
     wanted = None if ood is None else [in_domain, *ood]

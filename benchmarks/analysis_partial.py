@@ -6,7 +6,7 @@ A store is filled (through `ood-store ingest`, not timed) with synthetic lm-eval
 v0.3 results: RUNS runs × CHECKPOINTS checkpoints × TASKS tasks, task00 the
 in-domain one. Then, medians over --repeats:
 
-  ood-store (all runs)   partial_correlations(store, "task00"): every pair of the
+  ood-store (all runs)   partial_correlations(store, "task00").table: every pair of the
                          TASKS - 1 OOD tasks in every run, the SQL query included;
   ood-store (one run)    the same for the first run only;
   pingouin loop          pingouin.partial_corr(x, y, covar="task00") for every pair
@@ -89,14 +89,16 @@ def main() -> None:
         with ood_store.open(db, read_only=True) as store:
             synthetic = store.query("SELECT * FROM scores WHERE run LIKE 'bench/%'")
             pairs = (args.tasks - 1) * (args.tasks - 2) // 2
-            all_runs = median_time(lambda: partial_correlations(synthetic, "task00"), args.repeats)
+            all_runs = median_time(lambda: partial_correlations(synthetic, "task00").table, args.repeats)
             store_all = median_time(
-                lambda: partial_correlations(store, "task00", runs=[f"bench/run{r}" for r in range(args.runs)]),
+                lambda: partial_correlations(store, "task00", runs=[f"bench/run{r}" for r in range(args.runs)]).table,
                 args.repeats,
             )
-            one_run = median_time(lambda: partial_correlations(store, "task00", runs=["bench/run0"]), args.repeats)
+            one_run = median_time(
+                lambda: partial_correlations(store, "task00", runs=["bench/run0"]).table, args.repeats
+            )
             pythia = median_time(lambda: partial_correlations(store, "lambada_openai", runs=[
-                f"EleutherAI/pythia-v1.1-{s}" for s in ("160m", "410m", "1.4b")]), args.repeats)  # fmt: skip
+                f"EleutherAI/pythia-v1.1-{s}" for s in ("160m", "410m", "1.4b")]).table, args.repeats)  # fmt: skip
             wide = (
                 synthetic.filter(synthetic["run"] == "bench/run0")
                 .pivot(on="task", index="step", values="value")

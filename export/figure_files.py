@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -102,3 +103,16 @@ def save(figure: Figure, path: str | Path, provenance: Provenance) -> Path:
     except OSError as exc:
         raise OodStoreError(f"{path}: cannot write the figure: {exc.strerror or exc}") from None
     return path
+
+
+@dataclass(frozen=True)
+class PaperFigure:
+    """A figure for a paper with the provenance its file will carry, and what it shows in words."""
+
+    figure: Figure
+    provenance: Provenance
+    description: str
+
+    def save(self, path: str | Path) -> Path:
+        """Write the figure to ``path`` (PDF, PNG or SVG by the extension) with its provenance; see :func:`save`."""
+        return save(self.figure, path, self.provenance)

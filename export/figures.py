@@ -26,21 +26,23 @@ from matplotlib.colors import ListedColormap, Normalize
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter
 
-from ood_store.analysis.compare import COLUMNS as COMPARE_COLUMNS
-from ood_store.analysis.compare import INFERENCE
+from ood_store.analysis import results
+from ood_store.analysis.compare import INFERENCE, compare
+from ood_store.analysis.results import COMPARISON_COLUMNS, Comparison, PartialCorrelations
 from ood_store.errors import AnalysisError
-from ood_store.export import triangle
+from ood_store.export import display, triangle
 from ood_store.export.curves import curves
 from ood_store.export.display import size_value
-from ood_store.export.figure_files import FORMATS, STYLE, file_format, save
+from ood_store.export.figure_files import FORMATS, STYLE, PaperFigure, file_format, save
+from ood_store.export.provenance import Provenance
 from ood_store.names import split_names
 
 if TYPE_CHECKING:
     from ood_store.store import Store
 
 __all__ = [
-    "FORMATS", "file_format", "heatmap", "heatmap_grid", "run_title", "save", "sign_agreement", "task_order",
-    "training_curves",
+    "FORMATS", "KINDS", "PaperFigure", "curves_of_run", "file_format", "from_analysis", "heatmap", "heatmap_grid",
+    "run_title", "save", "sign_agreement", "task_order", "training_curves",
 ]  # fmt: skip
 
 COLUMN_WIDTH = 3.25  # inches: one column of a two-column paper (ACL, NeurIPS-style, IEEE ~3.3)
@@ -59,7 +61,7 @@ _MAX_SIDE = 2.0  # inches: the widest a panel of a grid gets by default
 
 
 def heatmap(
-    table: pl.DataFrame,
+    table: PartialCorrelations | pl.DataFrame,
     run: str | None = None,
     *,
     names: Mapping[str, str] | None = None,
@@ -81,9 +83,9 @@ def heatmap(
 
     Parameters
     ----------
-    table : polars.DataFrame
-        A partial-correlation table (:func:`~ood_store.analysis.partial_correlations`
-        or ``store.analysis(name)``).
+    table : PartialCorrelations or polars.DataFrame
+        A result of :func:`~ood_store.analysis.partial_correlations` or
+        ``store.analysis(name)``, or its table.
     run : str, optional
         The run to draw; required when the table has several.
     names : mapping, optional
@@ -104,7 +106,7 @@ def heatmap(
     -------
     matplotlib.figure.Figure
     """
-    _check_table(table)
+    table = _check_table(table)
     runs = _runs_of(table)
     if run is None:
         if len(runs) != 1:
@@ -116,7 +118,7 @@ def heatmap(
 
 
 def heatmap_grid(
-    table: pl.DataFrame,
+    table: PartialCorrelations | pl.DataFrame,
     runs: Sequence[str] | None = None,
     *,
     names: Mapping[str, str] | None = None,
@@ -134,8 +136,8 @@ def heatmap_grid(
 
     Parameters
     ----------
-    table : polars.DataFrame
-        A partial-correlation table.
+    table : PartialCorrelations or polars.DataFrame
+        A partial-correlation result or table.
     runs : list of str, optional
         Runs to draw, in panel order; default every run of the table, sorted by name
         (the CLI orders them by family, size and seed: :func:`~ood_store.export.display.run_order`).
@@ -151,7 +153,7 @@ def heatmap_grid(
     -------
     matplotlib.figure.Figure
     """
-    _check_table(table)
+    table = _check_table(table)
     _check_test(alpha, inference)
     names = dict(names or {})
     known = _runs_of(table)
@@ -166,10 +168,7 @@ def heatmap_grid(
     order = task_order(table, tasks)
     if len(order) < 2:
         raise AnalysisError("a heatmap needs at least two OOD tasks")
-    ncols = _columns(len(runs), ncols)
-    nrows = math.ceil(len(runs) / ncols)
-    labels = [names.get(t, t) for t in order]
-    width, left, side, rotation, below = _layout(labels, width, ncols)
+    labels, ncols, nrows, width, side, rotation, below = _panels(order, names, len(runs), ncols, width)
     height = nrows * (side + _TITLE) + (nrows - 1) * _GAP + below + (_NOTE if note else 0) + 0.08
     p_column = "p_eff_adj" if inference == "effective" else "p_adj"
     norm, cmap = Normalize(vmin=-1.0, vmax=1.0), matplotlib.colormaps[CMAP]
@@ -203,6 +202,16 @@ def heatmap_grid(
             figure.supxlabel(_heatmap_note(p_column, alpha), fontsize=6.5, color="0.3")
         _square_cells(figure, axes, nrows)
     return figure
+
+
+def _panels(
+    order: list[str], names: Mapping[str, str], panels: int, ncols: int | None, width: float | None
+) -> tuple[list[str], int, int, float, float, float, float]:
+    """The task labels and the geometry of a grid of ``panels`` triangles: columns, rows, then as :func:`_layout`."""
+    labels = [names.get(t, t) for t in order]
+    ncols = _columns(panels, ncols)
+    width, _, side, rotation, below = _layout(labels, width, ncols)
+    return labels, ncols, math.ceil(panels / ncols), width, side, rotation, below
 
 
 def _layout(labels: list[str], width: float | None, ncols: int) -> tuple[float, float, float, float, float]:
@@ -251,12 +260,11 @@ def _signed(value: float) -> str:
     return f"{value:.2f}".replace("-", "\u2212")
 
 
-def _check_table(table: pl.DataFrame) -> None:
-    missing = {"run", "task_x", "task_y", "r", "p_adj", "p_eff_adj"} - set(table.columns)
-    if missing:
-        raise AnalysisError(f"not a partial-correlation table: no column(s) {', '.join(sorted(missing))}")
+def _check_table(data: PartialCorrelations | pl.DataFrame) -> pl.DataFrame:
+    table = results.partial_table(data)
     if table.is_empty():
         raise AnalysisError("the partial-correlation table has no rows")
+    return table
 
 
 def _check_test(alpha: float, inference: str) -> None:
@@ -314,7 +322,7 @@ def run_title(run: str, names: Mapping[str, str] | None = None) -> str:
 
 
 def sign_agreement(
-    result: pl.DataFrame,
+    result: Comparison | pl.DataFrame,
     *,
     names: Mapping[str, str] | None = None,
     tasks: Sequence[str] | None = None,
@@ -332,8 +340,8 @@ def sign_agreement(
 
     Parameters
     ----------
-    result : polars.DataFrame
-        A :func:`~ood_store.analysis.compare` result.
+    result : Comparison or polars.DataFrame
+        A :func:`~ood_store.analysis.compare` result, or its table.
     names : mapping, optional
         Display names of tasks and group values.
     tasks : list of str, optional
@@ -348,21 +356,16 @@ def sign_agreement(
     -------
     matplotlib.figure.Figure
     """
-    missing = {"task_x", "task_y", "runs", "n_positive", "n_negative", "verdict"} - set(result.columns)
-    if missing:
-        raise AnalysisError(f"not a compare result: no column(s) {', '.join(sorted(missing))}")
+    result = results.comparison_table(result)
     if result.is_empty():
         raise AnalysisError("the compare result has no rows")
     names = dict(names or {})
-    group_columns = [c for c in result.columns if c not in COMPARE_COLUMNS and not c.startswith("r:")]
+    group_columns = [c for c in result.columns if c not in COMPARISON_COLUMNS and not c.startswith("r:")]
     groups = _groups(result, group_columns)
     order = task_order(result, tasks)
     if len(order) < 2:
         raise AnalysisError("a sign matrix needs at least two OOD tasks")
-    ncols = _columns(len(groups), None)
-    nrows = math.ceil(len(groups) / ncols)
-    labels = [names.get(t, t) for t in order]
-    width, left, side, rotation, below = _layout(labels, width, ncols)
+    labels, ncols, nrows, width, side, rotation, below = _panels(order, names, len(groups), None, width)
     titled = bool(group_columns)
     height = nrows * (side + (_TITLE if titled else 0)) + (nrows - 1) * _GAP + below + (2 * _NOTE if note else 0) + 0.08
     norm, cmap = Normalize(vmin=-1.0, vmax=1.0), _SIGN_CMAP
@@ -441,16 +444,11 @@ def training_curves(
 
     Parameters
     ----------
-    store : Store
-        The store to read.
-    run : str
-        The run.
-    tasks : list of str or str
-        Tasks to draw (repeated or comma-separated names); ``in_domain`` is added first when missing.
+    store, run, tasks, metric, filter, num_fewshot
+        As for :func:`~ood_store.export.curves.curves`; ``in_domain`` is added to
+        ``tasks`` first when missing.
     in_domain : str, optional
         The in-domain task, drawn emphasised.
-    metric, filter, num_fewshot
-        Which scores to draw (``num_fewshot`` when a task has several shot counts).
     names : mapping, optional
         Display names of tasks and the run.
     logx : bool
@@ -538,3 +536,137 @@ def _step_label(step: float, _position=None) -> str:
         if abs(step) >= scale:
             return f"{step / scale:g}{suffix}"
     return f"{step:g}"
+
+
+# -- from the store ------------------------------------------------------------------------------------
+
+#: The figures :func:`from_analysis` draws from a saved analysis.
+KINDS = ("heatmap", "grid", "signs")
+
+
+def from_analysis(
+    store: Store,
+    name: str,
+    kind: str,
+    *,
+    runs: Sequence[str] | None = None,
+    tasks: Sequence[str] | None = None,
+    by: Sequence[str] | None = None,
+    alpha: float = 0.05,
+    inference: str = "effective",
+    names: Mapping[str, str] | None = None,
+    order_by: Sequence[str] | None = None,
+    ncols: int | None = None,
+    note: bool = True,
+    width: float | None = None,
+) -> PaperFigure:
+    """A figure of saved analysis ``name``, with its provenance: the figures' counterpart of ``tables.from_analysis``.
+
+    Parameters
+    ----------
+    kind : {"heatmap", "grid", "signs"}
+        ``heatmap``: one run (``runs`` names it, unless the analysis has one);
+        ``grid``: one heatmap per run, ordered by run attributes (``order_by``);
+        ``signs``: the sign agreement across runs of :func:`~ood_store.analysis.compare`,
+        one panel per group of ``by``.
+    runs : list of str, optional
+        The runs to draw (default all; for ``heatmap``, the one run).
+    tasks, alpha, inference, names, note, width
+        As for :func:`heatmap`; ``ncols`` as for :func:`heatmap_grid`.
+
+    Returns
+    -------
+    PaperFigure
+        The figure, its provenance (the analysis and every parameter, the
+        plot's own settings) and what it shows in words; ``.save(path)`` writes it.
+    """
+    if kind not in KINDS:
+        raise AnalysisError(f"must be one of {', '.join(KINDS)}, not {kind!r}", parameter="kind")
+    analysis = store.analysis(name)
+    chosen = split_names(runs, "runs")
+    tasks = split_names(tasks, "tasks")
+    grouped = f", by {', '.join(by)}" if by else ""
+    source = {"heatmap": "heatmap", "grid": "heatmap grid", "signs": "sign agreement"}[kind]
+    provenance = Provenance.of_analysis(
+        store, name, source=f"{source} of analysis {name} (alpha {alpha:g}, {inference} inference{grouped})"
+    )
+    if kind == "heatmap":
+        if chosen is not None and len(chosen) != 1:
+            raise AnalysisError(f"a heatmap draws one run, not {len(chosen)}", parameter="runs")
+        run = chosen[0] if chosen else None
+        figure = heatmap(
+            analysis, run, names=names, tasks=tasks, alpha=alpha, inference=inference, note=note,
+            width=width or COLUMN_WIDTH,
+        )  # fmt: skip
+        return PaperFigure(figure, provenance, f"the heatmap of run {run or analysis.runs[0]}")
+    if kind == "grid":
+        ordered = display.run_order(store, list(chosen or analysis.table["run"].unique()), order_by)
+        figure = heatmap_grid(
+            analysis, ordered, names=names, tasks=tasks, alpha=alpha, inference=inference, note=note,
+            ncols=ncols, width=width,
+        )  # fmt: skip
+        return PaperFigure(figure, provenance, f"heatmaps of {len(ordered)} runs")
+    table = analysis.table
+    if chosen is not None:
+        absent = [r for r in chosen if r not in set(table["run"])]
+        if absent:
+            listed = ", ".join(map(repr, absent))
+            raise AnalysisError(f"no run {listed} in analysis {name!r}", parameter="runs")
+        table = table.filter(pl.col("run").is_in(chosen))
+    order = task_order(table)  # the analysis' order, as in its heatmaps (compare sorts pairs)
+    result = compare(table, by=list(by) if by else None, attributes=store, alpha=alpha, inference=inference)
+    figure = sign_agreement(result, names=names, tasks=tasks or order, note=note, width=width)
+    return PaperFigure(figure, provenance, f"the sign agreement of {table['run'].n_unique()} runs")
+
+
+def curves_of_run(
+    store: Store,
+    run: str | None = None,
+    *,
+    analysis: str | None = None,
+    tasks: Sequence[str] | None = None,
+    in_domain: str | None = None,
+    metric: str | None = None,
+    filter: str | None = None,  # noqa: A002 - lm-eval's name for it
+    num_fewshot: int | None = None,
+    names: Mapping[str, str] | None = None,
+    logx: bool = False,
+    width: float = COLUMN_WIDTH,
+) -> PaperFigure:
+    """:func:`training_curves` of ``run`` with its provenance; what is not given comes from saved ``analysis``.
+
+    ``run`` may be left out when the store has one run. The tasks, in-domain
+    task, metric, filter and shots default to those of ``analysis`` (then
+    ``acc`` and ``none``); without an analysis, ``tasks`` is required.
+    """
+    params = store.analysis(analysis).params if analysis else {}
+    run = run or _only_run(store)
+    chosen = split_names(tasks, "tasks") or params.get("tasks") or params.get("ood")
+    if not chosen:
+        raise AnalysisError("give the tasks to draw, or a saved analysis to take them from", parameter="tasks")
+    in_domain = in_domain or params.get("in_domain")
+    metric = metric or params.get("metric") or "acc"
+    filter = filter or params.get("filter") or "none"
+    num_fewshot = num_fewshot if num_fewshot is not None else params.get("num_fewshot")
+    figure = training_curves(
+        store, run, chosen, in_domain=in_domain, metric=metric, filter=filter, num_fewshot=num_fewshot,
+        names=names, logx=logx, width=width,
+    )  # fmt: skip
+    source = f"training curves of run {run}"
+    if analysis:
+        provenance = Provenance.of_analysis(store, analysis, source=source)
+    else:
+        drawn = {"run": run, "tasks": list(chosen), "in_domain": in_domain, "metric": metric, "filter": filter,
+                 "num_fewshot": num_fewshot}  # fmt: skip
+        provenance = Provenance.of_store(store, source, params=drawn)
+    count = len(dict.fromkeys([*([in_domain] if in_domain else []), *chosen]))
+    return PaperFigure(figure, provenance, f"training curves of {count} tasks of run {run}")
+
+
+def _only_run(store: Store) -> str:
+    runs = sorted(store.runs()["run"])
+    if len(runs) == 1:
+        return runs[0]
+    if not runs:
+        raise AnalysisError("the store has no runs (see `ood-store ingest`)")
+    raise AnalysisError(f"the store has {len(runs)} runs; choose one with `run`: {', '.join(runs)}")

@@ -15,15 +15,16 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 
 import orjson
 import polars as pl
 from tabulate import tabulate
 
-from ood_store.analysis.compare import COLUMNS as COMPARE_COLUMNS
+from ood_store.analysis import results
 from ood_store.analysis.compare import INFERENCE, compare
 from ood_store.analysis.inference import ADJUST_METHODS, adjust
+from ood_store.analysis.results import COMPARISON_COLUMNS, Comparison, PartialCorrelations
 from ood_store.errors import AnalysisError, OodStoreError
 from ood_store.export import display, formats
 from ood_store.export.provenance import Provenance
@@ -233,8 +234,19 @@ def format_of(path: str | Path) -> str:
 
 
 # -- builders ------------------------------------------------------------------
+class Layout(TypedDict, total=False):
+    """How every builder typesets its table; the keywords are documented at :func:`partial_table`."""
+
+    digits: int | None
+    names: Mapping[str, str] | None
+    runs: Sequence[str] | None
+    caption: str | None
+    label: str | None
+    provenance: Provenance | None
+
+
 def partial_table(
-    table: pl.DataFrame,
+    table: PartialCorrelations | pl.DataFrame,
     *,
     wide: bool = False,
     inference: str = "effective",
@@ -287,7 +299,7 @@ def partial_table(
     """
     _check_choice("inference", inference, INFERENCE)
     _check_choice("mark", mark, MARKS)
-    _require(table, ("run", "task_x", "task_y", "n", "r", "ci_low", "ci_high", "p_adj", "n_eff", "p_eff_adj"))
+    table = results.partial_table(table, also=("ci_low", "ci_high"))
     size, p = ("n_eff", "p_eff_adj") if inference == "effective" else ("n", "p_adj")
     order = list(runs) if runs is not None else sorted(set(table["run"]))
     rows = (
@@ -359,17 +371,12 @@ def _wide(rows, p, mark, digits, names, caption, label, note, provenance) -> Pap
 
 
 def compare_table(
-    result: pl.DataFrame,
+    result: Comparison | pl.DataFrame,
     *,
     wide: bool = False,
     adjust_method: str = "holm",
     mark: str = "stars",
-    digits: int | None = None,
-    names: Mapping[str, str] | None = None,
-    runs: Sequence[str] | None = None,
-    caption: str | None = None,
-    label: str | None = None,
-    provenance: Provenance | None = None,
+    **layout: Unpack[Layout],
 ) -> PaperTable:
     """A comparison across runs (:func:`~ood_store.analysis.compare`) for a paper.
 
@@ -380,12 +387,13 @@ def compare_table(
     """
     _check_choice("mark", mark, MARKS)
     _check_choice("adjust", adjust_method, ADJUST_METHODS)
-    _require(result, ("task_x", "task_y", "runs", "sign_agreement", "r_pooled", "ci_low", "ci_high", "p_pooled"))
-    groups = [c for c in result.columns if c not in COMPARE_COLUMNS and not c.startswith("r:")]
+    result = results.comparison_table(result)
+    groups = [c for c in result.columns if c not in COMPARISON_COLUMNS and not c.startswith("r:")]
     per_run = [c.removeprefix("r:") for c in result.columns if c.startswith("r:")]
+    digits, runs, caption, label = layout.get("digits"), layout.get("runs"), layout.get("caption"), layout.get("label")
     if runs is not None:
         per_run = [run for run in runs if run in per_run]
-    names = dict(names or {})
+    names = dict(layout.get("names") or {})
     frame = result.with_columns(p_pooled_adj=pl.Series(_adjusted(result["p_pooled"], adjust_method), dtype=pl.Float64))
     keep = [*groups, "task_x", "task_y", "runs", "sign_agreement", "r_pooled", "ci_low", "ci_high", "p_pooled_adj",
             "i2", "verdict", *([f"r:{run}" for run in per_run] if wide else [])]  # fmt: skip
@@ -417,22 +425,15 @@ def compare_table(
         caption=caption if caption is not None else "Partial correlations pooled across runs (random effects).",
         label=label if label is not None else "tab:compare",
         note=_note(mark, f"p of the pooled r, {adjust_method}-adjusted over pairs,"),
-        provenance=provenance,
+        provenance=layout.get("provenance"),
     )
 
 
-def query_table(
-    frame: pl.DataFrame,
-    *,
-    digits: int | None = None,
-    names: Mapping[str, str] | None = None,
-    caption: str | None = None,
-    label: str | None = None,
-    provenance: Provenance | None = None,
-) -> PaperTable:
+def query_table(frame: pl.DataFrame, **layout: Unpack[Layout]) -> PaperTable:
     """Any rows (the result of a query) for a paper: text as is, numbers rounded, ``names`` applied to
-    text values and to column headers; no significance marks."""
-    names = dict(names or {})
+    text values and to column headers; no significance marks. ``runs`` does not apply."""
+    names = dict(layout.get("names") or {})
+    caption, label = layout.get("caption"), layout.get("label")
     text = [c for c, dtype in frame.schema.items() if dtype == pl.String]
     frame = display.rename_values(frame, names, text)
     columns = tuple(Column(c, names.get(c, c), _kind(dtype)) for c, dtype in frame.schema.items())
@@ -440,10 +441,10 @@ def query_table(
         frame=frame,
         columns=columns,
         mark="none",
-        digits=digits,
+        digits=layout.get("digits"),
         caption=caption or "",
         label=label if label is not None else "tab:query",
-        provenance=provenance,
+        provenance=layout.get("provenance"),
     )
 
 
@@ -464,17 +465,14 @@ def from_analysis(
     Runs are ordered by their attributes (:func:`~ood_store.export.display.run_order`,
     ``order_by``); other keywords go to :func:`partial_table` or :func:`compare_table`.
     """
-    table = store.analysis(name)
-    runs = display.run_order(store, table["run"], order_by)
+    analysis = store.analysis(name)
+    runs = display.run_order(store, analysis.table["run"], order_by)
     if not compared:
         provenance = Provenance.of_analysis(store, name)
-        return partial_table(table, inference=inference, runs=runs, provenance=provenance, **options)
-    result = compare(table, by=list(by) if by else None, attributes=store, alpha=alpha, inference=inference)
+        return partial_table(analysis, inference=inference, runs=runs, provenance=provenance, **options)
+    result = compare(analysis, by=list(by) if by else None, attributes=store, alpha=alpha, inference=inference)
     provenance = Provenance.of_analysis(store, name, source=f"compare of analysis {name}")
-    params = store.analysis_params(name)
-    return compare_table(
-        result, runs=runs, provenance=provenance, adjust_method=params.get("adjust", "holm"), **options
-    )
+    return compare_table(result, runs=runs, provenance=provenance, adjust_method=analysis.options.adjust, **options)
 
 
 def from_query(store: Store, sql: str, **options: Any) -> PaperTable:
@@ -483,12 +481,6 @@ def from_query(store: Store, sql: str, **options: Any) -> PaperTable:
 
 
 # -- helpers -------------------------------------------------------------------
-def _require(frame: pl.DataFrame, columns: Sequence[str]) -> None:
-    missing = [c for c in columns if c not in frame.columns]
-    if missing:
-        raise AnalysisError(f"not a partial-correlation table: no column(s) {', '.join(missing)}")
-
-
 def _check_choice(what: str, value: str, allowed: Sequence[str]) -> None:
     if value not in allowed:
         raise AnalysisError(f"{what} must be one of {', '.join(allowed)}, not {value!r}")

@@ -69,21 +69,11 @@ class IngestReport:
     def _with(self, status: Status) -> list[FileOutcome]:
         return [f for f in self.files if f.status == status]
 
-    @property
-    def ingested(self) -> list[FileOutcome]:
-        return self._with("ingested")
-
-    @property
-    def present(self) -> list[FileOutcome]:
-        return self._with("present")
-
-    @property
-    def rejected(self) -> list[FileOutcome]:
-        return self._with("rejected")
-
-    @property
-    def skipped(self) -> list[FileOutcome]:
-        return self._with("skipped")
+    # The files by outcome: written, already in the store, refused, or not lm-eval files.
+    ingested = property(lambda self: self._with("ingested"))
+    present = property(lambda self: self._with("present"))
+    rejected = property(lambda self: self._with("rejected"))
+    skipped = property(lambda self: self._with("skipped"))
 
     @property
     def ok(self) -> bool:

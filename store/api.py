@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Unpack
 
 import duckdb
 import polars as pl
@@ -22,6 +22,8 @@ from ood_store.store import query
 from ood_store.store.connection import DEFAULT_LOCK_TIMEOUT, connect, fetch_value
 
 if TYPE_CHECKING:
+    from ood_store.analysis.results import PartialCorrelations
+    from ood_store.evaluate.options import EvaluateOptions
     from ood_store.evaluate.runner import EvaluateReport
     from ood_store.export.eee import EeeExport, EeeSource
     from ood_store.ingest import IngestReport, Overrides
@@ -172,50 +174,18 @@ class Store:
         *,
         run: str,
         tasks: Sequence[str],
-        output_dir: str | os.PathLike[str] = "lm-eval-results",
-        include_paths: Sequence[str | os.PathLike[str]] = (),
-        data_dir: str | os.PathLike[str] | None = None,
-        base_model: str | None = None,
-        batch_size: int | str = "auto",
-        device: str | None = None,
-        dtype: str | None = None,
-        num_fewshot: int | None = None,
-        limit: int | float | None = None,
-        samples: bool = True,
-        force: bool = False,
-        attributes: Mapping[str, Any] | list[str] | None = None,
-        progress: bool = False,
-        log_to_file: bool = False,
-        lm_eval_kwargs: Mapping[str, Any] | None = None,
+        **options: Unpack[EvaluateOptions],
     ) -> EvaluateReport:
         """Evaluate checkpoints with lm-eval and store the results; see :func:`ood_store.evaluate.runner.evaluate`.
+
+        The keywords are those of the runner (:class:`~ood_store.evaluate.options.EvaluateOptions`).
 
         >>> store.evaluate(["runs/opt-mnli/"], run="opt-mnli", tasks=["ood_nli"])  # doctest: +SKIP
         """
         from ood_store.evaluate.runner import evaluate
 
         self._require_writable("evaluate")
-        return evaluate(
-            self._con,
-            [str(c) for c in checkpoints],
-            run=run,
-            tasks=tasks,
-            output_dir=Path(output_dir),
-            include_paths=[Path(p) for p in include_paths],
-            data_dir=None if data_dir is None else Path(data_dir),
-            base_model=base_model,
-            batch_size=batch_size,
-            device=device,
-            dtype=dtype,
-            num_fewshot=num_fewshot,
-            limit=limit,
-            samples=samples,
-            force=force,
-            attributes=attributes,
-            progress=progress,
-            log_to_file=log_to_file,
-            lm_eval_kwargs=lm_eval_kwargs,
-        )
+        return evaluate(self._con, [str(c) for c in checkpoints], run=run, tasks=tasks, **options)
 
     def set_run_attributes(self, run: str, attributes: Mapping[str, str]) -> None:
         """Set attributes of an existing run (family, size, in_domain_task, seed, or any key)."""
@@ -265,17 +235,19 @@ class Store:
         return export_eee(self, folder, runs=runs, source=source)
 
     # -- saved analyses ----------------------------------------------------
-    def save_analysis(
-        self, name: str, table: pl.DataFrame, params: Mapping[str, Any], *, replace: bool = False
-    ) -> None:
-        """Save a partial-correlation table under ``name`` with the parameters that made it."""
+    def save_analysis(self, name: str, result: PartialCorrelations, *, replace: bool = False) -> None:
+        """Save ``result`` (of :func:`~ood_store.analysis.partial_correlations`) as analysis ``name``.
+
+        The parameters saved with it (every option, the tasks and runs analysed)
+        come from the result itself.
+        """
         from ood_store.store import saved
 
         self._require_writable("save an analysis")
-        saved.save(self._con, name, table, params, replace=replace)
+        saved.save(self._con, name, result, replace=replace)
 
-    def analysis(self, name: str) -> pl.DataFrame:
-        """The rows of saved analysis ``name``."""
+    def analysis(self, name: str) -> PartialCorrelations:
+        """Saved analysis ``name``, as the result it was saved from (``.table``, ``.options``, ...)."""
         from ood_store.store import saved
 
         return saved.load(self._con, name)

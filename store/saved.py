@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Mapping
 from typing import Any
 
 import duckdb
@@ -11,30 +10,28 @@ import orjson
 import polars as pl
 
 from ood_store import __version__, sqlfiles
-from ood_store.analysis.partial import COLUMNS
+from ood_store.analysis.results import PARTIAL_COLUMNS, PartialCorrelations, partial_table
 from ood_store.errors import AnalysisError
 from ood_store.store.connection import fetch_one, fetch_value
 from ood_store.store.transaction import transaction
 
 KIND = "partial_correlations"
-_STORED = COLUMNS[:-4]  # the parameter columns live in analyses.params
+_STORED = PARTIAL_COLUMNS[:-4]  # the parameter columns live in analyses.params
 
 
 def _sql(name: str) -> str:
     return sqlfiles.load("ood_store.store", name)
 
 
-def save(
-    con: duckdb.DuckDBPyConnection,
-    name: str,
-    table: pl.DataFrame,
-    params: Mapping[str, Any],
-    *,
-    replace: bool = False,
-) -> None:
-    """Save ``table`` (a partial-correlation table) as analysis ``name``, in one transaction."""
+def save(con: duckdb.DuckDBPyConnection, name: str, result: PartialCorrelations, *, replace: bool = False) -> None:
+    """Save ``result`` as analysis ``name`` in one transaction: its rows, and its parameters (``result.params``)."""
     if not name or not name.strip():
         raise AnalysisError("an analysis needs a name", parameter="name")
+    if not isinstance(result, PartialCorrelations):
+        raise AnalysisError(
+            f"expected the result of partial_correlations, got {type(result).__name__}", parameter="result"
+        )
+    table = partial_table(result)
     missing = set(_STORED) - set(table.columns)
     if missing:
         raise AnalysisError(f"not a partial-correlation table: no column(s) {', '.join(sorted(missing))}")
@@ -46,7 +43,7 @@ def save(
     values = {
         "name": name,
         "kind": KIND,
-        "params": orjson.dumps(dict(params), default=str).decode(),
+        "params": orjson.dumps(result.params, default=str).decode(),
         "created_at": dt.datetime.now(dt.UTC).replace(tzinfo=None),
         "version": __version__,
     }
@@ -60,12 +57,11 @@ def save(
         con.unregister("new_rows")
 
 
-def load(con: duckdb.DuckDBPyConnection, name: str) -> pl.DataFrame:
-    """The rows of saved analysis ``name``, with the same columns as when it was computed."""
-    exists = fetch_value(con, _sql("analysis_exists"), {"name": name})
-    if not exists:
-        raise AnalysisError(f"no saved analysis named {name!r} (see `ood-store analyses`)")
-    return con.sql(_sql("load_analysis"), params={"name": name}).pl().select(COLUMNS)
+def load(con: duckdb.DuckDBPyConnection, name: str) -> PartialCorrelations:
+    """Saved analysis ``name``: its rows, with the same columns as when it was computed, and its options."""
+    saved = params(con, name)  # raises when absent
+    table = con.sql(_sql("load_analysis"), params={"name": name}).pl().select(PARTIAL_COLUMNS)
+    return PartialCorrelations.from_saved(table, saved)
 
 
 def params(con: duckdb.DuckDBPyConnection, name: str) -> dict[str, Any]:

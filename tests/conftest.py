@@ -118,15 +118,14 @@ def analysis_db(tmp_path_factory) -> Path:
     Read-only for the tests that use it: copy it first to change it.
     """
     import ood_store
-    from ood_store.analysis import Options, partial_correlations
+    from ood_store.analysis import partial_correlations
 
     db = tmp_path_factory.mktemp("analysis") / "store.duckdb"
     with ood_store.open(db) as store:
         for size in PYTHIA_SIZES:
             assert store.ingest(pythia_files(size), attributes={"family": "pythia", "size": size}).ok
-        options = Options(in_domain=PYTHIA_IN_DOMAIN, ood=PYTHIA_OOD)
-        table = partial_correlations(store, PYTHIA_IN_DOMAIN, PYTHIA_OOD)
-        store.save_analysis(PYTHIA_ANALYSIS, table, {**options.to_dict(), "tasks": sorted(PYTHIA_OOD)})
+        # Saved as `ood-store analyze --save` saves it: the parameters come from the result.
+        store.save_analysis(PYTHIA_ANALYSIS, partial_correlations(store, PYTHIA_IN_DOMAIN, PYTHIA_OOD))
     return db
 
 

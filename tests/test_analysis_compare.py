@@ -32,7 +32,7 @@ def _table(rows: list[tuple[str, float, int]], pair=("hans", "rte"), p_adj=None)
 
 def test_pooled_r_equals_a_hand_computed_dersimonian_laird_when_homogeneous():
     rows = [("a", 0.30, 54), ("b", 0.32, 104), ("c", 0.28, 204)]
-    out = compare(_table(rows), inference="naive").row(0, named=True)
+    out = compare(_table(rows), inference="naive").table.row(0, named=True)
     z = np.arctanh([0.30, 0.32, 0.28])
     v = 1 / (np.array([54, 104, 204]) - 4)  # n - k - 3 with k = 1
     w = 1 / v
@@ -55,7 +55,7 @@ def test_pooled_r_equals_a_hand_computed_dersimonian_laird_when_homogeneous():
 
 def test_heterogeneity_matches_cochran_q_and_i2():
     rows = [("a", 0.6, 80), ("b", -0.5, 80), ("c", 0.1, 80)]
-    out = compare(_table(rows), inference="naive").row(0, named=True)
+    out = compare(_table(rows), inference="naive").table.row(0, named=True)
     z = np.arctanh([0.6, -0.5, 0.1])
     w = np.full(3, 80 - 4.0)
     q = (w * (z - (w * z).sum() / w.sum()) ** 2).sum()
@@ -68,22 +68,22 @@ def test_heterogeneity_matches_cochran_q_and_i2():
 
 def test_significant_runs_in_both_directions_are_model_dependent():
     rows = [("a", 0.4, 30), ("b", -0.4, 30)]
-    out = compare(_table(rows, p_adj=[0.01, 0.02]), inference="naive").row(0, named=True)
+    out = compare(_table(rows, p_adj=[0.01, 0.02]), inference="naive").table.row(0, named=True)
     assert (out["n_sig_positive"], out["n_sig_negative"]) == (1, 1)
     assert out["verdict"] == "model-dependent"
 
 
 def test_weak_mixed_evidence_is_no_evidence_and_one_run_is_too_few():
-    out = compare(_table([("a", 0.05, 30), ("b", -0.03, 30)]), inference="naive").row(0, named=True)
+    out = compare(_table([("a", 0.05, 30), ("b", -0.03, 30)]), inference="naive").table.row(0, named=True)
     assert out["verdict"] == "no evidence"
-    one = compare(_table([("a", 0.9, 30)])).row(0, named=True)
+    one = compare(_table([("a", 0.9, 30)])).table.row(0, named=True)
     assert one["verdict"] == "too few runs" and one["r_pooled"] is None
 
 
 def test_effective_inference_uses_n_eff():
     table = _table([("a", 0.30, 54), ("b", 0.32, 104)]).with_columns(n_eff=pl.Series([10.0, 20.0]))
-    naive = compare(table, inference="naive").row(0, named=True)
-    effective = compare(table, inference="effective").row(0, named=True)
+    naive = compare(table, inference="naive").table.row(0, named=True)
+    effective = compare(table, inference="effective").table.row(0, named=True)
     assert effective["ci_high"] - effective["ci_low"] > naive["ci_high"] - naive["ci_low"]
     z = np.arctanh([0.30, 0.32])
     w = np.array([10 - 4.0, 20 - 4.0])
@@ -113,17 +113,17 @@ def test_planted_model_dependence_is_found_across_simulated_runs():
                 }
             )
         )
-    table = partial_correlations(pl.concat(frames), in_domain="mnli")
-    overall = compare(table).filter((pl.col("task_x") == "hans") & (pl.col("task_y") == "rte")).row(0, named=True)
+    table = partial_correlations(pl.concat(frames), in_domain="mnli").table
+    overall = compare(table).table.filter((pl.col("task_x") == "hans") & (pl.col("task_y") == "rte")).row(0, named=True)
     assert overall["verdict"] == "model-dependent"
     attributes = pl.DataFrame({"run": list(families), "family": list(families.values())})
-    grouped = compare(table, by=["family"], attributes=attributes).filter(
+    grouped = compare(table, by=["family"], attributes=attributes).table.filter(
         (pl.col("task_x") == "hans") & (pl.col("task_y") == "rte")
     )
     verdicts = dict(zip(grouped["family"], grouped["verdict"], strict=True))
     assert verdicts == {"opt": "consistently positive", "olmo": "consistently negative"}
     # anli's residuals are independent noise: no verdict of consistency for its pairs
-    noise = compare(table).filter(pl.col("task_x") == "anli")
+    noise = compare(table).table.filter(pl.col("task_x") == "anli")
     assert noise.height == 2
     assert set(noise["verdict"]) == {"no evidence"}
 

@@ -60,7 +60,7 @@ def _pingouin(data: dict[str, np.ndarray], x: str, y: str, method: str) -> dict:
 @pytest.mark.parametrize("seed", [0, 1, 2, 3])
 def test_linear_equals_pingouin(seed, method):
     data = _random_run(seed)
-    table = partial_correlations(_frame(data), in_domain="mnli", method=method)
+    table = partial_correlations(_frame(data), in_domain="mnli", method=method).table
     assert table.height == 6  # 4 OOD tasks: 4 choose 2 pairs
     for row in table.iter_rows(named=True):
         expected = _pingouin(data, row["task_x"], row["task_y"], method)
@@ -83,7 +83,7 @@ def test_missing_steps_are_dropped_per_pair_like_pingouin(method):
     data["hans"][[2, 5, 9]] = np.nan
     data["rte"][[5, 20]] = np.nan
     data["mnli"][[0]] = np.nan
-    table = partial_correlations(_frame(data), in_domain="mnli", method=method)
+    table = partial_correlations(_frame(data), in_domain="mnli", method=method).table
     ns = {(r["task_x"], r["task_y"]): r["n"] for r in table.iter_rows(named=True)}
     assert ns[("hans", "rte")] == 30 - 1 - 4  # steps 0, 2, 5, 9, 20
     assert ns[("anli", "hans")] == 30 - 1 - 3
@@ -103,7 +103,7 @@ def test_null_scores_count_as_missing():
         .otherwise(pl.col("value"))
         .alias("value")
     )
-    table = partial_correlations(frame, in_domain="mnli", ood=["hans", "rte"])
+    table = partial_correlations(frame, in_domain="mnli", ood=["hans", "rte"]).table
     assert table["n"].to_list() == [19]
 
 
@@ -157,7 +157,7 @@ def test_planted_correlation_is_recovered_within_its_interval():
         z = np.sort(rng.uniform(0.4, 0.9, n))
         e = rng.multivariate_normal([0, 0], [[1, rho], [rho, 1]], size=n) * 0.02
         frames.append(_frame({"mnli": z, "hans": 0.8 * z + e[:, 0], "rte": 1.5 - z + e[:, 1]}, run=f"run{i:02d}"))
-    table = partial_correlations(pl.concat(frames), in_domain="mnli")
+    table = partial_correlations(pl.concat(frames), in_domain="mnli").table
     assert table.height == runs
     covered = int(((table["ci_low"] < rho) & (rho < table["ci_high"])).sum())
     # Binomial(40, 0.95): P(covered <= 33) < 0.01
@@ -176,7 +176,7 @@ def test_effective_n_keeps_false_positives_near_nominal_for_autocorrelated_curve
         X[:, t] = phi * X[:, t - 1] + shocks[:, t]
     z = np.linspace(0, 1, n)
     frames = [_frame({"mnli": z, "a": z + X[i, :, 0], "b": z + X[i, :, 1]}, run=f"r{i:03d}") for i in range(runs)]
-    table = partial_correlations(pl.concat(frames), in_domain="mnli", adjust="none")
+    table = partial_correlations(pl.concat(frames), in_domain="mnli", adjust="none").table
     naive = float((table["p"] < 0.05).mean())
     honest = float((table["p_eff"] < 0.05).mean())
     assert naive > 0.25  # spurious correlation of trending series
@@ -190,8 +190,8 @@ def test_gam_removes_a_nonlinear_trend_that_linear_leaves_in():
     z = np.linspace(0.35, 0.85, n)
     bump = np.sin((z - 0.35) * 2 * np.pi / 0.5 * 1.5)  # one and a half periods over the range of z
     data = {"mnli": z, "hans": bump + 0.1 * rng.normal(size=n), "rte": bump + 0.1 * rng.normal(size=n)}
-    linear = partial_correlations(_frame(data), in_domain="mnli").row(0, named=True)
-    gam = partial_correlations(_frame(data), in_domain="mnli", residualizer="gam").row(0, named=True)
+    linear = partial_correlations(_frame(data), in_domain="mnli").table.row(0, named=True)
+    gam = partial_correlations(_frame(data), in_domain="mnli", residualizer="gam").table.row(0, named=True)
     assert linear["r"] > 0.8  # the shared non-linear trend is still in the linear residuals
     assert abs(gam["r"]) < 0.3
     assert gam["edf_x"] > 3 and gam["edf_y"] > 3
@@ -206,15 +206,15 @@ def test_gam_removes_a_nonlinear_trend_that_linear_leaves_in():
 def test_gam_on_a_straight_line_is_close_to_linear():
     data = _random_run(11, n=60)
     data["anli"] = 0.2 + 0.5 * data["mnli"] + np.random.default_rng(0).normal(size=60) * 0.05
-    linear = partial_correlations(_frame(data), in_domain="mnli", ood=["anli", "scitail"])
-    gam = partial_correlations(_frame(data), in_domain="mnli", ood=["anli", "scitail"], residualizer="gam")
+    linear = partial_correlations(_frame(data), in_domain="mnli", ood=["anli", "scitail"]).table
+    gam = partial_correlations(_frame(data), in_domain="mnli", ood=["anli", "scitail"], residualizer="gam").table
     assert gam["r"][0] == pytest.approx(linear["r"][0], abs=0.1)
 
 
 def test_constant_in_domain_series_gives_nan_with_reason():
     data = _random_run(1, n=12)
     data["mnli"] = np.full(12, 0.5)
-    table = partial_correlations(_frame(data), in_domain="mnli")
+    table = partial_correlations(_frame(data), in_domain="mnli").table
     assert table["r"].is_nan().all()
     assert set(table["reason"]) == {"the in-domain score is constant"}
 
@@ -222,7 +222,7 @@ def test_constant_in_domain_series_gives_nan_with_reason():
 def test_constant_ood_series_gives_nan_for_its_pairs_only():
     data = _random_run(1, n=12)
     data["rte"] = np.full(12, 0.61)
-    table = partial_correlations(_frame(data), in_domain="mnli")
+    table = partial_correlations(_frame(data), in_domain="mnli").table
     with_rte = table.filter((pl.col("task_x") == "rte") | (pl.col("task_y") == "rte"))
     assert with_rte.height == 3
     assert with_rte["r"].is_nan().all() and with_rte["p"].is_nan().all() and with_rte["ci_low"].is_nan().all()
@@ -234,7 +234,7 @@ def test_constant_ood_series_gives_nan_for_its_pairs_only():
 def test_series_explained_by_the_in_domain_score_gives_nan():
     data = _random_run(1, n=12)
     data["anli"] = 2 * data["mnli"] + 1
-    table = partial_correlations(_frame(data), in_domain="mnli", ood=["anli", "hans"])
+    table = partial_correlations(_frame(data), in_domain="mnli", ood=["anli", "hans"]).table
     assert np.isnan(table["r"][0])
     assert table["reason"][0] == "anli is fully explained by the in-domain score"
 
@@ -242,7 +242,7 @@ def test_series_explained_by_the_in_domain_score_gives_nan():
 @pytest.mark.parametrize(("n", "finite"), [(4, False), (5, True)])
 def test_too_few_checkpoints_is_n_at_most_k_plus_3(n, finite):
     data = _random_run(2, n=n)
-    row = partial_correlations(_frame(data), in_domain="mnli", ood=["hans", "rte"]).row(0, named=True)
+    row = partial_correlations(_frame(data), in_domain="mnli", ood=["hans", "rte"]).table.row(0, named=True)
     assert row["n"] == n
     assert np.isfinite(row["r"]) == finite
     assert (row["reason"] is None) == finite
@@ -251,7 +251,9 @@ def test_too_few_checkpoints_is_n_at_most_k_plus_3(n, finite):
 
 
 def test_gam_needs_eight_checkpoints():
-    row = partial_correlations(_frame(_random_run(2, n=7)), in_domain="mnli", residualizer="gam").row(0, named=True)
+    row = partial_correlations(_frame(_random_run(2, n=7)), in_domain="mnli", residualizer="gam").table.row(
+        0, named=True
+    )
     assert np.isnan(row["r"])
     assert row["reason"] == "too few checkpoints: n=7, the gam residualizer needs at least 8"
 
@@ -260,7 +262,7 @@ def test_no_overlapping_steps():
     data = _random_run(2, n=10)
     data["hans"][:5] = np.nan
     data["rte"][5:] = np.nan
-    row = partial_correlations(_frame(data), in_domain="mnli", ood=["hans", "rte"]).row(0, named=True)
+    row = partial_correlations(_frame(data), in_domain="mnli", ood=["hans", "rte"]).table.row(0, named=True)
     assert row["n"] == 0 and np.isnan(row["r"])
     assert row["reason"] == "no step has both tasks and the in-domain score"
 
@@ -268,7 +270,7 @@ def test_no_overlapping_steps():
 def test_a_run_without_one_task_gets_nan_rows():
     a = _frame(_random_run(1, n=10), run="a")
     b = _frame(_random_run(2, n=10), run="b").filter(pl.col("task") != "rte")
-    table = partial_correlations(pl.concat([a, b]), in_domain="mnli")
+    table = partial_correlations(pl.concat([a, b]), in_domain="mnli").table
     b_rte = table.filter((pl.col("run") == "b") & ((pl.col("task_x") == "rte") | (pl.col("task_y") == "rte")))
     assert b_rte.height == 3 and (b_rte["n"] == 0).all()
     assert table.filter(pl.col("run") == "a")["r"].is_finite().all()
@@ -279,12 +281,12 @@ def test_adjustment_is_within_each_run_and_matches_statsmodels():
 
     frame = pl.concat([_frame(_random_run(s), run=f"r{s}") for s in (1, 2)])
     for method in ("holm", "fdr_bh", "bonferroni"):
-        table = partial_correlations(frame, in_domain="mnli", adjust=method)
+        table = partial_correlations(frame, in_domain="mnli", adjust=method).table
         for run in ("r1", "r2"):
             part = table.filter(pl.col("run") == run)
             expected = multipletests(part["p"].to_numpy(), method=method)[1]
             np.testing.assert_allclose(part["p_adj"].to_numpy(), expected, rtol=1e-12)
-    none = partial_correlations(frame, in_domain="mnli", adjust="none")
+    none = partial_correlations(frame, in_domain="mnli", adjust="none").table
     assert none["p_adj"].to_list() == none["p"].to_list()
 
 
@@ -303,7 +305,7 @@ def test_effective_n_bretherton():
 
 def test_effective_n_and_p_eff_columns():
     data = _random_run(4, n=40)
-    row = partial_correlations(_frame(data), in_domain="mnli", ood=["hans", "rte"]).row(0, named=True)
+    row = partial_correlations(_frame(data), in_domain="mnli", ood=["hans", "rte"]).table.row(0, named=True)
     e = {}
     for task in ("hans", "rte"):
         slope, intercept = np.polyfit(data["mnli"], data[task], 1)
@@ -318,9 +320,9 @@ def test_effective_n_and_p_eff_columns():
 
 def test_bootstrap_is_seeded_and_brackets_the_estimate():
     frame = _frame(_random_run(9, n=50))
-    one = partial_correlations(frame, in_domain="mnli", bootstrap=300, seed=1)
-    again = partial_correlations(frame, in_domain="mnli", bootstrap=300, seed=1)
-    other = partial_correlations(frame, in_domain="mnli", bootstrap=300, seed=2)
+    one = partial_correlations(frame, in_domain="mnli", bootstrap=300, seed=1).table
+    again = partial_correlations(frame, in_domain="mnli", bootstrap=300, seed=1).table
+    other = partial_correlations(frame, in_domain="mnli", bootstrap=300, seed=2).table
     assert one["boot_ci_low"].to_list() == again["boot_ci_low"].to_list()
     assert one["boot_ci_low"].to_list() != other["boot_ci_low"].to_list()
     assert (one["boot_ci_low"] < one["boot_ci_high"]).all()
@@ -328,7 +330,9 @@ def test_bootstrap_is_seeded_and_brackets_the_estimate():
     assert strong.height > 0
     assert ((strong["boot_ci_low"] <= strong["r"]) & (strong["r"] <= strong["boot_ci_high"])).all()
     assert (one["block_length"] >= 1).all()
-    fixed = partial_correlations(frame, in_domain="mnli", bootstrap=50, block_length=5, bootstrap_kind="stationary")
+    fixed = partial_correlations(
+        frame, in_domain="mnli", bootstrap=50, block_length=5, bootstrap_kind="stationary"
+    ).table
     assert set(fixed["block_length"]) == {5}
 
 
@@ -341,7 +345,7 @@ def test_bootstrap_interval_widens_for_autocorrelated_residuals():
         e[t] = phi * e[t - 1] + rng.normal(size=2)
     z = np.linspace(0, 1, n)
     frame = _frame({"mnli": z, "a": z + e[:, 0], "b": z + e[:, 1]})
-    row = partial_correlations(frame, in_domain="mnli", bootstrap=500, seed=0).row(0, named=True)
+    row = partial_correlations(frame, in_domain="mnli", bootstrap=500, seed=0).table.row(0, named=True)
     assert row["block_length"] > 1
     assert row["boot_ci_high"] - row["boot_ci_low"] > row["ci_high"] - row["ci_low"]
 
@@ -366,8 +370,8 @@ def test_bad_options_are_analysis_errors():
 
 def test_pandas_frames_are_accepted():
     data = _random_run(1)
-    from_pandas = partial_correlations(_frame(data).to_pandas(), in_domain="mnli")
-    assert from_pandas["r"].to_list() == partial_correlations(_frame(data), in_domain="mnli")["r"].to_list()
+    from_pandas = partial_correlations(_frame(data).to_pandas(), in_domain="mnli").table
+    assert from_pandas["r"].to_list() == partial_correlations(_frame(data), in_domain="mnli").table["r"].to_list()
 
 
 def test_docstring_examples_run():

@@ -81,11 +81,19 @@ def test_closed_after_the_with_block(db):
 
 def test_store_evaluate_spells_out_the_runner_keywords():
     import inspect
+    import typing
 
+    from ood_store.evaluate.options import EvaluateOptions
     from ood_store.evaluate.runner import evaluate
 
-    runner = [p for p in inspect.signature(evaluate).parameters.values() if p.name != "con"]
-    method = [p for p in inspect.signature(ood_store.Store.evaluate).parameters.values() if p.name != "self"]
-    assert [(p.name, p.kind) for p in method] == [(p.name, p.kind) for p in runner]
-    defaults = {p.name: p.default for p in runner}
-    assert {p.name: p.default for p in method} == {**defaults, "output_dir": str(defaults["output_dir"])}
+    runner = {p.name: p for p in inspect.signature(evaluate).parameters.values() if p.name != "con"}
+    method = inspect.signature(ood_store.Store.evaluate).parameters
+    assert list(method) == ["self", "checkpoints", "run", "tasks", "options"]
+    assert [method[name].kind for name in ("run", "tasks")] == [inspect.Parameter.KEYWORD_ONLY] * 2
+    # Every other keyword of the runner is typed in EvaluateOptions, with the runner's own annotation.
+    keywords = {name: p for name, p in runner.items() if name not in ("checkpoints", "run", "tasks")}
+    hints = typing.get_type_hints(EvaluateOptions)
+    assert list(hints) == list(keywords)
+    assert {name: str(hint) for name, hint in hints.items()} == {
+        name: str(typing.get_type_hints(evaluate)[name]) for name in keywords
+    }

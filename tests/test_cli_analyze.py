@@ -113,8 +113,9 @@ def test_save_list_reload_and_compare_a_saved_analysis(runner, tmp_path):
     assert [(r["name"], r["in_domain"], r["rows"]) for r in listed] == [("main", IN_DOMAIN, "18")]
     params = json.loads(listed[0]["params"])
     assert params["ood"] == list(OOD) and params["residualizer"] == "linear" and params["adjust"] == "holm"
+    assert params["tasks"] == sorted(OOD) and params["runs_analysed"] == sorted(set(fresh_runs(computed.stdout)))
     with ood_store.open(db, read_only=True) as store:
-        saved = store.analysis("main")
+        saved = store.analysis("main").table
     fresh = pl.read_csv(io.StringIO(computed.stdout))
     assert saved.columns == fresh.columns
     assert saved.sort("run", "task_x", "task_y")["r"].to_list() == pytest.approx(
@@ -131,7 +132,7 @@ def test_save_list_reload_and_compare_a_saved_analysis(runner, tmp_path):
                       "--replace", "--format", "csv")  # fmt: skip
     assert replaced.exit_code == 0
     with ood_store.open(db, read_only=True) as store:
-        assert store.analysis("main").height == 3
+        assert store.analysis("main").table.height == 3
     by_name = invoke(runner, db, "compare", "--analysis", "main", "--format", "csv")
     assert by_name.exit_code == 0, by_name.output
     assert len(_csv(by_name.output)) == 1
@@ -194,3 +195,7 @@ def test_user_errors_are_one_line(runner, store_db, args, message):
     assert result.exit_code != 0
     assert message in result.output.strip().splitlines()[-1]
     assert table_dump(store_db) == before
+
+
+def fresh_runs(csv_text: str) -> list[str]:
+    return pl.read_csv(io.StringIO(csv_text))["run"].to_list()

@@ -45,7 +45,7 @@ def saved(analysis_db) -> dict[tuple[str, frozenset], dict]:
 @pytest.fixture(scope="module")
 def table(analysis_db) -> pl.DataFrame:
     with ood_store.open(analysis_db, read_only=True) as store:
-        return store.analysis(PYTHIA_ANALYSIS)
+        return store.analysis(PYTHIA_ANALYSIS).table
 
 
 def panels(figure):
@@ -224,7 +224,7 @@ def test_grid_wraps_into_rows_and_takes_a_subset_of_runs(table):
 
 
 def test_sign_matrix_counts_the_signs_of_the_saved_r(table, saved):
-    figure = figures.sign_agreement(compare(table), tasks=list(PYTHIA_OOD))
+    figure = figures.sign_agreement(compare(table).table, tasks=list(PYTHIA_OOD))
     (ax,) = panels(figure)
     assert len(colorbars(figure)) == 1
     rows, columns = labels(ax.get_yticklabels()), labels(ax.get_xticklabels())
@@ -242,7 +242,7 @@ def test_sign_matrix_hatches_model_dependent_pairs(table):
     # The verdicts of this analysis as the README lists them (linear, Pearson, effective inference).
     model_dependent = {frozenset(p) for p in (("arc_easy", "sciq"), ("arc_easy", "winogrande"), ("sciq", "winogrande"))}
     consistent = {frozenset(p) for p in (("arc_easy", "piqa"), ("piqa", "winogrande"))}
-    (ax,) = panels(figures.sign_agreement(compare(table)))
+    (ax,) = panels(figures.sign_agreement(compare(table).table))
     rows, columns = labels(ax.get_yticklabels()), labels(ax.get_xticklabels())
     hatched = {frozenset((rows[int(p.get_y())], columns[int(p.get_x())])) for p in ax.patches if p.get_hatch()}
     assert hatched == model_dependent
@@ -252,7 +252,7 @@ def test_sign_matrix_hatches_model_dependent_pairs(table):
 
 def test_sign_matrix_has_a_panel_per_group(table, saved, analysis_db):
     with ood_store.open(analysis_db, read_only=True) as store:
-        result = compare(table, by=["size"], attributes=store)
+        result = compare(table, by=["size"], attributes=store).table
     figure = figures.sign_agreement(result, tasks=list(PYTHIA_OOD))
     grid = panels(figure)
     assert [ax.get_title() for ax in grid] == ["size=160m", "size=410m", "size=1.4b"]
@@ -265,7 +265,7 @@ def test_sign_matrix_has_a_panel_per_group(table, saved, analysis_db):
 
 
 def test_sign_matrix_refuses_a_table_that_is_not_a_compare_result(table):
-    with pytest.raises(AnalysisError, match="not a compare result"):
+    with pytest.raises(AnalysisError, match="not a comparison across runs"):
         figures.sign_agreement(table)
 
 
@@ -386,7 +386,7 @@ def test_pdf_embeds_truetype_fonts_and_the_provenance(table, provenance, tmp_pat
 
 
 def test_svg_carries_the_provenance_as_dublin_core(table, provenance, tmp_path):
-    path = figures.save(figures.sign_agreement(compare(table)), tmp_path / "signs.svg", provenance)
+    path = figures.save(figures.sign_agreement(compare(table).table), tmp_path / "signs.svg", provenance)
     root = ET.parse(path).getroot()
     ns = {"dc": "http://purl.org/dc/elements/1.1/"}
     assert root.find(".//dc:title", ns).text == f"ood-store: analysis {PYTHIA_ANALYSIS}"
@@ -406,5 +406,5 @@ def test_save_refuses_other_extensions_and_unwritable_paths(table, provenance, t
 def test_figures_are_made_without_pyplot(table):
     before = plt.get_fignums()
     figures.heatmap_grid(table, list(BY_SIZE))
-    figures.sign_agreement(compare(table))
+    figures.sign_agreement(compare(table).table)
     assert plt.get_fignums() == before

@@ -278,7 +278,7 @@ def test_csv_and_json_carry_rows_and_provenance(store, analysis_db, tmp_path):
 
 # -- comparisons and queries ---------------------------------------------------------
 def test_compare_table_marks_pooled_r_by_holm_adjusted_p(store):
-    result = compare(store.analysis(PYTHIA_ANALYSIS))
+    result = compare(store.analysis(PYTHIA_ANALYSIS)).table
     holm = multipletests(result["p_pooled"].to_numpy(), method="holm")[1]
     table = tables.from_analysis(store, PYTHIA_ANALYSIS, compared=True, wide=True)
     header, rows = markdown_rows(table.to_markdown())

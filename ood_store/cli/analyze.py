@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 import functools
+from dataclasses import fields
 
 import click
 import polars as pl
 
-from ood_store.analysis import Options, compare, partial_correlations
+from ood_store.analysis import Options, compare
 from ood_store.analysis.bootstrap import BOOTSTRAP_KINDS
-from ood_store.analysis.compare import INFERENCE
 from ood_store.analysis.inference import ADJUST_METHODS
-from ood_store.analysis.partial import METHODS
+from ood_store.analysis.partial import METHODS, compute
 from ood_store.analysis.residuals import RESIDUALIZERS
+from ood_store.cli.options import alpha_option, choice, inference_option
 from ood_store.cli.output import emit, output_options
 
 # What --format table/markdown/latex show unless --all-columns; csv, json and parquet always carry every column.
@@ -35,21 +36,14 @@ def analysis_options(fn):
         click.option("--metric", default="acc", show_default=True, help="The metric that forms each series."),
         click.option("--filter", "filter_", default="none", show_default=True, help="lm-eval filter of the metric."),
         click.option("--num-fewshot", type=int, help="Shot count, when tasks were evaluated at several."),
-        click.option(
+        choice(
             "--residualizer",
-            type=click.Choice(RESIDUALIZERS),
-            default="linear",
-            show_default=True,
-            help="How the in-domain score is regressed out: OLS line, or a penalised spline (GAM, penalty by GCV).",
+            RESIDUALIZERS,
+            "linear",
+            "How the in-domain score is regressed out: OLS line, or a penalised spline (GAM, penalty by GCV).",
         ),
-        click.option("--method", type=click.Choice(METHODS), default="pearson", show_default=True),
-        click.option(
-            "--adjust",
-            type=click.Choice(ADJUST_METHODS),
-            default="holm",
-            show_default=True,
-            help="Multiple-testing adjustment over the pairs of each run.",
-        ),
+        choice("--method", METHODS, "pearson", "Pearson on the residuals, or Spearman on ranks."),
+        choice("--adjust", ADJUST_METHODS, "holm", "Multiple-testing adjustment over the pairs of each run."),
         click.option(
             "--bootstrap",
             type=click.IntRange(min=0),
@@ -63,7 +57,7 @@ def analysis_options(fn):
             type=click.IntRange(min=1),
             help="Bootstrap block length in checkpoints.  [default: automatic]",
         ),
-        click.option("--bootstrap-kind", type=click.Choice(BOOTSTRAP_KINDS), default="circular", show_default=True),
+        choice("--bootstrap-kind", BOOTSTRAP_KINDS, "circular", "Circular or stationary block bootstrap."),
         click.option("--seed", type=int, default=0, show_default=True, help="Seed of the bootstrap."),
         click.option("--gam-df", type=click.IntRange(min=5), default=8, show_default=True, help="GAM basis size."),
         click.option(
@@ -75,37 +69,20 @@ def analysis_options(fn):
     return fn
 
 
-def _options(in_domain: str, kwargs: dict) -> Options:
-    ood = tuple(kwargs.pop("ood")) or None
-    runs = tuple(kwargs.pop("runs")) or None
-    kwargs["filter"] = kwargs.pop("filter_")
-    return Options(in_domain=in_domain, ood=ood, runs=runs, **kwargs)
-
-
 def _analysis_kwargs(fn):
-    """Collects the analysis options into one ``options`` argument (None without --in-domain)."""
+    """Collects the analysis options (one per field of :class:`Options`) into one ``options`` argument.
+
+    ``options`` is None without ``--in-domain``.
+    """
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
-        names = ("ood", "runs", "metric", "filter_", "num_fewshot", "residualizer", "method", "adjust", "bootstrap",
-                 "block_length", "bootstrap_kind", "seed", "gam_df", "confidence")  # fmt: skip
-        collected = {name: kwargs.pop(name) for name in names}
-        in_domain = kwargs.pop("in_domain")
-        kwargs["options"] = None if in_domain is None else _options(in_domain, collected)
+        values = {f.name: kwargs.pop("filter_" if f.name == "filter" else f.name) for f in fields(Options)}
+        values["ood"], values["runs"] = tuple(values["ood"]) or None, tuple(values["runs"]) or None
+        kwargs["options"] = None if values["in_domain"] is None else Options(**values)
         return fn(*args, **kwargs)
 
     return wrapper
-
-
-def _compute(store, options: Options) -> pl.DataFrame:
-    return partial_correlations(
-        store,
-        options.in_domain,
-        options.ood,
-        options.runs,
-        **{k: v for k, v in options.to_dict().items() if k not in ("in_domain", "ood", "runs")},
-        progress=True,
-    )
 
 
 def summary_view(frame: pl.DataFrame, output_format: str, summary: tuple[str, ...], all_columns: bool) -> pl.DataFrame:
@@ -148,19 +125,12 @@ def analyze(
     if options is None:
         raise click.UsageError("Missing option '--in-domain'.")
     with settings.open(read_only=save is None) as store:
-        table = _compute(store, options)
+        result = compute(store, options, progress=True)
         if save is not None:
-            store.save_analysis(save, table, _saved_params(options, table), replace=replace)
-    emit(summary_view(table, output_format, ANALYZE_SUMMARY, all_columns), output_format, output)
+            store.save_analysis(save, result, replace=replace)
+    emit(summary_view(result.table, output_format, ANALYZE_SUMMARY, all_columns), output_format, output)
     if save is not None:
-        click.echo(f"Saved as analysis {save!r} ({table.height} rows) in {settings.db}.", err=True)
-
-
-def _saved_params(options: Options, table: pl.DataFrame) -> dict:
-    params = options.to_dict()
-    params["tasks"] = sorted(set(table["task_x"]) | set(table["task_y"]))
-    params["runs_analysed"] = sorted(set(table["run"]))
-    return params
+        click.echo(f"Saved as analysis {save!r} ({result.table.height} rows) in {settings.db}.", err=True)
 
 
 @click.command(name="compare")
@@ -172,14 +142,8 @@ def _saved_params(options: Options, table: pl.DataFrame) -> dict:
     metavar="ATTR",
     help="Compare runs within groups of this run attribute (family, size, in_domain, seed, or any --attr key).",
 )
-@click.option("--alpha", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.05, show_default=True)
-@click.option(
-    "--inference",
-    type=click.Choice(INFERENCE),
-    default="effective",
-    show_default=True,
-    help="effective: n_eff and p_eff_adj (autocorrelation-aware); naive: n and p_adj.",
-)
+@alpha_option("Significance level of the per-run tests, pooled intervals and heterogeneity tests.")
+@inference_option()
 @_all_columns
 @output_options
 @_analysis_kwargs
@@ -201,10 +165,10 @@ def compare_command(
     if (options is None) == (analysis_name is None):
         raise click.UsageError("Give either --in-domain (and the analysis options) or --analysis NAME.")
     with settings.open(read_only=True) as store:
-        table = store.analysis(analysis_name) if options is None else _compute(store, options)
-        result = compare(table, by=list(by) or None, attributes=store, alpha=alpha, inference=inference)
+        analysed = store.analysis(analysis_name) if options is None else compute(store, options, progress=True)
+        result = compare(analysed, by=list(by) or None, attributes=store, alpha=alpha, inference=inference)
     summary = (*by, *COMPARE_SUMMARY)
-    emit(summary_view(result, output_format, summary, all_columns), output_format, output)
+    emit(summary_view(result.table, output_format, summary, all_columns), output_format, output)
 
 
 @click.command()

@@ -15,6 +15,7 @@ from pathlib import Path
 import click
 
 from ood_store import sqlfiles
+from ood_store.cli.options import folder_option
 from ood_store.examples import extract_pythia
 from ood_store.export.rows import render
 
@@ -24,12 +25,10 @@ _SIZES = ("160m", "410m", "1.4b")
 
 
 @click.command()
-@click.option(
+@folder_option(
     "--workdir",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=DEMO_DIR,
-    show_default=True,
-    help="Where the toy checkpoints, tasks and lm-eval's files go (kept, and reused by the next demo).",
+    DEMO_DIR,
+    "Where the toy checkpoints, tasks and lm-eval's files go (kept, and reused by the next demo).",
 )
 @click.option("--pythia", is_flag=True, help="Ingest and query the bundled real Pythia evaluations instead.")
 @click.pass_context

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import click
 
+from ood_store.cli.options import folder_option
 from ood_store.errors import InputError
 from ood_store.evaluate.runner import DEFAULT_OUTPUT_DIR, EvaluateReport, run_folder
 from ood_store.store.runs import parse_attributes, read_run_file
@@ -50,12 +51,8 @@ from ood_store.store.runs import parse_attributes, read_run_file
     metavar="DIR",
     help="Read the ood_nli suite from the JSONL files of `ood-store suite export DIR`, not from the hub.",
 )
-@click.option(
-    "--output-dir",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=DEFAULT_OUTPUT_DIR,
-    show_default=True,
-    help="Where lm-eval's results and samples files are kept (OUTPUT_DIR/RUN/step-N/).",
+@folder_option(
+    "--output-dir", DEFAULT_OUTPUT_DIR, "Where lm-eval's results and samples files are kept (OUTPUT_DIR/RUN/step-N/)."
 )
 @click.option("--base-model", help="The base model of PEFT adapter checkpoints (default: from adapter_config.json).")
 @click.option("--batch-size", default="auto", show_default=True, help="lm-eval batch size: a number, auto or auto:N.")

@@ -6,8 +6,7 @@ from pathlib import Path
 
 import click
 
-from ood_store.analysis.compare import INFERENCE
-from ood_store.cli.options import order_by_option, rename_options
+from ood_store.cli.options import alpha_option, choice, inference_option, order_by_option, rename_options
 from ood_store.export import display, formats, tables
 
 
@@ -34,22 +33,14 @@ from ood_store.export import display, formats, tables
     type=click.IntRange(0, 12),
     help="Decimals.  [default: 2 in latex and markdown; full precision in csv, json, parquet]",
 )
-@click.option(
+@choice(
     "--mark",
-    type=click.Choice(tables.MARKS),
-    default="stars",
-    show_default=True,
-    help="Mark significant r (adjusted p) with stars (* .05, ** .01, *** .001) or bold (p < .05).",
+    tables.MARKS,
+    "stars",
+    "Mark significant r (adjusted p) with stars (* .05, ** .01, *** .001) or bold (p < .05).",
 )
-@click.option(
-    "--inference",
-    type=click.Choice(INFERENCE),
-    default="effective",
-    show_default=True,
-    help="Which adjusted p marks significance: effective (p_eff_adj) or naive (p_adj).",
-)
-@click.option("--alpha", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.05, show_default=True,
-              help="With --compare: the level of the verdicts and pooled intervals.")  # fmt: skip
+@inference_option("Which adjusted p marks significance: effective (p_eff_adj) or naive (p_adj).")
+@alpha_option("With --compare: the level of the verdicts and pooled intervals.")
 @click.option("--caption", help="Table caption.  [default: says what the analysis is and what the marks mean]")
 @click.option("--label", help="LaTeX label.  [default: tab:partial-correlations]")
 @click.option("--standalone", is_flag=True, help="LaTeX: a whole document that compiles on its own.")

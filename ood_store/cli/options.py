@@ -1,10 +1,35 @@
-"""Options shared by the commands that write tables and figures (``export``, ``plot``), as decorators."""
+"""Options shared by several commands (``analyze``, ``compare``, ``export``, ``plot``), as decorators."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import click
+
+
+def choice(flag: str, choices: tuple[str, ...], default: str, help: str, **kwargs):  # noqa: A002 - click's name
+    """An option whose value is one of ``choices``, its default shown in ``--help``."""
+    return click.option(flag, type=click.Choice(choices), default=default, show_default=True, help=help, **kwargs)
+
+
+def folder_option(flag: str, default: str | Path, help: str):  # noqa: A002 - click's name
+    """An option naming a folder (made when missing), its default shown in ``--help``."""
+    return click.option(
+        flag, type=click.Path(file_okay=False, path_type=Path), default=default, show_default=True, help=help
+    )
+
+
+def alpha_option(help: str = "Significance level of the adjusted p-values."):  # noqa: A002 - click's name
+    """``--alpha``: the level at which adjusted p-values count as significant."""
+    level = click.FloatRange(0, 1, min_open=True, max_open=True)
+    return click.option("--alpha", type=level, default=0.05, show_default=True, help=help)
+
+
+def inference_option(help: str = "effective: n_eff and p_eff_adj (autocorrelation-aware); naive: n and p_adj."):  # noqa: A002
+    """``--inference effective|naive``: which sample size and adjusted p a test uses."""
+    from ood_store.analysis.compare import INFERENCE
+
+    return choice("--inference", INFERENCE, "effective", help)
 
 
 def bundle(*options):

@@ -5,15 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
-import polars as pl
 
-from ood_store.analysis import compare
-from ood_store.analysis.compare import INFERENCE
-from ood_store.cli.options import bundle, order_by_option, rename_options
-from ood_store.errors import AnalysisError
+from ood_store.cli.options import alpha_option, bundle, inference_option, order_by_option, rename_options
 from ood_store.export import display, figures
-from ood_store.export.provenance import Provenance
-from ood_store.names import split_names
 
 _output = click.option(
     "-o",
@@ -29,31 +23,10 @@ _analysis = click.option(
 _tasks = click.option(
     "--tasks", multiple=True, metavar="TASK[,TASK...]", help="Only these OOD tasks, in this order.  [default: all]"
 )
-_test = bundle(
-    click.option(
-        "--alpha",
-        type=click.FloatRange(0, 1, min_open=True, max_open=True),
-        default=0.05,
-        show_default=True,
-        help="Significance level of the adjusted p-values.",
-    ),
-    click.option(
-        "--inference",
-        type=click.Choice(INFERENCE),
-        default="effective",
-        show_default=True,
-        help="effective: p_eff_adj and n_eff (autocorrelation-aware); naive: p_adj and n.",
-    ),
-)
+_test = bundle(alpha_option(), inference_option())
 _no_note = click.option(
     "--no-note", is_flag=True, help="Leave out the note under the figure (say it in the caption instead)."
 )
-
-
-def _source(kind: str, analysis: str, alpha: float, inference: str, by=()) -> str:
-    """What a figure shows, for its provenance: the kind, the analysis and the plot's own settings."""
-    grouped = f", by {', '.join(by)}" if by else ""
-    return f"{kind} of analysis {analysis} (alpha {alpha:g}, {inference} inference{grouped})"
 
 
 def _width(default: str):
@@ -81,6 +54,11 @@ def plot() -> None:
     """
 
 
+def _write(figure: figures.PaperFigure, output: Path) -> None:
+    figure.save(output)
+    click.echo(f"Wrote {figure.description} to {output}.", err=True)
+
+
 @plot.command()
 @_analysis
 @click.option("--run", metavar="RUN", help="The run to draw (needed when the analysis has several).")
@@ -99,16 +77,11 @@ def heatmap(settings, analysis_name, run, tasks, alpha, inference, rename, renam
     figures.file_format(output)
     names = display.names(rename, rename_file)
     with settings.open(read_only=True) as store:
-        table = store.analysis(analysis_name)
-        source = _source("heatmap", analysis_name, alpha, inference)
-        provenance = Provenance.of_analysis(store, analysis_name, source=source)
-    figure = figures.heatmap(
-        table, run, names=names, tasks=split_names(tasks or None, "tasks"), alpha=alpha, inference=inference,
-        note=not no_note, width=width or figures.COLUMN_WIDTH,
-    )  # fmt: skip
-    figures.save(figure, output, provenance)
-    run = run or table["run"][0]
-    click.echo(f"Wrote the heatmap of run {run} to {output}.", err=True)
+        figure = figures.from_analysis(
+            store, analysis_name, "heatmap", runs=[run] if run else None, tasks=tasks or None, alpha=alpha,
+            inference=inference, names=names, note=not no_note, width=width,
+        )  # fmt: skip
+    _write(figure, output)
 
 
 @plot.command()
@@ -129,17 +102,11 @@ def grid(settings, analysis_name, runs, tasks, alpha, inference, rename, rename_
     figures.file_format(output)
     names = display.names(rename, rename_file)
     with settings.open(read_only=True) as store:
-        table = store.analysis(analysis_name)
-        chosen = split_names(runs or None, "runs") or table["run"].unique().to_list()
-        ordered = display.run_order(store, chosen, order_by or None)
-        source = _source("heatmap grid", analysis_name, alpha, inference)
-        provenance = Provenance.of_analysis(store, analysis_name, source=source)
-    figure = figures.heatmap_grid(
-        table, ordered, names=names, tasks=split_names(tasks or None, "tasks"), alpha=alpha, inference=inference,
-        note=not no_note, ncols=ncols, width=width,
-    )  # fmt: skip
-    figures.save(figure, output, provenance)
-    click.echo(f"Wrote heatmaps of {len(ordered)} runs to {output}.", err=True)
+        figure = figures.from_analysis(
+            store, analysis_name, "grid", runs=runs or None, tasks=tasks or None, alpha=alpha, inference=inference,
+            names=names, order_by=order_by or None, ncols=ncols, note=not no_note, width=width,
+        )  # fmt: skip
+    _write(figure, output)
 
 
 @plot.command()
@@ -163,41 +130,16 @@ def grid(settings, analysis_name, runs, tasks, alpha, inference, rename, rename_
 def curves(settings, run, analysis_name, tasks, in_domain, metric, filter_, num_fewshot, logx, rename, rename_file,
            width, output):  # fmt: skip
     """Training curves of one run: in-domain and OOD scores over the steps, with standard-error bands."""
+    if not tasks and not analysis_name:
+        raise click.UsageError("Give the tasks to draw with --tasks, or --analysis NAME.")
     figures.file_format(output)
     names = display.names(rename, rename_file)
     with settings.open(read_only=True) as store:
-        params = store.analysis_params(analysis_name) if analysis_name else {}
-        run = run or _only_run(store)
-        chosen = split_names(tasks or None, "tasks") or params.get("tasks") or params.get("ood")
-        if not chosen:
-            raise click.UsageError("Give the tasks to draw with --tasks, or --analysis NAME.")
-        in_domain = in_domain or params.get("in_domain")
-        metric = metric or params.get("metric") or "acc"
-        filter_ = filter_ or params.get("filter") or "none"
-        num_fewshot = num_fewshot if num_fewshot is not None else params.get("num_fewshot")
-        figure = figures.training_curves(
-            store, run, chosen, in_domain=in_domain, metric=metric, filter=filter_, num_fewshot=num_fewshot,
-            names=names, logx=logx, width=width or figures.COLUMN_WIDTH,
+        figure = figures.curves_of_run(
+            store, run, analysis=analysis_name, tasks=tasks or None, in_domain=in_domain, metric=metric,
+            filter=filter_, num_fewshot=num_fewshot, names=names, logx=logx, width=width or figures.COLUMN_WIDTH,
         )  # fmt: skip
-        source = f"training curves of run {run}"
-        if analysis_name:
-            provenance = Provenance.of_analysis(store, analysis_name, source=source)
-        else:
-            drawn = {"run": run, "tasks": list(chosen), "in_domain": in_domain, "metric": metric, "filter": filter_,
-                     "num_fewshot": num_fewshot}  # fmt: skip
-            provenance = Provenance.of_store(store, source, params=drawn)
-    figures.save(figure, output, provenance)
-    count = len(dict.fromkeys([*([in_domain] if in_domain else []), *chosen]))
-    click.echo(f"Wrote training curves of {count} tasks of run {run} to {output}.", err=True)
-
-
-def _only_run(store) -> str:
-    runs = sorted(store.runs()["run"])
-    if len(runs) == 1:
-        return runs[0]
-    if not runs:
-        raise AnalysisError("the store has no runs (see `ood-store ingest`)")
-    raise AnalysisError(f"the store has {len(runs)} runs; choose one with --run: {', '.join(runs)}")
+    _write(figure, output)
 
 
 @plot.command()
@@ -225,23 +167,11 @@ def signs(settings, analysis_name, runs, by, tasks, alpha, inference, rename, re
     figures.file_format(output)
     names = display.names(rename, rename_file)
     with settings.open(read_only=True) as store:
-        table = store.analysis(analysis_name)
-        order = figures.task_order(table)  # the analysis' order, as in its heatmaps (compare sorts pairs)
-        chosen = split_names(runs or None, "runs")
-        if chosen is not None:
-            absent = [r for r in chosen if r not in set(table["run"])]
-            if absent:
-                raise AnalysisError(f"--run: no run {', '.join(map(repr, absent))} in analysis {analysis_name!r}")
-            table = table.filter(pl.col("run").is_in(chosen))
-        result = compare(table, by=list(by) or None, attributes=store, alpha=alpha, inference=inference)
-        source = _source("sign agreement", analysis_name, alpha, inference, by)
-        provenance = Provenance.of_analysis(store, analysis_name, source=source)
-    figure = figures.sign_agreement(
-        result, names=names, tasks=split_names(tasks or None, "tasks") or order, note=not no_note, width=width
-    )
-    figures.save(figure, output, provenance)
-    run_count = table["run"].n_unique()
-    click.echo(f"Wrote the sign agreement of {run_count} runs to {output}.", err=True)
+        figure = figures.from_analysis(
+            store, analysis_name, "signs", runs=runs or None, by=by or None, tasks=tasks or None, alpha=alpha,
+            inference=inference, names=names, note=not no_note, width=width,
+        )  # fmt: skip
+    _write(figure, output)
 
 
 COMMANDS = [plot]

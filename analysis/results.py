@@ -1,0 +1,147 @@
+"""Results objects, in the statsmodels manner: a table together with what made it.
+
+:func:`~ood_store.analysis.partial_correlations` returns a
+:class:`PartialCorrelations`; :func:`~ood_store.analysis.compare` a
+:class:`Comparison`. Each holds its rows as a Polars DataFrame (``.table``)
+and the options, tasks and runs behind them, so that saving, exporting and
+plotting need nothing else. :func:`partial_table` is the one check of "is this
+a partial-correlation table", for results and plain frames alike.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+from typing import TYPE_CHECKING, Any
+
+import polars as pl
+
+from ood_store.errors import AnalysisError
+
+if TYPE_CHECKING:
+    from ood_store.analysis.partial import Options
+
+#: Columns of a partial-correlation table, in order.
+PARTIAL_COLUMNS = (
+    "run", "task_x", "task_y", "n", "r", "ci_low", "ci_high", "p", "p_adj",
+    "n_eff", "p_eff", "p_eff_adj", "acf1_x", "acf1_y", "dof", "edf_x", "edf_y",
+    "boot_ci_low", "boot_ci_high", "block_length", "reason",
+    "in_domain", "metric", "residualizer", "method",
+)  # fmt: skip
+
+#: Columns of a comparison across runs, in order; ``r:<run>`` columns follow, one per run.
+COMPARISON_COLUMNS = (
+    "task_x", "task_y", "runs", "n_positive", "n_negative", "sign_agreement",
+    "n_sig_positive", "n_sig_negative", "r_pooled", "ci_low", "ci_high", "p_pooled",
+    "q", "q_p", "i2", "tau2", "verdict",
+)  # fmt: skip
+
+# What every consumer of a partial-correlation table reads.
+_REQUIRED = ("run", "task_x", "task_y", "n", "r", "p_adj", "n_eff", "p_eff_adj")
+
+
+@dataclass(frozen=True)
+class PartialCorrelations:
+    """Partial correlations between OOD tasks, per run: the table and the analysis that made it.
+
+    Attributes
+    ----------
+    table : polars.DataFrame
+        One row per (run, task_x, task_y) with the columns of :data:`PARTIAL_COLUMNS`.
+    options : Options
+        Everything that defines the analysis besides its data.
+    tasks : tuple of str
+        The OOD tasks analysed, in the analysis' order.
+    runs : tuple of str
+        The runs analysed.
+    """
+
+    table: pl.DataFrame
+    options: Options
+    tasks: tuple[str, ...]
+    runs: tuple[str, ...]
+
+    @property
+    def params(self) -> dict[str, Any]:
+        """What a saved analysis records: every option, the tasks and the runs the table holds."""
+        params = self.options.to_dict()
+        params["tasks"] = sorted(set(self.table["task_x"]) | set(self.table["task_y"]))
+        params["runs_analysed"] = sorted(set(self.table["run"]))
+        return params
+
+    @classmethod
+    def from_saved(cls, table: pl.DataFrame, params: Mapping[str, Any]) -> PartialCorrelations:
+        """A result rebuilt from a saved analysis' rows and parameters (see :attr:`params`)."""
+        from ood_store.analysis.partial import Options
+
+        known = {f.name for f in fields(Options)}
+        options = Options(**{key: value for key, value in params.items() if key in known})
+        tasks = tuple(params.get("tasks") or sorted(set(table["task_x"]) | set(table["task_y"])))
+        runs = tuple(params.get("runs_analysed") or sorted(set(table["run"])))
+        return cls(partial_table(table), options, tasks, runs)
+
+    def __repr__(self) -> str:
+        o = self.options
+        return (
+            f"<PartialCorrelations: {len(self.runs)} runs × {len(self.tasks)} OOD tasks, in-domain {o.in_domain!r}, "
+            f"{o.residualizer} residualiser, {o.method}; {self.table.height} rows>"
+        )
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """Partial correlations compared across runs: per pair, the runs side by side, pooled, and a verdict.
+
+    Attributes
+    ----------
+    table : polars.DataFrame
+        One row per group and pair: the ``by`` columns, :data:`COMPARISON_COLUMNS`, then ``r:<run>``.
+    by : tuple of str
+        The run attributes runs were grouped by (empty: all runs together).
+    alpha : float
+        Level of the per-run tests, pooled intervals and heterogeneity tests.
+    inference : str
+        ``effective`` (``n_eff``, ``p_eff_adj``) or ``naive`` (``n``, ``p_adj``).
+    source : PartialCorrelations or None
+        The analysis compared, when it was a result rather than a bare frame.
+    """
+
+    table: pl.DataFrame
+    by: tuple[str, ...]
+    alpha: float
+    inference: str
+    source: PartialCorrelations | None = None
+
+    def __repr__(self) -> str:
+        grouped = f" by {', '.join(self.by)}" if self.by else ""
+        return f"<Comparison{grouped}: {self.table.height} pairs, alpha {self.alpha:g}, {self.inference} inference>"
+
+
+def partial_table(data: PartialCorrelations | pl.DataFrame, also: tuple[str, ...] = ()) -> pl.DataFrame:
+    """The rows of a partial-correlation result or frame; anything else is an :class:`AnalysisError`.
+
+    The frame must have the columns every consumer reads (run, the pair, n, r,
+    the effective n and the adjusted p-values) and those in ``also``.
+
+    Examples
+    --------
+    >>> partial_table(pl.DataFrame({"run": ["a"]}))  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ood_store.errors.AnalysisError: not a partial-correlation table: no column(s) n, n_eff, p_adj, p_eff_adj, r, ...
+    """
+    frame = data.table if isinstance(data, PartialCorrelations) else data
+    if not isinstance(frame, pl.DataFrame):
+        raise AnalysisError(f"expected partial correlations (a result or a DataFrame), got {type(data).__name__}")
+    missing = sorted({*_REQUIRED, *also} - set(frame.columns))
+    if missing:
+        raise AnalysisError(f"not a partial-correlation table: no column(s) {', '.join(missing)}")
+    return frame
+
+
+def comparison_table(data: Comparison | pl.DataFrame) -> pl.DataFrame:
+    """The rows of a comparison result or frame."""
+    frame = data.table if isinstance(data, Comparison) else data
+    if not isinstance(frame, pl.DataFrame) or not {"task_x", "task_y", "verdict"} <= set(frame.columns):
+        raise AnalysisError("not a comparison across runs (a result of compare)")
+    return frame
