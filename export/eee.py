@@ -122,7 +122,7 @@ def export_eee(
     report = EeeExport(Path(folder))
     for evaluation in evaluations:
         rows = scores.get(evaluation["evaluation_id"], [])
-        finite = [r for r in rows if math.isfinite(r["value"])]
+        finite = [r for r in rows if r["value"] is not None and math.isfinite(r["value"])]
         report.not_finite += len(rows) - len(finite)
         if not finite:
             continue

@@ -174,8 +174,8 @@ def test_a_saved_analysis_that_differs_is_a_clash(analysis_db, tmp_path, runner)
     assert table_dump(ours) == before
     assert runner.invoke(main, ["--db", str(ours), "merge", str(theirs), "--prefer", "theirs"]).exit_code == 0
     with ood_store.open(ours, read_only=True) as store:
-        assert set(store.analysis("pythia-linear").filter(pl.col("task_y") == "piqa", pl.col("task_x") == "arc_easy")
-                   ["r"]) == {0.5}  # fmt: skip
+        table = store.analysis("pythia-linear").table
+        assert set(table.filter(pl.col("task_y") == "piqa", pl.col("task_x") == "arc_easy")["r"]) == {0.5}
 
 
 def test_a_dump_of_schema_version_2_loads(tmp_path):
@@ -187,7 +187,7 @@ def test_a_dump_of_schema_version_2_loads(tmp_path):
         got = sorted(store.query(SCORES).rows(), key=repr)
         provenance = set(store.query("SELECT campaign, source_format FROM evaluations").rows())
         runs = store.query("SELECT family, size FROM runs").rows()
-        analysis = store.analysis("schema2-linear")
+        analysis = store.analysis("schema2-linear").table
     with ood_store.open(tmp_path / "direct.duckdb") as store:
         assert store.ingest(pythia_files("160m")[:6]).ok
         assert got == sorted(store.query(SCORES).rows(), key=repr)
@@ -196,16 +196,28 @@ def test_a_dump_of_schema_version_2_loads(tmp_path):
 
 
 def test_a_store_of_schema_version_2_merges(tmp_path, monkeypatch):
+    """The store: one made at schema 2 (migrations cut to two), filled with the schema-2 dump's rows by SQL."""
     shipped = schema.migrations()
     old = tmp_path / "old.duckdb"
     monkeypatch.setattr(schema, "migrations", lambda: shipped[:2])
+    manifest = json.loads((OLD_DUMP / "manifest.json").read_text())
     with ood_store.open(old) as store:
-        assert store.ingest(pythia_files("410m")[:3]).ok and store.schema_version == 2
+        assert store.schema_version == 2
+        for table, entry in manifest["tables"].items():
+            if entry["files"]:
+                files = [str(OLD_DUMP / f) for f in entry["files"]]
+                extra = f"EXCLUDE ({', '.join(entry['added_columns'])})" if entry["added_columns"] else ""
+                sql = (
+                    f"INSERT INTO {table} BY NAME SELECT * {extra} FROM read_parquet($files, hive_partitioning = false)"
+                )
+                store.connection.execute(sql, {"files": files})
     monkeypatch.setattr(schema, "migrations", lambda: shipped)
     before = old.read_bytes()
     with ood_store.open(tmp_path / "new.duckdb") as store:
         report = store.merge(old)
-        assert report.evaluations_added == 3 and report.scores_added == 3 * 172
+        assert report.evaluations_added == 6 and report.scores_added == 6 * 172
+        assert report.analyses_added == ["schema2-linear"]
+        assert set(store.query("SELECT source_format FROM evaluations")["source_format"]) == {"lm-eval"}
     assert old.read_bytes() == before  # opened read-only: not migrated in place
 
 
