@@ -214,10 +214,7 @@ def _task_and_filter(result: dict[str, Any], metric_details: dict[str, str]) -> 
 
 
 def _shots(path: str, where: str, raw: str | None) -> int | None:
-    value = count(path, f"{where}.generation_config.additional_details.num_fewshot", raw)
-    if value is not None and value >= 2**31:
-        raise InputError(path, f"{where}.generation_config.additional_details.num_fewshot", f"{raw} is out of range")
-    return value
+    return count(path, f"{where}.generation_config.additional_details.num_fewshot", raw, limit=2**31)
 
 
 def _attributes(path: str, raw: str | None) -> dict[str, Any] | None:

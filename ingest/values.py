@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import json
 import math
 from typing import Any
 
@@ -30,19 +31,21 @@ def optional_finite(path: str, field: str, raw: Any) -> float | None:
     return value if math.isfinite(value) else None
 
 
-def count(path: str, field: str, raw: Any) -> int | None:
-    """A count (shots, documents, a step): a non-negative integer, given as a number or as text."""
+def count(path: str, field: str, raw: Any, *, limit: int = 2**63) -> int | None:
+    """A count (shots, documents, a step): an integer from 0 below ``limit``, given as a number or as digits."""
     if raw is None:
         return None
     value = None
     if isinstance(raw, int) and not isinstance(raw, bool):
         value = raw
-    elif isinstance(raw, float) and raw.is_integer() or isinstance(raw, str) and raw.strip().isdigit():
+    elif isinstance(raw, float) and raw.is_integer():
         value = int(raw)
+    elif isinstance(raw, str) and raw.strip().isascii() and raw.strip().isdigit():
+        value = int(raw) if len(raw.strip()) <= 19 else limit  # int() refuses over 4,300 digits
     if value is None:
-        raise InputError(path, field, f"expected a non-negative integer, got {describe(raw)}")
-    if not 0 <= value < 2**63:
-        raise InputError(path, field, f"{raw!r} is out of range")
+        raise InputError(path, field, f"expected an integer, got {describe(raw)}")
+    if not 0 <= value < limit:
+        raise InputError(path, field, f"{json.dumps(raw)} is out of range")
     return value
 
 

@@ -110,7 +110,7 @@ def test_a_history_exported_again_with_more_steps_adds_only_the_new_ones(db, tmp
     [
         (
             lambda t: t.replace(",50,0.6251", ",50.5,0.6251"),
-            "train/global_step, row 6: expected a non-negative integer",
+            "train/global_step, row 6: expected an integer",
         ),
         (lambda t: t.replace("0.6251,0.5241", "high,0.5241"), "eval/mnli_accuracy, row 6: expected a number"),
     ],
