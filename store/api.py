@@ -202,7 +202,7 @@ class Store:
 
         return dump(self._con, folder, progress=progress)
 
-    def load(self, folder: str | os.PathLike[str], *, prefer: str | None = None) -> MergeReport:
+    def load(self, folder: str | os.PathLike[str], *, prefer: str | None = None, progress: bool = False) -> MergeReport:
         """Add a dump (:meth:`dump`, any schema version) to this store; see :mod:`ood_store.store.merge`.
 
         Evaluations already here (same content hash) are not added twice; conflicting run
@@ -211,7 +211,7 @@ class Store:
         from ood_store.store.merge import load
 
         self._require_writable("load a dump")
-        return load(self._con, self.path, folder, prefer=prefer)
+        return load(self._con, self.path, folder, prefer=prefer, progress=progress)
 
     def merge(self, other: str | os.PathLike[str], *, prefer: str | None = None) -> MergeReport:
         """Add every result of another store file (opened read-only) to this one; the rules of :meth:`load`."""

@@ -97,7 +97,12 @@ def _check_prefer(prefer: str | None) -> None:
 
 
 def load(
-    con: duckdb.DuckDBPyConnection, store_path: Path, folder: str | os.PathLike[str], *, prefer: str | None = None
+    con: duckdb.DuckDBPyConnection,
+    store_path: Path,
+    folder: str | os.PathLike[str],
+    *,
+    prefer: str | None = None,
+    progress: bool = False,
 ) -> MergeReport:
     """Add the dump in ``folder`` (``ood-store dump``) to the store on ``con``; see the module for the rules.
 
@@ -109,10 +114,12 @@ def load(
         The dump. Its manifest is checked first: every file present, with its sha256 and row count.
     prefer
         ``"theirs"`` or ``"ours"``: how to settle conflicting values (default: keep ours, report them).
+    progress
+        Show a progress bar over the dump's tables on standard error when it is a terminal.
     """
     _check_prefer(prefer)
     manifest = read_manifest(folder)
-    with staged(store_path, manifest.schema_version, fill_from_dump(manifest)) as path:
+    with staged(store_path, manifest.schema_version, fill_from_dump(manifest, progress)) as path:
         return _merge_file(con, path, str(folder), prefer)
 
 

@@ -17,6 +17,7 @@ import duckdb
 
 from ood_store import schema, sqlfiles
 from ood_store.errors import InputError, StoreError, first_line
+from ood_store.progress import progress_bar
 from ood_store.store.dump import Manifest, quoted
 
 
@@ -52,8 +53,11 @@ def staged(
         yield path
 
 
-def fill_from_dump(manifest: Manifest) -> Callable[[duckdb.DuckDBPyConnection, dict[str, list[str]]], None]:
-    """A ``fill`` for :func:`staged` that reads the dump's Parquet files, table by table."""
+def fill_from_dump(
+    manifest: Manifest, progress: bool = False
+) -> Callable[[duckdb.DuckDBPyConnection, dict[str, list[str]]], None]:
+    """A ``fill`` for :func:`staged` that reads the dump's Parquet files, table by table
+    (with a progress bar over them on a terminal when ``progress``)."""
 
     def fill(con: duckdb.DuckDBPyConnection, tables: dict[str, list[str]]) -> None:
         missing = sorted(set(tables) - set(manifest.tables))
@@ -70,20 +74,24 @@ def fill_from_dump(manifest: Manifest) -> Callable[[duckdb.DuckDBPyConnection, d
                 "tables",
                 f"{', '.join(unknown)}: not tables of schema version {manifest.schema_version}",
             )
-        for name in tables:
-            dumped = manifest.tables[name]
-            if not dumped.files:
-                continue
-            exclude = f"EXCLUDE ({', '.join(map(quoted, dumped.added_columns))})" if dumped.added_columns else ""
-            files = [str(manifest.folder / f) for f in dumped.files]
-            try:
-                con.execute(_sql("load_parquet").format(table=quoted(name), exclude=exclude), {"files": files})
-            except duckdb.Error as exc:
-                raise InputError(
-                    manifest.folder / name, None, f"does not fit table {name}: {first_line(exc)}"
-                ) from None
+        with progress_bar(progress, len(tables), "loading") as advance:
+            for name in tables:
+                _load_table(con, manifest, name)
+                advance(1, name)
 
     return fill
+
+
+def _load_table(con: duckdb.DuckDBPyConnection, manifest: Manifest, name: str) -> None:
+    dumped = manifest.tables[name]
+    if not dumped.files:
+        return
+    exclude = f"EXCLUDE ({', '.join(map(quoted, dumped.added_columns))})" if dumped.added_columns else ""
+    files = [str(manifest.folder / f) for f in dumped.files]
+    try:
+        con.execute(_sql("load_parquet").format(table=quoted(name), exclude=exclude), {"files": files})
+    except duckdb.Error as exc:
+        raise InputError(manifest.folder / name, None, f"does not fit table {name}: {first_line(exc)}") from None
 
 
 def fill_from_store(path: Path) -> Callable[[duckdb.DuckDBPyConnection, dict[str, list[str]]], None]:

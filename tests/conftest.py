@@ -138,7 +138,8 @@ INSPECT_ANSWERS = {"step100": ("2", "4", "x", "8", "x", "x"), "step200": ("2", "
 @pytest.fixture(scope="session")
 def inspect_logs(tmp_path_factory) -> dict[str, Path]:
     """Logs of one task scored by two scorers at two checkpoints (.eval at step 100, .eval and .json
-    at step 200), and a log of an evaluation that failed; name -> path."""
+    at step 200, both named by a revision), one of a checkpoint folder, and one of an evaluation that
+    failed; name -> path."""
     from inspect_ai import Task
     from inspect_ai import eval as inspect_eval
     from inspect_ai.dataset import Sample
@@ -172,6 +173,17 @@ def inspect_logs(tmp_path_factory) -> dict[str, Path]:
         )
         assert log.status == "success"
         logs[name] = Path(log.location)
+
+    # a local checkpoint folder as the model: the path names run and step
+    (log,) = inspect_eval(
+        task,
+        model="mockllm/runs/opt-mnli-s1/checkpoint-500",
+        model_args={"custom_outputs": outputs(INSPECT_ANSWERS["step100"])},
+        log_dir=str(root / "checkpoint"),
+        display="none",
+    )
+    assert log.status == "success"
+    logs["checkpoint"] = Path(log.location)
 
     @solver
     def broken():

@@ -68,6 +68,13 @@ def test_an_eval_log_and_its_json_twin_give_the_same_scores(tmp_path, inspect_lo
     assert scores(inspect_logs["step200"], "eval") == scores(inspect_logs["step200-json"], "json")
 
 
+def test_a_checkpoint_folder_as_the_model_gives_run_and_step(db, inspect_logs):
+    with ood_store.open(db) as store:
+        assert store.ingest([inspect_logs["checkpoint"]]).ok
+        rows = store.query("SELECT run, step, identity_from, model_name FROM evaluations").rows()
+    assert rows == [("runs/opt-mnli-s1", 500, "path", "mockllm/runs/opt-mnli-s1/checkpoint-500")]
+
+
 def test_a_failed_evaluation_is_rejected_naming_its_status(runner, db, inspect_logs):
     with ood_store.open(db) as store:
         assert store.ingest([inspect_logs["step100"]]).ok

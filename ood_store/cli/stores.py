@@ -49,8 +49,9 @@ def dump(settings, folder: Path, quiet: bool) -> None:
 @click.command()
 @click.argument("folder", type=click.Path(file_okay=False, path_type=Path))
 @_prefer
+@click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
 @click.pass_obj
-def load(settings, folder: Path, prefer: str | None) -> None:
+def load(settings, folder: Path, prefer: str | None, quiet: bool) -> None:
     """Add the dump in FOLDER (from `ood-store dump`, of this or an older schema) to the store.
 
     Evaluations already in the store (same content hash) are not added again,
@@ -59,7 +60,7 @@ def load(settings, folder: Path, prefer: str | None) -> None:
     unless --prefer says otherwise. Everything goes in in one transaction.
     """
     with settings.open() as store:
-        report = store.load(folder, prefer=prefer)
+        report = store.load(folder, prefer=prefer, progress=not quiet)
     _summarise("Loaded", report, settings.db)
 
 
