@@ -1,2 +1,2 @@
--- Attaches the store (or staged dump) to merge from, read-only, as `incoming`.
-ATTACH $path AS incoming (READ_ONLY)
+-- Attaches the store (or staged dump) to merge from, read-only, as `ood_store_incoming`.
+ATTACH $path AS ood_store_incoming (READ_ONLY)

@@ -1,1 +1,1 @@
-DETACH DATABASE IF EXISTS incoming
+DETACH DATABASE IF EXISTS ood_store_incoming

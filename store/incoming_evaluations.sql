@@ -1,2 +1,2 @@
--- How many evaluations the attached store `incoming` holds.
-SELECT count(*) FROM incoming.evaluations
+-- How many evaluations the attached store `ood_store_incoming` holds.
+SELECT count(*) FROM ood_store_incoming.evaluations

@@ -1,4 +1,2 @@
--- The schema version of the attached store `incoming` (0 when it has no schema_version table).
-SELECT CASE WHEN (
-    SELECT count(*) FROM duckdb_tables() WHERE database_name = 'incoming' AND table_name = 'schema_version'
-) = 0 THEN 0 ELSE (SELECT coalesce(max(version), 0) FROM incoming.schema_version) END
+-- The schema version of the attached store `ood_store_incoming` (it has a schema_version table).
+SELECT coalesce(max(version), 0) FROM ood_store_incoming.schema_version

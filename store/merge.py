@@ -145,15 +145,15 @@ def merge(
 
 
 def _attached_version(con: duckdb.DuckDBPyConnection, other: Path) -> int:
-    """Attach ``other`` as ``incoming`` and return its schema version, after checking it is an ood-store."""
+    """Attach ``other`` as ``ood_store_incoming`` and return its schema version, after checking it is an ood-store."""
     try:
         con.execute(_sql("attach_incoming"), {"path": str(other)})
     except duckdb.Error as exc:
         raise StoreError(f"{other}: cannot open the store to merge: {first_line(exc)}") from None
     try:
-        version = int(fetch_value(con, _sql("incoming_version")))
-        if version == 0:
+        if not fetch_value(con, _sql("incoming_has_version_table")):
             raise StoreError(f"{other}: not an ood-store (no schema_version table)")
+        version = int(fetch_value(con, _sql("incoming_version")))
         schema.check_supported(version, str(other))
     except BaseException:
         con.execute(_sql("detach_incoming"))
@@ -170,7 +170,7 @@ def _merge_file(con: duckdb.DuckDBPyConnection, path: Path, source: str, prefer:
 
 
 def _merge_attached(con: duckdb.DuckDBPyConnection, source: str, prefer: str | None) -> MergeReport:
-    """Merge the attached store ``incoming`` (at the current schema) into the store, in one transaction."""
+    """Merge the attached store ``ood_store_incoming`` (at the current schema) into the store, in one transaction."""
     report = MergeReport(source, prefer)
     with transaction(con):
         _merge_evaluations(con, report)

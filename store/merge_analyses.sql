@@ -1,4 +1,4 @@
--- The saved analyses of `incoming`: whether the store has one of the same name, and if so
+-- The saved analyses of `ood_store_incoming`: whether the store has one of the same name, and if so
 -- whether its kind, parameters and rows are the same.
 SELECT
     i.name,
@@ -9,12 +9,12 @@ SELECT
     (SELECT count(*) FROM (
         SELECT * EXCLUDE (analysis) FROM partial_correlations WHERE analysis = i.name
         EXCEPT ALL
-        SELECT * EXCLUDE (analysis) FROM incoming.partial_correlations WHERE analysis = i.name
+        SELECT * EXCLUDE (analysis) FROM ood_store_incoming.partial_correlations WHERE analysis = i.name
     )) + (SELECT count(*) FROM (
-        SELECT * EXCLUDE (analysis) FROM incoming.partial_correlations WHERE analysis = i.name
+        SELECT * EXCLUDE (analysis) FROM ood_store_incoming.partial_correlations WHERE analysis = i.name
         EXCEPT ALL
         SELECT * EXCLUDE (analysis) FROM partial_correlations WHERE analysis = i.name
     )) AS differing_rows
-FROM incoming.analyses i
+FROM ood_store_incoming.analyses i
 LEFT JOIN analyses a USING (name)
 ORDER BY i.name

@@ -1,3 +1,3 @@
--- Runs of `incoming` that the store does not have.
+-- Runs of `ood_store_incoming` that the store does not have.
 INSERT INTO runs BY NAME
-SELECT * FROM incoming.runs WHERE run NOT IN (SELECT run FROM runs)
+SELECT * FROM ood_store_incoming.runs WHERE run NOT IN (SELECT run FROM runs)

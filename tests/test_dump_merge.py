@@ -276,3 +276,20 @@ def test_dump_refuses_a_folder_with_files_and_merge_refuses_the_store_itself(tmp
         1,
         f"Error: {tmp_path / 'busy'}: not an ood-store dump (no manifest.json)\n",
     )
+
+
+def test_merging_a_file_that_is_no_store_is_one_line(tmp_path, runner):
+    foreign, text = tmp_path / "foreign.duckdb", tmp_path / "notes.duckdb"
+    con = duckdb.connect(str(foreign))
+    con.execute("CREATE TABLE mine AS SELECT 1 AS x")
+    con.close()
+    text.write_text("not a database")
+    db = tmp_path / "incoming.duckdb"  # a store whose own name is what a careless merge would attach the other as
+    with ood_store.open(db) as store:
+        assert store.ingest(pythia_files("160m")[:1]).ok
+    before = table_dump(db)
+    result = runner.invoke(main, ["--db", str(db), "merge", str(foreign)])
+    assert (result.exit_code, result.output) == (1, f"Error: {foreign}: not an ood-store (no schema_version table)\n")
+    result = runner.invoke(main, ["--db", str(db), "merge", str(text)])
+    assert result.exit_code == 1 and result.output.startswith(f"Error: {text}: cannot open the store to merge: ")
+    assert len(result.output.splitlines()) == 1 and table_dump(db) == before
