@@ -45,6 +45,7 @@ bench: $(VENV)/.installed-test
 	$(BIN)/python benchmarks/ingest_pythia.py
 	$(BIN)/python benchmarks/analysis_partial.py
 	$(BIN)/python benchmarks/evaluate_checkpoints.py
+	$(BIN)/python benchmarks/stores.py
 
 latex:
 	@if command -v pdflatex >/dev/null && command -v pdftotext >/dev/null && kpsewhich booktabs.sty >/dev/null; then :; \
