@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import zlib
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
@@ -204,6 +205,7 @@ def partial_correlations(
 def compute(data: Store | pl.DataFrame, options: Options, *, progress: bool = False) -> PartialCorrelations:
     """:func:`partial_correlations` with its options given as one :class:`Options`."""
     series = load(data, options)
+    options = dataclasses.replace(options, in_domain=series.in_domain)  # as the store spells it (mnli: ood_nli_mnli)
     return PartialCorrelations(analyse(series, options, progress=progress), options, series.ood, series.runs)
 
 
@@ -221,7 +223,7 @@ def analyse(series: Series, options: Options, *, progress: bool = False) -> pl.D
             advance(1, run)
     table = pl.concat(parts) if parts else pl.DataFrame(schema=_schema())
     return table.with_columns(
-        pl.lit(options.in_domain).alias("in_domain"),
+        pl.lit(series.in_domain).alias("in_domain"),
         pl.lit(options.metric).alias("metric"),
         pl.lit(options.residualizer).alias("residualizer"),
         pl.lit(options.method).alias("method"),

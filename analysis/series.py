@@ -6,6 +6,7 @@ checkpoint of a run on a task, for one metric and filter.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -13,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 from ood_store import sqlfiles
-from ood_store.errors import AnalysisError
+from ood_store.errors import AnalysisError, Note
 from ood_store.names import split_names
 
 if TYPE_CHECKING:
@@ -51,6 +52,8 @@ def load(data: Store | pl.DataFrame | Any, selection: Options) -> Series:
     )
     ood = split_names(selection.ood, "ood")
     runs = split_names(selection.runs, "runs")
+    if not isinstance(data, pl.DataFrame) and not _is_pandas(data):
+        in_domain = resolve_in_domain(data, in_domain)
     if ood is not None and in_domain in ood:
         raise AnalysisError(f"{in_domain!r} is the in-domain task; it cannot also be an OOD task", parameter="ood")
     wanted = None if ood is None else [in_domain, *ood]
@@ -79,6 +82,25 @@ def load(data: Store | pl.DataFrame | Any, selection: Options) -> Series:
     found_runs = tuple(sorted(frame["run"].unique()))
     scores = frame.select("run", "step", "task", pl.col("value").cast(pl.Float64))
     return Series(scores, in_domain, tuple(tasks), found_runs)
+
+
+def resolve_in_domain(store: Store, name: str) -> str:
+    """``name`` as the store spells it: itself if stored, else the one ood_nli suite task it names.
+
+    ``mnli`` is ``ood_nli_mnli`` (or a variant of it, ``ood_nli_mnli__minimal``)
+    when that is the only such task in the store, with a :class:`~ood_store.errors.Note`
+    saying so; when there are several, an error lists them.
+    """
+    found = store.query(sqlfiles.load("ood_store.analysis", "suite_tasks"), name=name)["task"].to_list()
+    if not found or name in found:
+        return name
+    if len(found) > 1:
+        raise AnalysisError(
+            f"no task {name!r} in the store; the ood_nli suite has {', '.join(found)}: choose one",
+            parameter="in_domain",
+        )
+    warnings.warn(Note(f"in-domain task {name!r} read as {found[0]!r}, the one stored task of that name"), stacklevel=3)
+    return found[0]
 
 
 def _is_pandas(data: Any) -> bool:
