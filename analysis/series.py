@@ -15,7 +15,7 @@ import polars as pl
 
 from ood_store import sqlfiles
 from ood_store.errors import AnalysisError, Note
-from ood_store.names import split_names
+from ood_store.names import did_you_mean, split_names
 
 if TYPE_CHECKING:
     from ood_store.analysis.partial import Options
@@ -50,6 +50,8 @@ def load(data: Store | pl.DataFrame | Any, selection: Options) -> Series:
         selection.filter,
         selection.num_fewshot,
     )
+    if in_domain is None:
+        raise AnalysisError("no in-domain task given", parameter="in_domain")
     ood = split_names(selection.ood, "ood")
     runs = split_names(selection.runs, "runs")
     if not isinstance(data, pl.DataFrame) and not _is_pandas(data):
@@ -60,6 +62,7 @@ def load(data: Store | pl.DataFrame | Any, selection: Options) -> Series:
     if isinstance(data, pl.DataFrame) or _is_pandas(data):
         frame = _from_frame(data, metric, filter, num_fewshot, wanted, runs)
         store = None
+        known = frame_tasks(data)
     else:
         store = data
         if runs is not None:
@@ -72,9 +75,10 @@ def load(data: Store | pl.DataFrame | Any, selection: Options) -> Series:
             runs=None if runs is None else list(runs),
             num_fewshot=num_fewshot,
         )
+        known = []
     for task in wanted or [in_domain]:
         if frame.filter(pl.col("task") == task).is_empty():
-            raise AnalysisError(missing_task_message(store, task, metric, filter, num_fewshot, runs))
+            raise AnalysisError(missing_task_message(store, task, metric, filter, num_fewshot, runs, known))
     check_one_shot_count(frame)
     tasks = sorted(set(frame["task"].unique()) - {in_domain}) if ood is None else list(ood)
     if not tasks:
@@ -82,6 +86,12 @@ def load(data: Store | pl.DataFrame | Any, selection: Options) -> Series:
     found_runs = tuple(sorted(frame["run"].unique()))
     scores = frame.select("run", "step", "task", pl.col("value").cast(pl.Float64))
     return Series(scores, in_domain, tuple(tasks), found_runs)
+
+
+def frame_tasks(data: pl.DataFrame | Any) -> list[str]:
+    """The task names of a scores frame (Polars or pandas), whatever else selects its rows."""
+    frame = pl.from_pandas(data) if _is_pandas(data) else data
+    return frame["task"].unique().sort().to_list() if "task" in frame.columns else []
 
 
 def resolve_in_domain(store: Store, name: str) -> str:
@@ -153,16 +163,20 @@ def check_one_shot_count(frame: pl.DataFrame) -> None:
         )
 
 
-def missing_task_message(store, task, metric, filter, num_fewshot, runs) -> str:  # noqa: A002
+def missing_task_message(store, task, metric, filter, num_fewshot, runs, known=()) -> str:  # noqa: A002
+    """Why ``task`` has no series: absent (with the names it may be a misspelling of), or not with this metric..."""
     where = " in the chosen runs" if runs is not None else ""
     if store is None:
+        if task not in known:
+            return f"no task {task!r} in the scores{did_you_mean(task, known)}"
         return f"task {task!r} has no {metric!r} scores{where}"
     choices = store.query(
         sqlfiles.load("ood_store.analysis", "task_choices"), task=task, runs=None if runs is None else list(runs)
     )
     metrics, filters, shots = choices.row(0)
     if not metrics:
-        return f"no task {task!r} in the store{where} (see `ood-store tasks`)"
+        hint = did_you_mean(task, store.query(sqlfiles.load("ood_store.analysis", "task_names"))["task"])
+        return f"no task {task!r} in the store{where}{hint} (see `ood-store tasks`)"
     if metric not in metrics:
         return f"task {task!r} has no {metric!r} scores{where}; it has: {', '.join(metrics)} (choose with `metric`)"
     if filter not in filters:
@@ -173,3 +187,37 @@ def missing_task_message(store, task, metric, filter, num_fewshot, runs) -> str:
         listed = ", ".join(str(s) for s in shots)
         return f"task {task!r} has no {num_fewshot}-shot scores; it has: {listed} (choose with `num_fewshot`)"
     return f"task {task!r} has no {metric!r} scores at a training step{where}"
+
+
+def in_domain_of_runs(data: Store | pl.DataFrame | Any, runs: Sequence[str] | str | None) -> str:
+    """The in-domain task the runs (all, or ``runs``) agree on: their ``in_domain`` attribute.
+
+    For an analysis called without ``in_domain``. Every run must have the
+    attribute, with one value; otherwise an error about ``in_domain`` says what
+    the runs have.
+    """
+    if isinstance(data, pl.DataFrame) or _is_pandas(data):
+        raise AnalysisError(
+            "not given (a frame of scores has no run attributes to take it from)", parameter="in_domain"
+        )
+    chosen = split_names(runs, "runs")
+    table = data.runs()
+    if chosen is not None:
+        _check_runs(set(table["run"]), chosen)
+        table = table.filter(pl.col("run").is_in(chosen))
+    counts = (
+        table.group_by("in_domain_task").len().sort("len", "in_domain_task", descending=[True, False], nulls_last=True)
+    )
+    values = counts["in_domain_task"].to_list()
+    if values and values[0] is not None and len(values) == 1:
+        return values[0]
+    if not values or values == [None]:
+        raise AnalysisError(
+            "not given, and no run has an in_domain attribute (set run attributes with `attributes` at ingest)",
+            parameter="in_domain",
+        )
+    listed = ", ".join(
+        f"{'unset' if value is None else repr(value)} ({n} run{'s' if n != 1 else ''})"
+        for value, n in counts.iter_rows()
+    )
+    raise AnalysisError(f"not given, and the runs' in_domain attributes differ: {listed}", parameter="in_domain")
