@@ -61,20 +61,20 @@ def is_eee(doc: Any) -> bool:
 
 @cache
 def _validator() -> Any:
-    try:
-        import jsonschema
-    except ImportError:
-        raise InputError(
-            None, None, "reading Every Eval Ever files needs jsonschema: pip install 'ood-store[eee]'"
-        ) from None
+    import jsonschema
+
     schema = json.loads(resources.files(__package__).joinpath("eee_eval.schema.json").read_text("utf-8"))
     return jsonschema.Draft7Validator(schema)
 
 
 def validate(path: str, doc: Any) -> None:
     """Check ``doc`` against EEE's schema; the first problem is an InputError naming its field."""
-    import jsonschema
-
+    try:
+        import jsonschema
+    except ImportError:
+        raise InputError(
+            path, None, "reading Every Eval Ever files needs jsonschema: pip install 'ood-store[eee]'"
+        ) from None
     error = jsonschema.exceptions.best_match(_validator().iter_errors(doc))
     if error is None:
         return

@@ -31,12 +31,12 @@ from ood_store.ingest.values import finite, optional_finite, timestamp
 SOURCE_FORMAT = "inspect"
 
 
-def _columns() -> list[Any]:
+def _columns(shown: str) -> list[Any]:
     try:
         from inspect_ai.analysis import EvalColumn, EvalInfo, EvalModel, EvalResults, EvalTask
     except ImportError:
         raise InputError(
-            None, None, "reading inspect_ai logs needs inspect_ai: pip install 'ood-store[inspect]'"
+            shown, None, "reading inspect_ai logs needs inspect_ai: pip install 'ood-store[inspect]'"
         ) from None
     return [
         *EvalInfo,
@@ -105,7 +105,7 @@ def read_log(path: Path, shown: str, digest: str, overrides: Overrides) -> Evalu
 def _header(path: Path, shown: str) -> dict[str, Any]:
     import polars as pl
 
-    columns = _columns()
+    columns = _columns(shown)
     from inspect_ai.analysis import evals_df
 
     try:

@@ -182,3 +182,13 @@ def test_export_eee_command(runner, analysis_db, tmp_path):
     assert result.output == f"Wrote 27 Every Eval Ever files (4,644 scores) to {out / 'data' / 'ood-store'}.\n"
     bad = runner.invoke(main, ["--db", str(analysis_db), "export-eee", str(out), "--run", "nope"])
     assert (bad.exit_code, bad.output) == (1, "Error: --run: no such run in the store: 'nope'\n")
+
+
+def test_without_the_eee_extra_an_eee_file_is_one_line_naming_the_extra(runner, db, monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "jsonschema", None)  # as if not installed: importing it fails
+    result = runner.invoke(main, ["--db", str(db), "ingest", str(EXAMPLE)])
+    assert result.exit_code == 1
+    expected = f"  {EXAMPLE}: reading Every Eval Ever files needs jsonschema: pip install 'ood-store[eee]'"
+    assert expected in result.output.splitlines()

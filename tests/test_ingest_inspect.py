@@ -107,3 +107,14 @@ def test_a_log_inspect_ai_cannot_read_is_one_line(runner, db, tmp_path, inspect_
     lines = [line for line in result.output.splitlines() if line.startswith(f"  {broken}: ")]
     assert len(lines) == 1 and "inspect_ai cannot read the log" in lines[0]
     assert "Traceback" not in result.output
+
+
+def test_without_the_inspect_extra_a_log_is_one_line_naming_the_extra(runner, db, inspect_logs, monkeypatch):
+    import sys
+
+    path = inspect_logs["step100"]
+    monkeypatch.setitem(sys.modules, "inspect_ai.analysis", None)  # as if inspect_ai were not installed
+    result = runner.invoke(main, ["--db", str(db), "ingest", str(path)])
+    assert result.exit_code == 1
+    expected = f"  {path}: reading inspect_ai logs needs inspect_ai: pip install 'ood-store[inspect]'"
+    assert expected in result.output.splitlines()
