@@ -1,16 +1,18 @@
-"""The ingestion layer: lm-eval output files in, tidy rows in the store out.
+"""The ingestion layer: results files in, tidy rows in the store out.
 
-:func:`ingest` finds the files, then for each one in turn reads it into an
-outcome (already present, skipped, rejected with the reason) or a validated
-record (:func:`read_one`); records are written in batches (:class:`Batch`),
-each in one transaction: a file goes in whole or not at all.
+:func:`ingest` finds the files (lm-eval's, with the per-sample files beside
+them, and the other formats of :mod:`ood_store.ingest.formats`), then for each
+one in turn reads it into an outcome (already present, skipped, rejected with
+the reason) or its validated records, one per evaluation it holds
+(:func:`read_one`); records are written in batches (:class:`Batch`), each in
+one transaction: a file goes in with all its evaluations, or not at all.
 """
 
 from __future__ import annotations
 
 import gc
 import hashlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -19,13 +21,13 @@ import duckdb
 
 from ood_store import sqlfiles
 from ood_store.errors import InputError, first_line
-from ood_store.ingest import jsontext
+from ood_store.ingest import formats
 from ood_store.ingest import samples as samples_files
 from ood_store.ingest.discover import Candidate, discover
 from ood_store.ingest.identity import Overrides, campaign_of
-from ood_store.ingest.lmeval import NotLmEval, parse_results
 from ood_store.ingest.records import EvaluationRecord
 from ood_store.ingest.report import CampaignMix, Conflict, FileOutcome, IngestReport, campaign_order
+from ood_store.ingest.wandb import HistoryOptions
 from ood_store.ingest.write import BatchRefused, write_batch
 from ood_store.progress import progress_bar
 from ood_store.store.attribute_rules import AttributeRule, attributes_for, unmatched
@@ -54,8 +56,11 @@ def ingest(
     attribute_rules: Sequence[AttributeRule] = (),
     samples: bool = True,
     progress: bool = False,
+    wandb_map: Sequence[str] = (),
+    wandb_step: str | None = None,
+    wandb_config: str | None = None,
 ) -> IngestReport:
-    """Ingest lm-eval results files, folders (recursive) and globs into the store on ``con``.
+    """Ingest results files, folders (recursive) and globs into the store on ``con``.
 
     Parameters
     ----------
@@ -73,6 +78,12 @@ def ingest(
         Also ingest the ``samples_<task>_<ts>.jsonl`` files beside each results file.
     progress
         Show a progress bar on standard error when it is a terminal.
+    wandb_map, wandb_step, wandb_config
+        For W&B run histories (:mod:`ood_store.ingest.wandb`): column patterns
+        (``"eval/{task}_{metric}"``, ``"eval/hans_acc=hans:acc"``) saying which
+        columns are scores of which task and metric, the step column (default
+        ``_step``), and the run's config file (default: ``config.yaml`` or
+        ``config.json`` beside the history).
 
     Returns
     -------
@@ -85,19 +96,29 @@ def ingest(
     collecting = gc.isenabled()
     gc.disable()  # hundreds of thousands of score tuples, none in a cycle: collecting them costs a third of the time
     try:
-        return _ingest(con, paths, overrides or Overrides(), attributes, attribute_rules, samples, progress)
+        history = HistoryOptions.build(wandb_map, wandb_step, wandb_config)
+        read = _Reading(overrides or Overrides(), samples, history)
+        return _ingest(con, paths, read, attributes, attribute_rules, progress)
     finally:
         if collecting:
             gc.enable()
 
 
+@dataclass(frozen=True)
+class _Reading:
+    """How every file of one ingest is read."""
+
+    overrides: Overrides
+    samples: bool
+    history: HistoryOptions
+
+
 def _ingest(
     con: duckdb.DuckDBPyConnection,
     paths: list[str],
-    overrides: Overrides,
+    read: _Reading,
     attributes: Mapping[str, Any] | list[str] | None,
     attribute_rules: Sequence[AttributeRule],
-    samples: bool,
     progress: bool,
 ) -> IngestReport:
     report = IngestReport()
@@ -119,13 +140,14 @@ def _ingest(
     campaigns_found: dict[int, str] = {}  # for evaluations already present that had none
     with progress_bar(progress, len(candidates), "ingesting") as advance:
         for index, candidate in enumerate(candidates):
-            result = read_one(candidate, overrides, samples, known)
+            result = read_one(candidate, read, known)
             if isinstance(result, FileOutcome):
                 outcomes[index] = result
                 if result.campaign is not None and result.evaluation_id in stored_without_campaign:
                     campaigns_found[result.evaluation_id] = result.campaign
             else:
-                known[result.content_hash] = _Known(result.path, result.identity.run, -1, result.campaign)
+                for record in result:
+                    known[record.content_hash] = _Known(record.path, record.identity.run, -1, record.campaign)
                 batch.add(index, result)
             if not isinstance(result, FileOutcome) or result.status != "skipped":
                 recognised.add(candidate.root)
@@ -137,7 +159,7 @@ def _ingest(
 
     matched_nothing = {e.path for e in errors}
     for root in sorted(set(searched) - recognised - matched_nothing):
-        report.files.append(FileOutcome(root, "rejected", f"{root}: no lm-eval results files found"))
+        report.files.append(FileOutcome(root, "rejected", f"{root}: no results files found ({formats.KNOWN})"))
     runs = {f.run for f in report.files if f.run}
     report.warnings.extend(
         f"{item.where or item.pattern}: {item.pattern!r} matches no run of these files"
@@ -165,71 +187,86 @@ class _RunAttributes:
 
 
 class Batch:
-    """Validated records waiting to be written, flushed by file count or by the bytes of their samples."""
+    """Validated records waiting to be written, by file, flushed by file count or by the bytes of their samples."""
 
     MAX_FILES = 1000
     MAX_SAMPLE_BYTES = 1 << 30
 
     def __init__(self, con: duckdb.DuckDBPyConnection, attributes: _RunAttributes, outcomes: dict[int, FileOutcome]):
         self.con, self.attributes, self.outcomes = con, attributes, outcomes
-        self.pending: list[tuple[int, EvaluationRecord]] = []
+        self.pending: list[tuple[int, list[EvaluationRecord]]] = []
         self.sample_bytes = 0
         self.new_ids: list[int] = []
 
-    def add(self, index: int, record: EvaluationRecord) -> None:
-        self.pending.append((index, record))
-        self.sample_bytes += sum(file.size for file in record.samples)
+    def add(self, index: int, records: list[EvaluationRecord]) -> None:
+        """Queue the records of one file (written together, in one transaction)."""
+        self.pending.append((index, records))
+        self.sample_bytes += sum(file.size for record in records for file in record.samples)
         if len(self.pending) >= self.MAX_FILES or self.sample_bytes >= self.MAX_SAMPLE_BYTES:
             self.flush()
 
     def flush(self) -> None:
         pending, self.pending, self.sample_bytes = self.pending, [], 0
         while pending:
-            records = [record for _, record in pending]
+            records = [record for _, file_records in pending for record in file_records]
             runs = sorted({record.identity.run for record in records})
             try:
                 written = write_batch(self.con, records, self.attributes.for_runs(runs))
             except BatchRefused as refused:
-                index, record = pending[refused.position]
+                file, at = _file_of(pending, refused.position)
+                index, file_records = pending[file]
                 if isinstance(refused.error, samples_files.Replan):
-                    wider = _replanned(self.con, record, refused.error)
+                    wider = _replanned(self.con, file_records[at], refused.error)
                     if wider is not None:
-                        pending[refused.position] = (index, wider)
+                        pending[file] = (index, [*file_records[:at], wider, *file_records[at + 1 :]])
                         continue
-                    path = refused.error.file.path
-                    self._reject(index, record, f"{path}: its lines list per-sample metrics that cannot be read")
-                    del pending[refused.position]
+                    reason = f"{refused.error.file.path}: its lines list per-sample metrics that cannot be read"
                 else:
-                    self._reject(index, record, str(refused.error))
-                    del pending[refused.position]
+                    reason = str(refused.error)
+                self._reject(index, file_records, reason)
+                del pending[file]
                 continue
             except duckdb.Error as exc:
                 if len(pending) == 1:
-                    index, record = pending[0]
-                    self._reject(index, record, f"{record.display_path}: could not be stored: {first_line(exc)}")
+                    index, file_records = pending[0]
+                    shown = file_records[0].display_path
+                    self._reject(index, file_records, f"{shown}: could not be stored: {first_line(exc)}")
                     return
                 for item in pending:  # isolate the file that DuckDB refused
                     self.pending = [item]
                     self.flush()
                 return
-            for (index, record), (evaluation_id, sample_rows) in zip(pending, written, strict=True):
-                self.new_ids.append(evaluation_id)
+            done = iter(written)
+            for index, file_records in pending:
+                stored = [next(done) for _ in file_records]
+                self.new_ids.extend(evaluation_id for evaluation_id, _ in stored)
+                first = file_records[0]
                 self.outcomes[index] = FileOutcome(
-                    record.display_path,
+                    first.display_path,
                     "ingested",
-                    evaluation_id=evaluation_id,
-                    run=record.identity.run,
-                    step=record.identity.step,
-                    scores=len(record.scores),
-                    samples=sample_rows,
-                    campaign=record.campaign,
-                    non_finite=record.non_finite,
-                    warnings=tuple(record.warnings),
+                    evaluation_id=stored[0][0],
+                    run=first.identity.run,
+                    step=first.identity.step,
+                    scores=sum(len(r.scores) for r in file_records),
+                    samples=sum(rows for _, rows in stored),
+                    evaluations=len(file_records),
+                    campaign=first.campaign,
+                    non_finite=sum(r.non_finite for r in file_records),
+                    warnings=tuple(w for r in file_records for w in r.warnings),
                 )
             return
 
-    def _reject(self, index: int, record: EvaluationRecord, reason: str) -> None:
-        self.outcomes[index] = FileOutcome(record.display_path, "rejected", reason)
+    def _reject(self, index: int, records: list[EvaluationRecord], reason: str) -> None:
+        self.outcomes[index] = FileOutcome(records[0].display_path, "rejected", reason)
+
+
+def _file_of(pending: list[tuple[int, list[EvaluationRecord]]], position: int) -> tuple[int, int]:
+    """The file of ``pending`` (and the place among its records) of the record at ``position`` of the batch."""
+    for file, (_, records) in enumerate(pending):
+        if position < len(records):
+            return file, position
+        position -= len(records)
+    raise IndexError(position)
 
 
 def _replanned(
@@ -247,13 +284,8 @@ def _replanned(
     return replace(record, samples=[again if f is file else f for f in record.samples])
 
 
-def read_one(
-    candidate: Candidate,
-    overrides: Overrides,
-    with_samples: bool,
-    known: Mapping[str, _Known],
-) -> FileOutcome | EvaluationRecord:
-    """A validated record for one file, or its outcome when it will not be written."""
+def read_one(candidate: Candidate, read: _Reading, known: Mapping[str, _Known]) -> FileOutcome | list[EvaluationRecord]:
+    """The validated records of one file that are not in the store yet, or its outcome when none will be written."""
     shown = str(candidate.path)
     try:
         data = candidate.path.read_bytes()
@@ -261,40 +293,56 @@ def read_one(
         return FileOutcome(shown, "rejected", f"{shown}: cannot read: {exc.strerror}")
     digest = hashlib.sha256(data).hexdigest()
     if digest in known:
-        first = known[digest]
-        stored = first.evaluation_id if first.evaluation_id >= 0 else None
-        campaign = first.campaign
-        if campaign is None and stored is not None:  # stored before campaigns were kept: the one it has now
-            campaign = overrides.campaign or _campaign_of_data(candidate, data, overrides)
-        return FileOutcome(
-            shown, "present", f"same content as {first.path}", evaluation_id=stored, run=first.run, campaign=campaign
-        )
+        return _present(candidate, known[digest], read, lambda: _records(candidate, shown, data, digest, read))
     try:
-        record = parse_results(shown, digest, jsontext.loads(shown, None, data), overrides)
-        if with_samples:
-            record.samples = _plan_samples(record, candidate.path)
-    except NotLmEval:
+        records = _records(candidate, shown, data, digest, read)
+    except formats.NotResults:
         if candidate.explicit:
-            return FileOutcome(
-                shown, "rejected", f"{shown}: not an lm-eval results file (no top-level 'results' object)"
-            )
-        return FileOutcome(shown, "skipped", "not an lm-eval results file")
+            return FileOutcome(shown, "rejected", f"{shown}: not a results file ood-store reads ({formats.KNOWN})")
+        return FileOutcome(shown, "skipped", "not a results file")
     except InputError as exc:
         return FileOutcome(shown, "rejected", str(exc))
-    record.display_path = shown
+    fresh = [r for r in records if r.content_hash not in known]
+    if not fresh:  # another file, or an export of an evaluation already here (EEE keeps the content hash)
+        outcome = _present(candidate, known[records[0].content_hash], read, lambda: records)
+        return replace(outcome, evaluations=len(records))
     absolute = candidate.path.resolve()
-    record.path = str(absolute)
-    record.campaign = overrides.campaign or campaign_of(absolute.parent.parts, record.identity, record.model_name)
-    return record
+    for record in fresh:
+        record.display_path = shown
+        record.path = str(absolute)
+        record.campaign = read.overrides.campaign or record.campaign or _campaign(absolute, record)
+    return fresh
 
 
-def _campaign_of_data(candidate: Candidate, data: bytes, overrides: Overrides) -> str | None:
+def _records(candidate: Candidate, shown: str, data: bytes, digest: str, read: _Reading) -> list[EvaluationRecord]:
+    records = formats.read(candidate.path, shown, data, digest, read.overrides, read.history)
+    for record in records:
+        if read.samples and record.source_format == "lm-eval":
+            record.samples = _plan_samples(record, candidate.path)
+    return records
+
+
+def _campaign(absolute: Path, record: EvaluationRecord) -> str | None:
+    return campaign_of(absolute.parent.parts, record.identity, record.model_name)
+
+
+def _present(
+    candidate: Candidate, first: _Known, read: _Reading, records: Callable[[], list[EvaluationRecord]]
+) -> FileOutcome:
+    """A file already in the store; one stored before campaigns were kept gets the one it has now."""
     shown = str(candidate.path)
-    try:
-        record = parse_results(shown, "", jsontext.loads(shown, None, data), overrides)
-    except (InputError, NotLmEval):
-        return None
-    return campaign_of(candidate.path.resolve().parent.parts, record.identity, record.model_name)
+    stored = first.evaluation_id if first.evaluation_id >= 0 else None
+    campaign = first.campaign
+    if campaign is None and stored is not None:
+        campaign = read.overrides.campaign
+        if campaign is None:
+            try:
+                campaign = _campaign(candidate.path.resolve(), records()[0])
+            except (InputError, formats.NotResults):
+                campaign = None
+    return FileOutcome(
+        shown, "present", f"same content as {first.path}", evaluation_id=stored, run=first.run, campaign=campaign
+    )
 
 
 def _plan_samples(record: EvaluationRecord, results_path: Path) -> list[samples_files.SamplesFile]:

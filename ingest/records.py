@@ -11,6 +11,7 @@ parser that fills an :class:`EvaluationRecord` can use the same writer
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -77,7 +78,8 @@ class SamplesFile:
 
 @dataclass
 class EvaluationRecord:
-    """One results file, validated."""
+    """One evaluation of one checkpoint, validated: an lm-eval results file, or one read by
+    another importer (``source_format`` names it; see ``ood_store.ingest.formats``)."""
 
     path: str
     content_hash: str
@@ -96,12 +98,13 @@ class EvaluationRecord:
     task_versions: dict[str, Any] | None
     config: dict[str, Any] | None
     output_types: dict[str, str]  # task -> lm-eval output_type, from `configs`
-    scores: list[ScoreTuple]  # ScoreRows, or plain tuples in their order
+    scores: Sequence[ScoreTuple]  # ScoreRows, or plain tuples in their order
     campaign: str | None = None
     source_format: str = "lm-eval"
     samples: list[SamplesFile] = field(default_factory=list)
     display_path: str = ""  # the path as the user gave it, for messages
     warnings: list[str] = field(default_factory=list)  # one line each, naming the field
+    run_attributes: dict[str, Any] | None = None  # attributes the file gives its run (set where the run has none)
 
     @property
     def non_finite(self) -> int:

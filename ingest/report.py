@@ -22,6 +22,7 @@ class FileOutcome:
     step: int | None = None
     scores: int = 0
     samples: int = 0
+    evaluations: int = 1  # a W&B history holds one per step
     campaign: str | None = None
     non_finite: int = 0  # scores stored as NULL (NaN) or ±inf
     warnings: tuple[str, ...] = ()

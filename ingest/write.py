@@ -23,7 +23,7 @@ from ood_store import __version__, sqlfiles
 from ood_store.errors import InputError
 from ood_store.ingest import samples as samples_files
 from ood_store.ingest.records import SCORE_SCHEMA, EvaluationRecord
-from ood_store.store.runs import set_attributes
+from ood_store.store.runs import fill_attributes, set_attributes
 from ood_store.store.transaction import transaction
 
 _EVALUATION_SCHEMA: dict[str, pl.DataType | type[pl.DataType]] = {
@@ -62,7 +62,7 @@ class BatchRefused(Exception):
     """The record at ``position`` of a batch cannot be written: ``error`` says why.
 
     ``error`` is an InputError naming its samples file, or
-    :class:`~ood_store.ingest.samples.UnplannedMetrics`.
+    :class:`~ood_store.ingest.samples.Replan`.
     """
 
     def __init__(self, position: int, error: InputError | samples_files.Replan):
@@ -104,6 +104,9 @@ def write_batch(
                     counts[position] += samples_files.insert(con, evaluation_id, file)
                 except (InputError, samples_files.Replan) as exc:
                     raise BatchRefused(position, exc) from None
+        for record in records:
+            if record.run_attributes:  # what another format's file says of its run, where the run has none
+                fill_attributes(con, record.identity.run, record.run_attributes)
         for run, attrs in sorted((attributes or {}).items()):
             set_attributes(con, run, attrs)
     return list(zip(ids, counts, strict=True))

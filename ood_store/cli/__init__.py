@@ -93,7 +93,11 @@ MODULES = {
     "compare": "analyze",
     "analyses": "analyze",
     "export": "export",
+    "export-eee": "eee",
     "plot": "plot",
+    "dump": "stores",
+    "load": "stores",
+    "merge": "stores",
     "suite": "suite",
     "demo": "demo",
 }
