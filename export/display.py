@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 import polars as pl
 import yaml
 
+from ood_store.analysis.results import PartialCorrelations
 from ood_store.errors import AnalysisError, InputError
 from ood_store.store.runs import attribute_columns
 
@@ -104,6 +105,49 @@ def rename_values(frame: pl.DataFrame, mapping: Mapping[str, str], columns: Iter
         return frame
     present = [c for c in columns if c in frame.columns and frame.schema[c] == pl.String]
     return frame.with_columns(pl.col(c).replace(dict(mapping)) for c in present)
+
+
+def task_order(table: pl.DataFrame, tasks: Sequence[str] | None = None) -> list[str]:
+    """The tasks of ``table`` in order of first appearance (task_x before task_y), or ``tasks`` checked against it.
+
+    A partial-correlation table lists pairs in the order of its OOD tasks, so
+    this is the order the analysis was given them in.
+    """
+    seen = list(dict.fromkeys(t for x, y in table.select("task_x", "task_y").iter_rows() for t in (x, y)))
+    if tasks is None:
+        return seen
+    wanted = list(dict.fromkeys(tasks))
+    absent = [t for t in wanted if t not in seen]
+    if absent:
+        raise AnalysisError(
+            f"no task {', '.join(map(repr, absent))} in the table; it has: {', '.join(seen)}", parameter="tasks"
+        )
+    return wanted
+
+
+def analysis_order(source: PartialCorrelations | pl.DataFrame, tasks: Sequence[str] | None = None) -> list[str]:
+    """The tasks in the order the analysis was given them (its ``ood`` option), else as :func:`task_order`.
+
+    A saved analysis comes back with its rows sorted by name; its options keep the order it was asked for.
+    """
+    frame = source.table if isinstance(source, PartialCorrelations) else source
+    seen = task_order(frame)
+    if tasks is None and isinstance(source, PartialCorrelations) and source.options.ood:
+        given = [t for t in source.options.ood if t in seen]
+        return given + [t for t in seen if t not in given]
+    return task_order(frame, tasks)
+
+
+def pair_order(frame: pl.DataFrame, order: Sequence[str]) -> pl.DataFrame:
+    """``frame`` (with ``task_x``, ``task_y``) sorted by its pairs' places in the task ``order``, stably."""
+    index = {task: i for i, task in enumerate(order)}
+    ranks = [
+        (min(index.get(x, len(index)), index.get(y, len(index))), max(index.get(x, len(index)), index.get(y, len(index))))
+        for x, y in frame.select("task_x", "task_y").iter_rows()
+    ]
+    return frame.with_columns(_pair=pl.Series([a * (len(index) + 1) + b for a, b in ranks])).sort(
+        "_pair", maintain_order=True
+    ).drop("_pair")
 
 
 def run_order(store: Store | None, runs: Iterable[str], order_by: Sequence[str] | None = None) -> list[str]:

@@ -26,6 +26,7 @@ from ood_store.analysis.results import PartialCorrelations
 from ood_store.errors import AnalysisError
 from ood_store.export import display, grids, page, triangle
 from ood_store.export.captions import Method, p_column
+from ood_store.export.display import analysis_order, task_order
 
 if TYPE_CHECKING:
     from ood_store.store import Store
@@ -404,37 +405,6 @@ def check_test(alpha: float, inference: str) -> None:
 
 def runs_of(table: pl.DataFrame) -> list[str]:
     return sorted(table["run"].unique())
-
-
-def task_order(table: pl.DataFrame, tasks: Sequence[str] | None = None) -> list[str]:
-    """The tasks of ``table`` in order of first appearance (task_x before task_y), or ``tasks`` checked against it.
-
-    A partial-correlation table lists pairs in the order of its OOD tasks, so
-    this is the order the analysis was given them in.
-    """
-    seen = list(dict.fromkeys(t for x, y in table.select("task_x", "task_y").iter_rows() for t in (x, y)))
-    if tasks is None:
-        return seen
-    wanted = list(dict.fromkeys(tasks))
-    absent = [t for t in wanted if t not in seen]
-    if absent:
-        raise AnalysisError(
-            f"no task {', '.join(map(repr, absent))} in the table; it has: {', '.join(seen)}", parameter="tasks"
-        )
-    return wanted
-
-
-def analysis_order(source: PartialCorrelations | pl.DataFrame, tasks: Sequence[str] | None = None) -> list[str]:
-    """The tasks in the order the analysis was given them (its ``ood`` option), else as :func:`task_order`.
-
-    A saved analysis comes back with its rows sorted by name; its options keep the order it was asked for.
-    """
-    frame = results.partial_table(source) if isinstance(source, PartialCorrelations) else source
-    seen = task_order(frame)
-    if tasks is None and isinstance(source, PartialCorrelations) and source.options.ood:
-        given = [t for t in source.options.ood if t in seen]
-        return given + [t for t in seen if t not in given]
-    return task_order(frame, tasks)
 
 
 def pair_rows(rows) -> dict[frozenset, dict]:

@@ -120,7 +120,7 @@ def test_latex_is_booktabs_with_caption_label_and_provenance(store, analysis_db)
     spec = re.search(r"\\begin\{tabular\}\{(.*)\}\n", text)[1]
     assert "|" not in spec and r"\hline" not in text  # no vertical rules, no \hline
     assert re.sub(r"@\{\\hspace\{[^}]*\}\}", "", spec) == "lllrrrr"  # text left, numbers right
-    assert r"\caption{My caption Stars: $p_{\mathrm{eff,adj}}$ $<$ 0.05" in text
+    assert r"\caption{My caption Stars: $^{*}$ $p_{\mathrm{eff,adj}}$ $<$ 0.05, $^{**}$ $<$ 0.01" in text
     assert r"\label{tab:mine}" in text
     comments = dict(line[2:].split(": ", 1) for line in text.splitlines() if line.startswith("% ") and ": " in line)
     assert comments["analysis"] == PYTHIA_ANALYSIS
