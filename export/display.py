@@ -142,12 +142,17 @@ def pair_order(frame: pl.DataFrame, order: Sequence[str]) -> pl.DataFrame:
     """``frame`` (with ``task_x``, ``task_y``) sorted by its pairs' places in the task ``order``, stably."""
     index = {task: i for i, task in enumerate(order)}
     ranks = [
-        (min(index.get(x, len(index)), index.get(y, len(index))), max(index.get(x, len(index)), index.get(y, len(index))))
+        (
+            min(index.get(x, len(index)), index.get(y, len(index))),
+            max(index.get(x, len(index)), index.get(y, len(index))),
+        )
         for x, y in frame.select("task_x", "task_y").iter_rows()
     ]
-    return frame.with_columns(_pair=pl.Series([a * (len(index) + 1) + b for a, b in ranks])).sort(
-        "_pair", maintain_order=True
-    ).drop("_pair")
+    return (
+        frame.with_columns(_pair=pl.Series([a * (len(index) + 1) + b for a, b in ranks]))
+        .sort("_pair", maintain_order=True)
+        .drop("_pair")
+    )
 
 
 def run_order(store: Store | None, runs: Iterable[str], order_by: Sequence[str] | None = None) -> list[str]:

@@ -35,11 +35,10 @@ from ood_store.errors import AnalysisError
 from ood_store.export import display, grids, page, triangle
 from ood_store.export.captions import Method
 from ood_store.export.curves import curves
+from ood_store.export.display import analysis_order, task_order
 from ood_store.export.figure_files import FORMATS, STYLE, PaperFigure, file_format, save
 from ood_store.export.forest import forest
-from ood_store.export.heatmaps import (
-    CMAP, SEEDS, analysis_order, facet_header, heatmap, heatmap_grid, pair_rows, run_title, task_order,
-)  # fmt: skip
+from ood_store.export.heatmaps import CMAP, SEEDS, facet_header, heatmap, heatmap_grid, pair_rows, run_title
 from ood_store.export.provenance import Provenance
 from ood_store.names import split_names
 from ood_store.store.runs import attribute_columns
@@ -141,7 +140,9 @@ def _sign_note(result, names, layout: grids.Layout) -> list[str]:
     regressed = Method.of(result).regressed_out(names)
     if regressed:
         lines.append(regressed[0].upper() + regressed[1:] + ".")
-    counted = "+/\u2212: runs with r > 0 / r < 0." if layout.numbers else "Colour: the balance of runs with r > 0 and r < 0."
+    counted = (
+        "+/\u2212: runs with r > 0 / r < 0." if layout.numbers else "Colour: the balance of runs with r > 0 and r < 0."
+    )
     hatched = [v for v, style in VERDICT_STYLE.items() if style == "hatched"]
     bold = [v for v, style in VERDICT_STYLE.items() if style == "bold"]
     how = ""
@@ -337,8 +338,12 @@ def from_analysis(
     tasks = split_names(tasks, "tasks")
     settings = [f"alpha {alpha:g}", f"{inference} inference"]
     settings += [f"by {', '.join(by)}"] if by else []
-    settings += [f"{what} {value}" for what, value in (("rows", rows), ("cols", cols), ("colour by", color_by)) if value]
-    provenance = Provenance.of_analysis(store, name, source=f"{_SOURCES[kind]} of analysis {name} ({', '.join(settings)})")
+    settings += [
+        f"{what} {value}" for what, value in (("rows", rows), ("cols", cols), ("colour by", color_by)) if value
+    ]
+    provenance = Provenance.of_analysis(
+        store, name, source=f"{_SOURCES[kind]} of analysis {name} ({', '.join(settings)})"
+    )
     if kind == "heatmap":
         if chosen is not None and len(chosen) != 1:
             raise AnalysisError(f"a heatmap draws one run, not {len(chosen)}", parameter="runs")
@@ -363,7 +368,9 @@ def from_analysis(
         groups, group_name = _colour_groups(store, ordered, color_by)
         figure = forest(result, groups=groups, group_name=group_name, runs=ordered, names=names,
                         tasks=tasks or analysis_order(subset), note=note, width=width or COLUMN_WIDTH)  # fmt: skip
-        return PaperFigure(figure, provenance, f"a forest plot of {result.table.height} pairs across {len(ordered)} runs")
+        return PaperFigure(
+            figure, provenance, f"a forest plot of {result.table.height} pairs across {len(ordered)} runs"
+        )
     order = analysis_order(subset)  # the analysis' order, as in its heatmaps (compare sorts pairs)
     result = compare(subset, by=list(by) if by else None, attributes=store, alpha=alpha, inference=inference)
     figure = sign_agreement(result, names=names, tasks=tasks or order, note=note, width=width)

@@ -26,8 +26,8 @@ from ood_store.analysis.results import COMPARISON_COLUMNS, Comparison
 from ood_store.errors import AnalysisError
 from ood_store.export import grids, page, triangle
 from ood_store.export.captions import Method, p_column
+from ood_store.export.display import task_order
 from ood_store.export.figure_files import STYLE
-from ood_store.export.heatmaps import task_order
 
 #: Colours of run groups: Okabe and Ito's palette, told apart with any colour vision; then tab20.
 PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000")
@@ -99,7 +99,7 @@ def forest(
     if missing:
         raise AnalysisError(f"no run {', '.join(map(repr, missing))} in the comparison", parameter="runs")
     groups = dict(groups or {})
-    group_values = list(dict.fromkeys(groups.get(r) for r in order)) if groups else [None]
+    group_values: list[str | None] = list(dict.fromkeys(groups.get(r) for r in order)) if groups else [None]
     if runs is None:
         order = sorted(order, key=lambda r: (group_values.index(groups.get(r)), r))
     tasks_in_order = task_order(frame, tasks)

@@ -87,7 +87,9 @@ def columns(count: int, labels: Sequence[str], width: float, *, headers: bool = 
         if side_of(labels, width, ncols, headers=headers) >= MIN_SIDE or ncols == 1:
             best = ncols
             break
-    while best < count and height_of(labels, width, best, math.ceil(count / best), headers=headers) > page.FIGURE_HEIGHT:
+    while (
+        best < count and height_of(labels, width, best, math.ceil(count / best), headers=headers) > page.FIGURE_HEIGHT
+    ):
         rows = math.ceil(count / best)
         best = next(c for c in range(best + 1, count + 1) if math.ceil(count / c) < rows)
     even = [c for c in range(best, min(best + 2, count) + 1) if count % c == 0]
@@ -168,7 +170,9 @@ def draw(
     occupied = {(p.row, p.col) for p in panels}
     with matplotlib.rc_context(STYLE):
         figure = Figure(figsize=(width, height), layout="constrained")
-        figure.get_layout_engine().set(h_pad=GAP / 2, w_pad=0.02, hspace=0, wspace=0)  # type: ignore[call-arg]
+        engine = figure.get_layout_engine()
+        assert engine is not None  # layout="constrained" made one
+        engine.set(h_pad=GAP / 2, w_pad=0.02, hspace=0, wspace=0)  # type: ignore[call-arg]  # constrained's keywords
         grid = figure.add_gridspec(nrows, ncols)
         axes = []
         for panel, title in zip(panels, titles, strict=True):
@@ -179,8 +183,9 @@ def draw(
                           rotation=rotation, labelsize=ticks)  # fmt: skip
             if title:
                 ax.set_title(title, pad=3, fontsize=layout.title_size, linespacing=1.1)
-            if left_free and row_headers and row_headers[panel.row]:
-                ax.set_ylabel(row_headers[panel.row], fontsize=TITLE_SIZE, labelpad=4)
+            header = row_headers[panel.row] if row_headers else None
+            if left_free and header:
+                ax.set_ylabel(header, fontsize=TITLE_SIZE, labelpad=4)
             axes.append(ax)
         colourbar = figure.colorbar(ScalarMappable(norm=norm, cmap=cmap), ax=axes, fraction=0.05, aspect=25, pad=0.03)
         if bar.label:
@@ -236,7 +241,8 @@ def draw_wrapped(
 def fit_titles(titles: Sequence[str], room: float) -> tuple[list[str], float]:
     """``titles`` wrapped onto at most two lines of ``room`` inches, and the one font size they all fit at.
 
-    One line at up to a point less than :data:`TITLE_SIZE` comes first. Lines break after separators (``- _ / :`` and spaces); a title that does
+    One line at up to a point less than :data:`TITLE_SIZE` comes first. Lines break
+    after separators (``- _ / :`` and spaces); a title that does
     not fit at :data:`MIN_TITLE_SIZE` is cut in the middle with an ellipsis.
     """
     for size in (TITLE_SIZE, TITLE_SIZE - 0.5, TITLE_SIZE - 1.0):  # one line, a little smaller, before two

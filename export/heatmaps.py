@@ -26,7 +26,7 @@ from ood_store.analysis.results import PartialCorrelations
 from ood_store.errors import AnalysisError
 from ood_store.export import display, grids, page, triangle
 from ood_store.export.captions import Method, p_column
-from ood_store.export.display import analysis_order, task_order
+from ood_store.export.display import analysis_order
 
 if TYPE_CHECKING:
     from ood_store.store import Store
@@ -220,7 +220,7 @@ class _Facets:
     nrows: int
     ncols: int
     width: float
-    row_headers: list[str | None] | None = None
+    row_headers: Sequence[str | None] | None = None
     affixes: str = ""  # what the titles leave out
     pooled: str | None = None  # what was pooled, for the note
 
@@ -423,4 +423,3 @@ def run_title(run: str, names: Mapping[str, str] | None = None) -> str:
     names = names or {}
     short = run.rsplit("/", 1)[-1]
     return names.get(run) or names.get(short) or short
-

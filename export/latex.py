@@ -116,7 +116,9 @@ def _part(table: PaperTable, environment: str, part: Sequence[int], cells, text:
             r"\end{longtable}",
             r"\endgroup",
         ]  # fmt: skip
-        return [r"\begin{landscape}", *longtable, r"\end{landscape}"] if environment.startswith("landscape") else longtable
+        return (
+            [r"\begin{landscape}", *longtable, r"\end{landscape}"] if environment.startswith("landscape") else longtable
+        )
     placement = "" if environment == "sidewaystable" else "[t]"
     return [
         rf"\begin{{{environment}}}{placement}",

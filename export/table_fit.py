@@ -197,8 +197,10 @@ def _suggestions(table: PaperTable) -> list[Suggestion]:
             out.append(Suggestion((change,), width, have))
     if out or table.split:
         return out
-    splits = [((), table)]
-    splits += [((change,), variants[change]) for change in (("compact", True), ("landscape", True)) if change in variants]
+    splits: list[tuple[tuple[tuple[str, object], ...], PaperTable]] = [((), table)]
+    splits += [
+        ((change,), variants[change]) for change in (("compact", True), ("landscape", True)) if change in variants
+    ]
     best = None
     for given, changed in splits:
         split = parts(replace(changed, split=True))

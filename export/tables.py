@@ -119,12 +119,13 @@ def partial_table(
     >>> import polars as pl
     >>> rows = pl.DataFrame({"run": ["m"], "task_x": ["hans"], "task_y": ["rte"], "n": [20], "r": [0.61],
     ...     "ci_low": [0.22], "ci_high": [0.83], "p_adj": [0.004], "n_eff": [12.5], "p_eff_adj": [0.03]})
-    >>> print(partial_table(rows, names={"hans": "HANS", "rte": "RTE"}).to_markdown(), end="")
+    >>> table = partial_table(rows, names={"hans": "HANS", "rte": "RTE"})
+    >>> print(table.to_markdown(), end="")  # doctest: +ELLIPSIS
     | Run   | Testset X   | Testset Y   |   n_eff |     r |       95% CI |   p_eff_adj |
     |:------|:------------|:------------|--------:|------:|-------------:|------------:|
     | m     | HANS        | RTE         |   12.50 | 0.61* | [0.22, 0.83] |       0.030 |
     <BLANKLINE>
-    Table: Partial correlations between OOD testsets. Stars: * p_eff_adj < 0.05, ** < 0.01, *** < 0.001 (p_eff_adj: effective n of autocorrelated checkpoints).
+    Table: Partial correlations between OOD testsets. Stars: * p_eff_adj < 0.05, ** < 0.01, *** < 0.001 (...).
     """
     _check_choice("inference", inference, INFERENCE)
     _check_choice("mark", mark, MARKS)

@@ -175,7 +175,7 @@ def fit_labels(labels: Sequence[np.ndarray], cell_inches: float) -> tuple[list[n
     variants = [
         lambda t: t,
         _no_leading_zero,
-        lambda t: _no_leading_zero(t).replace(" ", "\n") if t and " " in t else _no_leading_zero(t),
+        lambda t: (_no_leading_zero(t) or "").replace(" ", "\n"),
     ]
     for variant in variants:
         changed = [np.array([variant(t) if t else t for t in panel.flat], dtype=object).reshape(panel.shape)

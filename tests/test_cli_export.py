@@ -81,7 +81,9 @@ def test_compare_and_sql_exports(runner, analysis_db, tmp_path):
 
 def test_standalone_latex_is_a_document(runner, analysis_db):
     result = export(runner, analysis_db, "--analysis", PYTHIA_ANALYSIS, "--standalone", "--label", "tab:x")
-    assert result.output.startswith("\\documentclass[twocolumn]{article}") and result.output.endswith("\\end{document}\n")
+    assert result.output.startswith("\\documentclass[twocolumn]{article}") and result.output.endswith(
+        "\\end{document}\n"
+    )
     assert "\\label{tab:x}" in result.output
 
 

@@ -8,8 +8,13 @@ import click
 
 from ood_store.cli.flags import spelled
 from ood_store.cli.options import (
-    alpha_option, choice, inference_option, order_by_option, rename_options, width_option,
-)  # fmt: skip
+    alpha_option,
+    choice,
+    inference_option,
+    order_by_option,
+    rename_options,
+    width_option,
+)
 from ood_store.export import display, formats, tables
 
 
@@ -23,7 +28,9 @@ from ood_store.export import display, formats, tables
     is_flag=True,
     help="One row per run, one column of r per pair (with --compare: add each run's r).",
 )
-@click.option("--transpose", is_flag=True, help="A wide table the other way round: one row per pair, one column per run.")
+@click.option(
+    "--transpose", is_flag=True, help="A wide table the other way round: one row per pair, one column per run."
+)
 @click.option(
     "--compact",
     is_flag=True,

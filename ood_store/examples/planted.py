@@ -136,7 +136,7 @@ def build(store: Store, folder: Path, *, progress: bool = False) -> PartialCorre
     if not report.ok:  # the files are made here; this would be a bug
         raise RuntimeError("; ".join(f.reason or str(f.path) for f in report.rejected))
     for run in runs:
-        store.set_run_attributes(run.run, {"family": run.family, "size": run.size, "seed": run.seed})
+        store.set_run_attributes(run.run, {"family": run.family, "size": run.size, "seed": str(run.seed)})
     result = partial_correlations(store, IN_DOMAIN, OOD, runs=[run.run for run in runs])
     store.save_analysis(ANALYSIS, result, replace=True)
     return result
