@@ -20,7 +20,6 @@ The layout behind :func:`~ood_store.export.figures.heatmap_grid` and
 from __future__ import annotations
 
 import math
-import textwrap
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -74,8 +73,10 @@ class Layout:
     notes: list[str] = field(default_factory=list)
 
 
-def columns(count: int, labels: Sequence[str], width: float, *, headers: bool = False) -> int:
-    """The columns of an automatic grid of ``count`` panels of ``labels`` in a figure ``width`` inches wide.
+def columns(
+    count: int, labels: Sequence[str], width: float, *, titles: Sequence[str] = (), headers: bool = False
+) -> int:
+    """The columns of an automatic grid of ``count`` panels of ``labels`` (titled ``titles``) ``width`` inches wide.
 
     The fewest rows whose panels are at least :data:`MIN_SIDE` wide, then
     more columns while the figure would be taller than the page; of that and
@@ -87,9 +88,12 @@ def columns(count: int, labels: Sequence[str], width: float, *, headers: bool = 
         if side_of(labels, width, ncols, headers=headers) >= MIN_SIDE or ncols == 1:
             best = ncols
             break
-    while (
-        best < count and height_of(labels, width, best, math.ceil(count / best), headers=headers) > page.FIGURE_HEIGHT
-    ):
+
+    def tall(ncols: int) -> bool:
+        height = height_of(labels, width, ncols, math.ceil(count / ncols), titles=titles, headers=headers)
+        return height > page.FIGURE_HEIGHT
+
+    while best < count and tall(best):
         rows = math.ceil(count / best)
         best = next(c for c in range(best + 1, count + 1) if math.ceil(count / c) < rows)
     even = [c for c in range(best, min(best + 2, count) + 1) if count % c == 0]
@@ -109,12 +113,19 @@ def side_of(labels: Sequence[str], width: float, ncols: int, *, headers: bool = 
     return (width - fixed_width(labels, ncols, headers=headers)) / ncols
 
 
-def height_of(labels: Sequence[str], width: float, ncols: int, nrows: int, *, headers: bool = False) -> float:
-    """Roughly how tall (inches) a grid of ``nrows`` × ``ncols`` panels, titled, is with a two-line note."""
+def height_of(
+    labels: Sequence[str], width: float, ncols: int, nrows: int, *, titles: Sequence[str] = (), headers: bool = False
+) -> float:
+    """Roughly how tall (inches) a grid of ``nrows`` × ``ncols`` panels is, with its titles and a note."""
     side = side_of(labels, width, ncols, headers=headers)
-    rotation = triangle.x_rotation(labels, side / max(len(labels) - 1, 1), panels_side_by_side=ncols > 1)
-    below = triangle.label_margins(labels, rotation)[1]
-    return nrows * (side + TITLE_SIZE * _LINE + 0.05) + (nrows - 1) * GAP + below + 2 * NOTE_SIZE * _LINE + 0.1
+    cell = side / max(len(labels) - 1, 1)
+    ticks = triangle.tick_size(cell)
+    rotation = triangle.x_rotation(labels, cell, panels_side_by_side=ncols > 1, size=ticks)
+    below = triangle.label_margins(labels, rotation, ticks)[1]
+    fitted, size = fit_titles(titles or ["title"], side + GAP)
+    title = max(t.count("\n") + 1 for t in fitted) * size * _LINE + 0.05
+    note = 4 * NOTE_SIZE * _LINE
+    return nrows * (side + title + GAP) + below + note + 0.1
 
 
 def width_for(
@@ -192,9 +203,10 @@ def draw(
             colourbar.set_label(bar.label)
         colourbar.set_ticks(list(bar.ticks), labels=list(bar.tick_labels) if bar.tick_labels else None)
         colourbar.ax.tick_params(labelsize=triangle.TICK_SIZE)
-        figure.draw_without_rendering()  # the layout, before the cells are sized to it
+        figure.draw_without_rendering()  # the layout, before the cells and titles are sized to it
         box = axes[0].get_position()
         layout.cell_inches = box.width * width / (len(labels) - 1)
+        _refit_titles(axes, panels, layout, width)
         texts = [p.cells.labels for p in panels]
         fitted, size = triangle.fit_labels(texts, layout.cell_inches)
         layout.numbers = any(t is not None for grid_labels in fitted for t in grid_labels.flat)
@@ -207,6 +219,19 @@ def draw(
                 figure.set_size_inches(width, height + note_height(layout.notes, width))
         square(figure, axes, nrows)
     return figure, layout
+
+
+def _refit_titles(axes: list, panels: Sequence[Panel], layout: Layout, width: float) -> None:
+    """Titles fitted again to the panels as laid out: each may take its panel's width and the gap beside it."""
+    where = {(p.row, p.col): ax.get_position() for p, ax in zip(panels, axes, strict=True)}
+    gaps = [where[(r, c + 1)].x0 - box.x1 for (r, c), box in where.items() if (r, c + 1) in where]
+    gap = min(gaps) * width if gaps else GAP
+    room = axes[0].get_position().width * width + gap - 0.03
+    titles, size = fit_titles([p.title or "" for p in panels], room)
+    layout.title_size = size
+    for ax, title in zip(axes, titles, strict=True):
+        if title:
+            ax.set_title(title, pad=3, fontsize=size, linespacing=1.1)
 
 
 def draw_wrapped(
@@ -226,7 +251,8 @@ def draw_wrapped(
     if ncols is not None and ncols < 1:
         raise AnalysisError(f"ncols must be at least 1, not {ncols}")
     choice = width if width is not None else (page.COLUMN if count == 1 else page.PAGE)
-    current = min(ncols, count) if ncols else columns(count, labels, choice)
+    titles = [title or "" for _, title in items]
+    current = min(ncols, count) if ncols else columns(count, labels, choice, titles=titles)
     while True:
         nrows = math.ceil(count / current)
         panels = [Panel(cells, *divmod(i, current), title) for i, (cells, title) in enumerate(items)]
@@ -291,13 +317,18 @@ def _cut(title: str, room: float, size: float) -> str:
 
 
 def wrap_note(lines: Sequence[str], width: float) -> str:
-    """The note's ``lines`` wrapped to the figure's ``width`` (inches) at :data:`NOTE_SIZE`."""
-    room = width - 0.2
+    """The note's ``lines`` wrapped at spaces to the figure's ``width`` (inches, less a margin) at :data:`NOTE_SIZE`."""
+    room = width - 0.25
     out = []
     for line in lines:
-        chars = len(line)
-        wide = triangle.text_width(line, NOTE_SIZE)
-        out.append(textwrap.fill(line, width=max(20, int(chars * room / wide))) if wide > room else line)
+        current = ""
+        for word in line.split(" "):
+            candidate = f"{current} {word}" if current else word
+            if current and triangle.text_width(candidate, NOTE_SIZE) > room:
+                out.append(current)
+                candidate = word
+            current = candidate
+        out.append(current)
     return "\n".join(out)
 
 

@@ -179,6 +179,8 @@ def heatmap_grid(
         raise AnalysisError(f"no run has a finite r to draw: {', '.join(chosen)}", parameter="runs")
     test = _Test(p_column(inference), alpha)
     labels = [names.get(t, t) for t in order]
+    if rows is not None and rows == cols:
+        raise AnalysisError(f"rows and cols are both {rows!r}; facet by two different attributes", parameter="cols")
     if rows is None and cols is None:
         facets = _wrapped(frame, drawn, order, names, test, short_titles)
     else:
@@ -236,8 +238,6 @@ def _wrapped(frame, runs, order, names, test, short_titles) -> _Facets:
 
 def _faceted(frame, runs, order, names, test, rows, cols, seeds, attributes: pl.DataFrame) -> _Facets:
     """One row of panels per value of ``rows``, one column (or one per run, ``each``) per value of ``cols``."""
-    if rows is not None and rows == cols:
-        raise AnalysisError(f"rows and cols are both {rows!r}; facet by two different attributes", parameter="cols")
     values = {run: row for run, row in zip(attributes["run"], attributes.iter_rows(named=True), strict=True)}
     row_values = _facet_values(values, runs, rows)
     col_values = _facet_values(values, runs, cols)

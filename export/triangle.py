@@ -7,6 +7,7 @@ only cells on or below the diagonal (j <= i) are drawn.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Callable, Mapping, Sequence
@@ -17,7 +18,8 @@ from matplotlib.axes import Axes
 from matplotlib.collections import QuadMesh
 from matplotlib.colors import Colormap, Normalize
 from matplotlib.patches import Rectangle
-from matplotlib.textpath import TextPath
+from matplotlib.font_manager import FontProperties
+from matplotlib.textpath import text_to_path
 
 FONT_SIZE = 8.0  # pt: the base size of every figure (two-column papers use 8–9 pt captions)
 TICK_SIZE = 7.0
@@ -192,11 +194,13 @@ def _no_leading_zero(text: str | None) -> str | None:
     return re.sub(r"(?<![\d.])0\.(\d)", r".\1", text)
 
 
+@functools.lru_cache(maxsize=65536)
 def text_width(text: str, size: float = TICK_SIZE) -> float:
-    """The width of ``text`` at ``size`` pt in the default font, in inches."""
+    """The width of ``text`` at ``size`` pt in the default font, in inches: its glyphs' advances, as laid out."""
     if not text:
         return 0.0
-    return TextPath((0, 0), text, size=size).get_extents().width / 72
+    width, _, _ = text_to_path.get_text_width_height_descent(text, FontProperties(size=size), ismath=False)
+    return width / 72
 
 
 def tick_size(cell_inches: float) -> float:
