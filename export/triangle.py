@@ -17,8 +17,8 @@ import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.collections import QuadMesh
 from matplotlib.colors import Colormap, Normalize
-from matplotlib.patches import Rectangle
 from matplotlib.font_manager import FontProperties
+from matplotlib.patches import Rectangle
 from matplotlib.textpath import text_to_path
 
 FONT_SIZE = 8.0  # pt: the base size of every figure (two-column papers use 8–9 pt captions)

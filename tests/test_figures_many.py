@@ -28,7 +28,10 @@ from ood_store.examples.planted import FAMILIES, OOD, SEEDS, SIZES
 from ood_store.export import display, figures
 
 NAMES = display.names(file=PLANTED_NAMES)
-LABELS = [NAMES[t] for t in OOD]  # the analysis' order of testsets, as display names
+LABELS = [NAMES[t] for t in OOD]
+CELLS = [
+    (i, j) for i in range(len(OOD) - 1) for j in range(i + 1)
+]  # the lower triangle: pair (OOD[i + 1], OOD[j])  # the analysis' order of testsets, as display names
 # Runs as run_order sorts them: family by name, size as a number (350m < 1.3b), seed.
 RUNS = [f"ood-lab/nli-ft-{f}-{s}-seed{seed}" for f, s, seed in itertools.product(sorted(FAMILIES), SIZES, SEEDS)]
 PAGE_HEIGHT = 9.0  # inches: the text height of a two-column page
@@ -153,7 +156,7 @@ def test_grid_of_24_runs_wraps_to_the_page_with_labels_on_every_row_and_column(g
     for run, ax in zip(RUNS, drawn_panels, strict=True):
         (mesh,) = [c for c in ax.collections if isinstance(c, QuadMesh)]
         values = mesh.get_array()
-        for i, j in ((i, j) for i in range(7) for j in range(i + 1)):
+        for i, j in CELLS:
             assert values[i, j] == pytest.approx(saved[(run, frozenset((OOD[i + 1], OOD[j])))]["r"])
 
 
@@ -181,7 +184,7 @@ def test_facets_by_family_and_size_pool_the_seeds(grid, store, saved, tmp_path):
     for (r, c), ax in by_place.items():
         family, size = sorted(FAMILIES)[r], SIZES[c]
         (mesh,) = [m for m in ax.collections if isinstance(m, QuadMesh)]
-        for i, j in ((i, j) for i in range(7) for j in range(i + 1)):
+        for i, j in CELLS:
             x, y = OOD[i + 1], OOD[j]
             row = pooled.filter(
                 (pl.col("family") == family) & (pl.col("size") == size)
@@ -288,7 +291,8 @@ def test_forest_pooled_interval_is_the_saved_comparison(forest, planted_db, runn
     for segment, r in zip(intervals.get_segments(), estimates.get_xdata(), strict=True):
         (low, y), (high, _) = segment
         pair = rows[int(math.floor(y))]
-        row = compared.filter(pl.col("task_x").is_in(list(pair)) & pl.col("task_y").is_in(list(pair))).row(0, named=True)
+        both = pl.col("task_x").is_in(list(pair)) & pl.col("task_y").is_in(list(pair))
+        row = compared.filter(both).row(0, named=True)
         assert (low, high, r) == pytest.approx((row["ci_low"], row["ci_high"], row["r_pooled"]), abs=1e-9)
         assert verdicts[int(math.floor(y))] == row["verdict"]
 
