@@ -28,10 +28,9 @@ from ood_store.examples.planted import FAMILIES, OOD, SEEDS, SIZES
 from ood_store.export import display, figures
 
 NAMES = display.names(file=PLANTED_NAMES)
-LABELS = [NAMES[t] for t in OOD]
-CELLS = [
-    (i, j) for i in range(len(OOD) - 1) for j in range(i + 1)
-]  # the lower triangle: pair (OOD[i + 1], OOD[j])  # the analysis' order of testsets, as display names
+LABELS = [NAMES[t] for t in OOD]  # the analysis' order of testsets, as display names
+# The cells of the lower triangle: cell (i, j) is the pair (OOD[i + 1], OOD[j]).
+CELLS = [(i, j) for i in range(len(OOD) - 1) for j in range(i + 1)]
 # Runs as run_order sorts them: family by name, size as a number (350m < 1.3b), seed.
 RUNS = [f"ood-lab/nli-ft-{f}-{s}-seed{seed}" for f, s, seed in itertools.product(sorted(FAMILIES), SIZES, SEEDS)]
 PAGE_HEIGHT = 9.0  # inches: the text height of a two-column page
