@@ -40,6 +40,7 @@ MIN_SIDE = 1.2  # inches: panels narrower than this go onto more rows, while the
 TITLE_SIZE = 8.0
 MIN_TITLE_SIZE = 6.0
 NOTE_SIZE = 6.5
+SPACER = 0.25  # of a panel's width: a spacer column between groups of panels
 ROW_HEADER = 0.2  # inches a row header (a facet's value, left of the tasks) takes
 _LINE = 1.25 / 72  # inches per point of text: one line with its leading
 
@@ -155,13 +156,18 @@ def draw(
     bar: ColourBar,
     note: Callable[[Layout], list[str]] | None = None,
     row_headers: Sequence[str | None] | None = None,
+    spacers: Sequence[int] = (),
 ) -> tuple[Figure, Layout]:
     """Draw ``panels`` (display-name ``labels``) as a grid of ``nrows`` × ``ncols`` with one colour bar.
+
+    Columns in ``spacers`` hold no panels: narrow gaps that set groups of columns apart.
 
     ``note`` makes the lines of the note under the figure once the layout is
     known (whether the cells kept their numbers); None: no note.
     """
-    side = side_of(labels, width, ncols, headers=bool(row_headers and any(row_headers)))
+    panel_columns = ncols - len(spacers)
+    side = side_of(labels, width, panel_columns, headers=bool(row_headers and any(row_headers)))
+    side *= panel_columns / (panel_columns + SPACER * len(spacers))
     if side < 0.3:
         raise AnalysisError(
             f"{width:g} in is too narrow for {ncols} panels of {len(labels)} tasks side by side", parameter="width"
@@ -184,7 +190,7 @@ def draw(
         engine = figure.get_layout_engine()
         assert engine is not None  # layout="constrained" made one
         engine.set(h_pad=GAP / 2, w_pad=0.02, hspace=0, wspace=0)  # type: ignore[call-arg]  # constrained's keywords
-        grid = figure.add_gridspec(nrows, ncols)
+        grid = figure.add_gridspec(nrows, ncols, width_ratios=[SPACER if c in spacers else 1.0 for c in range(ncols)])
         axes = []
         for panel, title in zip(panels, titles, strict=True):
             ax = figure.add_subplot(grid[panel.row, panel.col])

@@ -186,7 +186,8 @@ def heatmap_grid(
     else:
         frame_of = _attributes(attributes, [a for a in (rows, cols) if a], drawn)
         facets = _faceted(frame, drawn, order, names, test, rows, cols, seeds, frame_of)
-        facets.width = grids.width_for(labels, facets.ncols, width, nrows=facets.nrows, headers=rows is not None)
+        panel_columns = facets.ncols - len(facets.spacers)
+        facets.width = grids.width_for(labels, panel_columns, width, nrows=facets.nrows, headers=rows is not None)
     norm, cmap = Normalize(vmin=-1.0, vmax=1.0), matplotlib.colormaps[CMAP]
     method = Method.of(table if isinstance(table, PartialCorrelations) else frame)
 
@@ -200,7 +201,7 @@ def heatmap_grid(
         return figure
     figure, _ = grids.draw(
         facets.panels, labels, nrows=facets.nrows, ncols=facets.ncols, width=facets.width, cmap=cmap, norm=norm,
-        bar=_R_BAR, note=lines, row_headers=facets.row_headers,
+        bar=_R_BAR, note=lines, row_headers=facets.row_headers, spacers=facets.spacers,
     )  # fmt: skip
     return figure
 
@@ -223,6 +224,7 @@ class _Facets:
     ncols: int
     width: float
     row_headers: Sequence[str | None] | None = None
+    spacers: tuple[int, ...] = ()  # columns between groups of small multiples
     affixes: str = ""  # what the titles leave out
     pooled: str | None = None  # what was pooled, for the note
 
@@ -266,8 +268,12 @@ def _faceted(frame, runs, order, names, test, rows, cols, seeds, attributes: pl.
             k = slots.index(within[(i, j)][run])
             top = i == min(r for r, c in cells if c == j)
             head = "\n".join(h for h in (col_headers[j], within[(i, j)][run]) if h) if top else None
-            panels.append(grids.Panel(_run_cells(frame, run, order, test), i, j * per + k, head))
-    return _Facets(panels, len(row_values), len(col_values) * per, 0.0, row_headers)
+            panels.append(grids.Panel(_run_cells(frame, run, order, test), i, j * (per + 1) + k, head))
+    spacers = tuple(j * (per + 1) - 1 for j in range(1, len(col_values))) if per > 1 else ()
+    if per == 1:  # no groups to set apart: the panels close up
+        panels = [grids.Panel(p.cells, p.row, p.col // 2, p.title) for p in panels]
+    return _Facets(panels, len(row_values), len(col_values) * (per + 1) - 1 if per > 1 else len(col_values), 0.0,
+                   row_headers, spacers)  # fmt: skip
 
 
 def _attributes(source, names: list[str], runs: list[str]) -> pl.DataFrame:
