@@ -74,10 +74,11 @@ def render(table: PaperTable, plan: Plan, *, standalone: bool = False) -> str:
     """The LaTeX of ``table`` as ``plan`` sets it; ``standalone`` wraps it in a document that compiles alone."""
     packages = ["booktabs", *PACKAGES[plan.environment]]
     lines = [f"% {line}" for line in table.provenance_lines()]
-    lines.append(f"% Needs \\usepackage{{{','.join(packages)}}}" + (
-        "; longtable sets one-column pages only (an appendix after \\onecolumn)" if "longtable" in plan.environment
-        else ""
-    ))  # fmt: skip
+    if lines or len(packages) > 1:  # with the provenance, or where booktabs is not all it needs
+        long = "longtable" in plan.environment
+        lines.append(f"% Needs \\usepackage{{{','.join(packages)}}}" + (
+            "; longtable sets one-column pages only (an appendix after \\onecolumn)" if long else ""
+        ))  # fmt: skip
     cells = table.cells("latex")
     for number, part in enumerate(plan.parts, start=1):
         suffix = f" (part {number} of {len(plan.parts)})" if len(plan.parts) > 1 else ""

@@ -147,6 +147,15 @@ def planted_db(tmp_path_factory) -> Path:
     return root / "store.duckdb"
 
 
+def sql_rows(db: Path, sql: str, *params) -> list[tuple]:
+    """The rows of ``sql`` on the store file ``db``, read with DuckDB alone (not ood-store)."""
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        return con.execute(sql, list(params)).fetchall()
+    finally:
+        con.close()
+
+
 def tool(name: str) -> str:
     """The path of a TeX, poppler or pandoc tool; CI installs them (make latex), elsewhere a missing one skips."""
     path = shutil.which(name)

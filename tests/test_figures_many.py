@@ -11,7 +11,6 @@ from __future__ import annotations
 import itertools
 import math
 
-import duckdb
 import numpy as np
 import polars as pl
 import pytest
@@ -21,7 +20,7 @@ from matplotlib.text import Text
 from PIL import Image
 
 import ood_store
-from conftest import PLANTED_ANALYSIS, PLANTED_NAMES
+from conftest import PLANTED_ANALYSIS, PLANTED_NAMES, sql_rows
 from ood_store.analysis import compare
 from ood_store.errors import AnalysisError
 from ood_store.examples.planted import FAMILIES, OOD, SEEDS, SIZES
@@ -45,13 +44,8 @@ def store(planted_db):
 @pytest.fixture(scope="module")
 def saved(planted_db) -> dict[tuple[str, frozenset], dict]:
     """(run, {task_x, task_y}) -> r and p_eff_adj, straight from the partial_correlations table."""
-    con = duckdb.connect(str(planted_db), read_only=True)
-    try:
-        rows = con.execute(
-            "SELECT run, task_x, task_y, r, p_eff_adj FROM partial_correlations WHERE analysis = ?", [PLANTED_ANALYSIS]
-        ).fetchall()
-    finally:
-        con.close()
+    sql = "SELECT run, task_x, task_y, r, p_eff_adj FROM partial_correlations WHERE analysis = ?"
+    rows = sql_rows(planted_db, sql, PLANTED_ANALYSIS)
     return {(run, frozenset((x, y))): {"r": r, "p": p} for run, x, y, r, p in rows}
 
 

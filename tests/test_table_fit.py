@@ -12,7 +12,6 @@ import importlib.util
 import re
 import subprocess
 
-import duckdb
 import pytest
 from markdown_it import MarkdownIt
 
@@ -24,6 +23,7 @@ from conftest import (
     PYTHIA_ANALYSIS,
     pdf_text,
     pdflatex,
+    sql_rows,
     tool,
 )  # fmt: skip
 from ood_store.cli import main
@@ -144,10 +144,8 @@ def test_long_tables_are_longtables_over_pages_with_the_header_on_each(planted, 
     assert pages >= 10  # 672 rows
     printed = pdf_text(tmp_path, "long")
     assert printed.count("Testset X") == pages  # the header repeats on every page
-    con = duckdb.connect(str(planted_db), read_only=True)
-    n_rows = con.execute("SELECT count(*) FROM partial_correlations WHERE analysis = ?", [PLANTED_ANALYSIS]).fetchone()
-    con.close()
-    assert table.frame.height == n_rows[0] == 672
+    (count,) = sql_rows(planted_db, "SELECT count(*) FROM partial_correlations WHERE analysis = ?", PLANTED_ANALYSIS)
+    assert table.frame.height == count[0] == 672
 
 
 def test_a_table_wider_than_a_column_spans_the_page_and_a_narrow_one_sits_in_a_column(planted, tmp_path):
@@ -198,11 +196,8 @@ def test_compact_tables_use_two_letter_codes_with_a_key(planted):
 
 def test_transposed_tables_have_pairs_as_rows_and_runs_as_columns(planted, planted_db):
     table = planted_table(planted, transpose=True)
-    con = duckdb.connect(str(planted_db), read_only=True)
-    rows = con.execute(
-        "SELECT run, task_x, task_y, r FROM partial_correlations WHERE analysis = ?", [PLANTED_ANALYSIS]
-    ).fetchall()
-    con.close()
+    rows = sql_rows(planted_db, "SELECT run, task_x, task_y, r FROM partial_correlations WHERE analysis = ?",
+                    PLANTED_ANALYSIS)  # fmt: skip
     expected = {(NAMES[x] + "–" + NAMES[y], run): r for run, x, y, r in rows}
     assert table.frame.height == 28 and table.frame.width == 1 + 24
     for row in table.frame.iter_rows(named=True):

@@ -42,6 +42,15 @@ _runs = click.option(
 )
 
 
+def _figure_file(width: str):
+    """``--width`` (``width`` its default, in words) and ``-o FILE``: the figure's size and file."""
+    return bundle(width_option(width), _output)
+
+
+#: The saved analysis, runs and tasks that a figure draws.
+_selection = bundle(_analysis, _runs, _tasks)
+
+
 @click.group()
 def plot() -> None:
     """Figures for papers (PDF, PNG or SVG by the extension of -o), sized for a two-column paper.
@@ -65,6 +74,15 @@ def _write(figure: figures.PaperFigure, output: Path) -> None:
     click.echo(f"Wrote {figure.description} to {output}.", err=True)
 
 
+def _from_analysis(settings, kind: str, output: Path, rename, rename_file, **options) -> None:
+    """Draw figure ``kind`` of a saved analysis (``options`` go to :func:`figures.from_analysis`) and write it."""
+    figures.file_format(output)
+    names = display.names(rename, rename_file)
+    with settings.open(read_only=True) as store:
+        figure = figures.from_analysis(store, options.pop("analysis_name"), kind, names=names, **options)
+    _write(figure, output)
+
+
 @plot.command()
 @_analysis
 @click.option("--run", metavar="RUN", help="The run to draw (needed when the analysis has several).")
@@ -72,28 +90,21 @@ def _write(figure: figures.PaperFigure, output: Path) -> None:
 @_test
 @rename_options
 @_no_note
-@width_option("3.25, one column")
-@_output
+@_figure_file("3.25, one column")
 @click.pass_obj
 def heatmap(settings, analysis_name, run, tasks, alpha, inference, rename, rename_file, no_note, width, output):
     """One run's partial correlations between OOD tasks: a lower-triangle heatmap, r in each cell.
 
     Pairs that are not significant (adjusted p >= --alpha) are faded.
     """
-    figures.file_format(output)
-    names = display.names(rename, rename_file)
-    with settings.open(read_only=True) as store:
-        figure = figures.from_analysis(
-            store, analysis_name, "heatmap", runs=[run] if run else None, tasks=tasks or None, alpha=alpha,
-            inference=inference, names=names, note=not no_note, width=width,
-        )  # fmt: skip
-    _write(figure, output)
+    _from_analysis(
+        settings, "heatmap", output, rename, rename_file, analysis_name=analysis_name, runs=[run] if run else None,
+        tasks=tasks or None, alpha=alpha, inference=inference, note=not no_note, width=width,
+    )  # fmt: skip
 
 
 @plot.command()
-@_analysis
-@_runs
-@_tasks
+@_selection
 @_test
 @rename_options
 @order_by_option
@@ -108,8 +119,7 @@ def heatmap(settings, analysis_name, run, tasks, alpha, inference, rename, renam
 )
 @click.option("--full-titles", is_flag=True, help="Keep whole run names as titles (by default, less what all share).")
 @_no_note
-@width_option("6.75in, the full page; less for few runs")
-@_output
+@_figure_file("6.75in, the full page; less for few runs")
 @click.pass_obj
 def grid(settings, analysis_name, runs, tasks, alpha, inference, rename, rename_file, order_by, ncols, rows, cols,
          seeds, full_titles, no_note, width, output):  # fmt: skip
@@ -119,21 +129,15 @@ def grid(settings, analysis_name, runs, tasks, alpha, inference, rename, rename_
     --rows and --cols they are faceted by run attributes instead. Runs
     without a finite r are left out and named in the note.
     """
-    figures.file_format(output)
-    names = display.names(rename, rename_file)
-    with settings.open(read_only=True) as store:
-        figure = figures.from_analysis(
-            store, analysis_name, "grid", runs=runs or None, tasks=tasks or None, alpha=alpha, inference=inference,
-            names=names, order_by=order_by or None, ncols=ncols, rows=rows, cols=cols, seeds=seeds,
-            short_titles=not full_titles, note=not no_note, width=width,
-        )  # fmt: skip
-    _write(figure, output)
+    _from_analysis(
+        settings, "grid", output, rename, rename_file, analysis_name=analysis_name, runs=runs or None,
+        tasks=tasks or None, alpha=alpha, inference=inference, order_by=order_by or None, ncols=ncols, rows=rows,
+        cols=cols, seeds=seeds, short_titles=not full_titles, note=not no_note, width=width,
+    )  # fmt: skip
 
 
 @plot.command()
-@_analysis
-@_runs
-@_tasks
+@_selection
 @click.option(
     "--color-by",
     metavar="ATTR",
@@ -143,8 +147,7 @@ def grid(settings, analysis_name, runs, tasks, alpha, inference, rename, rename_
 @rename_options
 @order_by_option
 @_no_note
-@width_option("3.25in, one column")
-@_output
+@_figure_file("3.25in, one column")
 @click.pass_obj
 def forest(settings, analysis_name, runs, tasks, color_by, alpha, inference, rename, rename_file, order_by, no_note,
            width, output):  # fmt: skip
@@ -153,14 +156,11 @@ def forest(settings, analysis_name, runs, tasks, color_by, alpha, inference, ren
     The pooled r, its interval and the verdict are those of `ood-store
     compare`; points are filled where the run's own adjusted p is below --alpha.
     """
-    figures.file_format(output)
-    names = display.names(rename, rename_file)
-    with settings.open(read_only=True) as store:
-        figure = figures.from_analysis(
-            store, analysis_name, "forest", runs=runs or None, tasks=tasks or None, color_by=color_by, alpha=alpha,
-            inference=inference, names=names, order_by=order_by or None, note=not no_note, width=width,
-        )  # fmt: skip
-    _write(figure, output)
+    _from_analysis(
+        settings, "forest", output, rename, rename_file, analysis_name=analysis_name, runs=runs or None,
+        tasks=tasks or None, color_by=color_by, alpha=alpha, inference=inference, order_by=order_by or None,
+        note=not no_note, width=width,
+    )  # fmt: skip
 
 
 @plot.command()
@@ -178,8 +178,7 @@ def forest(settings, analysis_name, runs, tasks, color_by, alpha, inference, ren
 @click.option("--num-fewshot", type=int, help="Shot count, when tasks were evaluated at several.")
 @click.option("--logx", is_flag=True, help="Steps on a log scale (for log-spaced checkpoints).")
 @rename_options
-@width_option("3.25, one column")
-@_output
+@_figure_file("3.25, one column")
 @click.pass_obj
 def curves(settings, run, analysis_name, tasks, in_domain, metric, filter_, num_fewshot, logx, rename, rename_file,
            width, output):  # fmt: skip
@@ -209,8 +208,7 @@ def curves(settings, run, analysis_name, tasks, in_domain, metric, filter_, num_
 @_test
 @rename_options
 @_no_note
-@width_option("3.25 for one panel; up to 6.75 for several")
-@_output
+@_figure_file("3.25 for one panel; up to 6.75 for several")
 @click.pass_obj
 def signs(settings, analysis_name, runs, by, tasks, alpha, inference, rename, rename_file, no_note, width, output):
     """How many runs agree on the sign of each pair's partial correlation, as a lower-triangle matrix.
@@ -218,14 +216,10 @@ def signs(settings, analysis_name, runs, by, tasks, alpha, inference, rename, re
     Cells count the runs with r > 0 and r < 0; pairs that `compare` calls
     model-dependent are hatched, consistent ones in bold.
     """
-    figures.file_format(output)
-    names = display.names(rename, rename_file)
-    with settings.open(read_only=True) as store:
-        figure = figures.from_analysis(
-            store, analysis_name, "signs", runs=runs or None, by=by or None, tasks=tasks or None, alpha=alpha,
-            inference=inference, names=names, note=not no_note, width=width,
-        )  # fmt: skip
-    _write(figure, output)
+    _from_analysis(
+        settings, "signs", output, rename, rename_file, analysis_name=analysis_name, runs=runs or None,
+        by=by or None, tasks=tasks or None, alpha=alpha, inference=inference, note=not no_note, width=width,
+    )  # fmt: skip
 
 
 COMMANDS = [plot]
