@@ -16,7 +16,7 @@ LATEX_PACKAGES := texlive-latex-base texlive-latex-recommended poppler-utils
 # The library folders, type-checked as the one package they install as.
 PACKAGE_DIRS := evaluate ingest store schema analysis export
 
-.PHONY: demo test lint typecheck check bench latex clean
+.PHONY: demo test lint typecheck check bench latex reference clean
 
 demo: $(VENV)/.installed-eval
 	$(BIN)/ood-store demo
@@ -45,6 +45,13 @@ bench: $(VENV)/.installed-test
 	$(BIN)/python benchmarks/ingest_pythia.py
 	$(BIN)/python benchmarks/analysis_partial.py
 	$(BIN)/python benchmarks/evaluate_checkpoints.py
+
+# The R reference values the analysis tests compare with (tests/reference/*.csv), made again from
+# make_reference.R. Needs R with mgcv, metafor and jsonlite (Debian: r-base-core r-cran-mgcv
+# r-cran-metafor); the tests themselves read the committed CSVs and need no R.
+reference:
+	@command -v Rscript >/dev/null || { echo "No Rscript: install R with mgcv and metafor (apt-get install r-base-core r-cran-mgcv r-cran-metafor)"; exit 1; }
+	Rscript tests/reference/make_reference.R
 
 latex:
 	@if command -v pdflatex >/dev/null && command -v pdftotext >/dev/null && kpsewhich booktabs.sty >/dev/null; then :; \

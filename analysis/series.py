@@ -6,6 +6,7 @@ checkpoint of a run on a task, for one metric and filter.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -13,8 +14,8 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 from ood_store import sqlfiles
-from ood_store.errors import AnalysisError
-from ood_store.names import split_names
+from ood_store.errors import AnalysisError, Note
+from ood_store.names import did_you_mean, split_names
 
 if TYPE_CHECKING:
     from ood_store.analysis.partial import Options
@@ -49,14 +50,19 @@ def load(data: Store | pl.DataFrame | Any, selection: Options) -> Series:
         selection.filter,
         selection.num_fewshot,
     )
+    if in_domain is None:
+        raise AnalysisError("no in-domain task given", parameter="in_domain")
     ood = split_names(selection.ood, "ood")
     runs = split_names(selection.runs, "runs")
+    if not isinstance(data, pl.DataFrame) and not _is_pandas(data):
+        in_domain = resolve_in_domain(data, in_domain)
     if ood is not None and in_domain in ood:
         raise AnalysisError(f"{in_domain!r} is the in-domain task; it cannot also be an OOD task", parameter="ood")
     wanted = None if ood is None else [in_domain, *ood]
     if isinstance(data, pl.DataFrame) or _is_pandas(data):
         frame = _from_frame(data, metric, filter, num_fewshot, wanted, runs)
         store = None
+        known = frame_tasks(data)
     else:
         store = data
         if runs is not None:
@@ -69,9 +75,10 @@ def load(data: Store | pl.DataFrame | Any, selection: Options) -> Series:
             runs=None if runs is None else list(runs),
             num_fewshot=num_fewshot,
         )
+        known = []
     for task in wanted or [in_domain]:
         if frame.filter(pl.col("task") == task).is_empty():
-            raise AnalysisError(missing_task_message(store, task, metric, filter, num_fewshot, runs))
+            raise AnalysisError(missing_task_message(store, task, metric, filter, num_fewshot, runs, known))
     check_one_shot_count(frame)
     tasks = sorted(set(frame["task"].unique()) - {in_domain}) if ood is None else list(ood)
     if not tasks:
@@ -79,6 +86,31 @@ def load(data: Store | pl.DataFrame | Any, selection: Options) -> Series:
     found_runs = tuple(sorted(frame["run"].unique()))
     scores = frame.select("run", "step", "task", pl.col("value").cast(pl.Float64))
     return Series(scores, in_domain, tuple(tasks), found_runs)
+
+
+def frame_tasks(data: pl.DataFrame | Any) -> list[str]:
+    """The task names of a scores frame (Polars or pandas), whatever else selects its rows."""
+    frame = pl.from_pandas(data) if _is_pandas(data) else data
+    return frame["task"].unique().sort().to_list() if "task" in frame.columns else []
+
+
+def resolve_in_domain(store: Store, name: str) -> str:
+    """``name`` as the store spells it: itself if stored, else the one ood_nli suite task it names.
+
+    ``mnli`` is ``ood_nli_mnli`` (or a variant of it, ``ood_nli_mnli__minimal``)
+    when that is the only such task in the store, with a :class:`~ood_store.errors.Note`
+    saying so; when there are several, an error lists them.
+    """
+    found = store.query(sqlfiles.load("ood_store.analysis", "suite_tasks"), name=name)["task"].to_list()
+    if not found or name in found:
+        return name
+    if len(found) > 1:
+        raise AnalysisError(
+            f"no task {name!r} in the store; the ood_nli suite has {', '.join(found)}: choose one",
+            parameter="in_domain",
+        )
+    warnings.warn(Note(f"in-domain task {name!r} read as {found[0]!r}, the one stored task of that name"), stacklevel=3)
+    return found[0]
 
 
 def _is_pandas(data: Any) -> bool:
@@ -131,16 +163,20 @@ def check_one_shot_count(frame: pl.DataFrame) -> None:
         )
 
 
-def missing_task_message(store, task, metric, filter, num_fewshot, runs) -> str:  # noqa: A002
+def missing_task_message(store, task, metric, filter, num_fewshot, runs, known=()) -> str:  # noqa: A002
+    """Why ``task`` has no series: absent (with the names it may be a misspelling of), or not with this metric..."""
     where = " in the chosen runs" if runs is not None else ""
     if store is None:
+        if task not in known:
+            return f"no task {task!r} in the scores{did_you_mean(task, known)}"
         return f"task {task!r} has no {metric!r} scores{where}"
     choices = store.query(
         sqlfiles.load("ood_store.analysis", "task_choices"), task=task, runs=None if runs is None else list(runs)
     )
     metrics, filters, shots = choices.row(0)
     if not metrics:
-        return f"no task {task!r} in the store{where} (see `ood-store tasks`)"
+        hint = did_you_mean(task, store.query(sqlfiles.load("ood_store.analysis", "task_names"))["task"])
+        return f"no task {task!r} in the store{where}{hint} (see `ood-store tasks`)"
     if metric not in metrics:
         return f"task {task!r} has no {metric!r} scores{where}; it has: {', '.join(metrics)} (choose with `metric`)"
     if filter not in filters:
@@ -151,3 +187,37 @@ def missing_task_message(store, task, metric, filter, num_fewshot, runs) -> str:
         listed = ", ".join(str(s) for s in shots)
         return f"task {task!r} has no {num_fewshot}-shot scores; it has: {listed} (choose with `num_fewshot`)"
     return f"task {task!r} has no {metric!r} scores at a training step{where}"
+
+
+def in_domain_of_runs(data: Store | pl.DataFrame | Any, runs: Sequence[str] | str | None) -> str:
+    """The in-domain task the runs (all, or ``runs``) agree on: their ``in_domain`` attribute.
+
+    For an analysis called without ``in_domain``. Every run must have the
+    attribute, with one value; otherwise an error about ``in_domain`` says what
+    the runs have.
+    """
+    if isinstance(data, pl.DataFrame) or _is_pandas(data):
+        raise AnalysisError(
+            "not given (a frame of scores has no run attributes to take it from)", parameter="in_domain"
+        )
+    chosen = split_names(runs, "runs")
+    table = data.runs()
+    if chosen is not None:
+        _check_runs(set(table["run"]), chosen)
+        table = table.filter(pl.col("run").is_in(chosen))
+    counts = (
+        table.group_by("in_domain_task").len().sort("len", "in_domain_task", descending=[True, False], nulls_last=True)
+    )
+    values = counts["in_domain_task"].to_list()
+    if values and values[0] is not None and len(values) == 1:
+        return values[0]
+    if not values or values == [None]:
+        raise AnalysisError(
+            "not given, and no run has an in_domain attribute (set run attributes with `attributes` at ingest)",
+            parameter="in_domain",
+        )
+    listed = ", ".join(
+        f"{'unset' if value is None else repr(value)} ({n} run{'s' if n != 1 else ''})"
+        for value, n in counts.iter_rows()
+    )
+    raise AnalysisError(f"not given, and the runs' in_domain attributes differ: {listed}", parameter="in_domain")

@@ -3,7 +3,6 @@
 :func:`~ood_store.evaluate.runner.evaluate` is the runner; checkpoints are
 resolved in :mod:`~ood_store.evaluate.checkpoints`, task lists in
 :mod:`~ood_store.evaluate.tasklist`, and the ``ood_nli`` testset suite lives in
-:mod:`ood_store.evaluate.suite`. Nothing is imported here, so that lm-eval's
-hooks into the suite (``!function ood_store.evaluate.suite.labels.*``) load
-only what they use.
+:mod:`ood_store.evaluate.suite`. Nothing is imported here, so that the
+suite's modules (label maps, variants) load only what they use.
 """

@@ -12,6 +12,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypedDict
 
+from ood_store.evaluate.suite.variant import Variant
+
 
 class EvaluateOptions(TypedDict, total=False):
     """See :func:`ood_store.evaluate.runner.evaluate` for each keyword and its default."""
@@ -19,6 +21,7 @@ class EvaluateOptions(TypedDict, total=False):
     output_dir: str | Path
     include_paths: Sequence[str | Path]
     data_dir: str | Path | None
+    variant: Variant | None
     base_model: str | None
     batch_size: int | str
     device: str | None

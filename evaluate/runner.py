@@ -17,7 +17,7 @@ import re
 import sys
 import time
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, redirect_stderr, redirect_stdout
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -27,6 +27,7 @@ import duckdb
 from ood_store import sqlfiles
 from ood_store.errors import InputError, OodStoreError
 from ood_store.evaluate.checkpoints import Checkpoint, resolve
+from ood_store.evaluate.suite.variant import Variant
 from ood_store.evaluate.tasklist import TaskList, task_list
 from ood_store.ingest import ingest
 from ood_store.ingest.identity import Overrides
@@ -73,6 +74,7 @@ def evaluate(
     output_dir: str | Path = DEFAULT_OUTPUT_DIR,
     include_paths: Sequence[str | Path] = (),
     data_dir: str | Path | None = None,
+    variant: Variant | None = None,
     base_model: str | None = None,
     batch_size: int | str = "auto",
     device: str | None = None,
@@ -104,6 +106,9 @@ def evaluate(
         Folders of your own lm-eval task YAMLs.
     data_dir
         Read the ood_nli suite from JSONL exports here instead of the hub.
+    variant
+        The ood_nli suite's prompt variant: pattern, verbalisers, neutral scheme
+        (default: the suite's own); its key is part of the suite's task names.
     base_model
         The base model of PEFT adapter checkpoints (default: from ``adapter_config.json``).
     batch_size, device, dtype, num_fewshot, limit
@@ -136,7 +141,7 @@ def evaluate(
     resolved = resolve(list(checkpoints), base_model)
     require_eval_extra("evaluate")
     report = EvaluateReport(run)
-    with task_list(tasks, include_paths, data_dir) as catalogue:
+    with task_list(tasks, include_paths, data_dir, variant, num_fewshot) as catalogue:
         report.built_in_tasks = catalogue.built_in
         done = _evaluated(con, run, num_fewshot)
         plan = [(c, _pending(catalogue, c.step, done, force)) for c in resolved]
@@ -200,13 +205,16 @@ def _evaluate_one(
         result = lm_eval.simple_evaluate(
             model="hf",
             model_args=checkpoint.model_args(dtype),
-            tasks=pending,
+            tasks=catalogue.task_specs(pending),
             task_manager=catalogue.manager,
             evaluation_tracker=tracker,
             **options,
         )
     if result is None:  # lm-eval returns None on ranks other than 0
         raise OodStoreError(f"{checkpoint.label}: lm-eval returned no results")
+    suite_record = catalogue.suite_record(pending)
+    if suite_record:  # the prompt variant, in the results file's config and so in evaluations.config
+        result.setdefault("config", {})["ood_nli"] = suite_record
     results_file = _save(tracker, result, folder)
     report = ingest(
         con,
@@ -247,7 +255,8 @@ def _save(tracker: Any, result: dict[str, Any], folder: Path) -> Path:
 
 @contextmanager
 def _output_to(path: Path | None) -> Iterator[None]:
-    """Point file descriptors 1 and 2 (standard output and error, Python's and child processes') at ``path``."""
+    """Point file descriptors 1 and 2 (standard output and error, Python's and child processes'), and Python's
+    ``sys.stdout`` and ``sys.stderr``, at ``path``."""
     if path is None:
         yield
         return
@@ -257,7 +266,8 @@ def _output_to(path: Path | None) -> Iterator[None]:
         stream.flush()
     saved = [os.dup(1), os.dup(2)]
     try:
-        with path.open("ab") as log:
+        # Python's sys.stdout/sys.stderr too, for when they are not descriptors 1 and 2 (notebooks, tests)
+        with path.open("a", encoding="utf-8", buffering=1) as log, redirect_stdout(log), redirect_stderr(log):
             os.dup2(log.fileno(), 1)
             os.dup2(log.fileno(), 2)
             yield

@@ -2,14 +2,14 @@
 
 lm-eval's ``TaskManager`` indexes task YAMLs when it is built; indexing the
 ~14,000 built-in ones takes about 5 s. It is built once per process here, and
-without the built-in tasks when every name is found in the ood_nli suite or
-the user's include folders.
+without the built-in tasks when every name is one of the ood_nli suite or is
+found in the user's include folders. The suite's tasks are not YAMLs: they are
+config dicts built for the run's prompt variant
+(:mod:`ood_store.evaluate.suite.configs`), handed to lm-eval as they are.
 """
 
 from __future__ import annotations
 
-import difflib
-import tempfile
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -17,8 +17,10 @@ from pathlib import Path
 from typing import Any
 
 from ood_store.errors import InputError
-from ood_store.evaluate import suite
-from ood_store.names import split_names
+from ood_store.evaluate.suite import testsets
+from ood_store.evaluate.suite.configs import suite_configs
+from ood_store.evaluate.suite.variant import Variant
+from ood_store.names import did_you_mean, split_names
 
 
 @dataclass
@@ -30,16 +32,34 @@ class TaskList:
     leaves: dict[str, list[str]] = field(default_factory=dict)  # name -> leaf tasks it runs
     built_in: bool = False  # whether lm-eval's built-in tasks were indexed
     groups: set[str] = field(default_factory=set)  # names that are groups: they run whole (their aggregate needs all)
+    configs: dict[str, dict[str, Any]] = field(default_factory=dict)  # suite task -> its lm-eval config dict
+    variant: Variant | None = None  # the suite's prompt variant, when suite tasks run
+
+    def task_specs(self, names: Sequence[str]) -> list[str | dict[str, Any]]:
+        """What ``simple_evaluate`` takes for these leaf tasks: a name, or a suite task's config dict."""
+        return [self.configs.get(name, name) for name in names]
+
+    def suite_record(self, names: Sequence[str]) -> dict[str, Any] | None:
+        """The prompt variant and what defines each of these suite tasks, for the results file (None: none run)."""
+        tasks = {name: self.configs[name]["metadata"]["ood_nli"] for name in names if name in self.configs}
+        if not tasks or self.variant is None:
+            return None
+        return {"variant": self.variant.record(), "tasks": tasks}
 
 
 @contextmanager
 def task_list(
-    tasks: Sequence[str], include_paths: Sequence[str | Path] = (), data_dir: str | Path | None = None
+    tasks: Sequence[str],
+    include_paths: Sequence[str | Path] = (),
+    data_dir: str | Path | None = None,
+    variant: Variant | None = None,
+    num_fewshot: int | None = None,
 ) -> Iterator[TaskList]:
     """Check the task names and build the TaskManager; yields a :class:`TaskList`.
 
-    The ood_nli suite is always included: from the hub, or from ``data_dir``'s
-    JSONL exports. ``include_paths`` are folders of the user's own task YAMLs.
+    Names of the ood_nli suite (``ood_nli``, ``ood_nli_snli``, ...) run under
+    ``variant`` (default: the suite's own prompt), from the hub or from
+    ``data_dir``'s exports. ``include_paths`` are folders of the user's own task YAMLs.
     """
     names = list(split_names(tasks, "tasks") or ())
     if not names:
@@ -49,31 +69,42 @@ def task_list(
         if not Path(folder).is_dir():
             raise InputError(str(folder), None, "no such folder (`include_paths`)")
         folders.append(str(Path(folder).resolve()))
-    with tempfile.TemporaryDirectory(prefix="ood-store-suite-") as tmp:
-        if data_dir is not None:
-            wanted = {t.name for t in suite.tasks()} if suite.TAG in names else set(names)
-            suite_folder = suite.local_includes(Path(data_dir), Path(tmp), needed=wanted)
-        else:
-            suite_folder = suite.FOLDER
-        paths = [str(suite_folder), *folders]
-        from lm_eval.tasks import TaskManager
+    if data_dir is not None and not Path(data_dir).is_dir():
+        raise InputError(str(data_dir), None, "no such data folder (`data_dir`)")
+    suite_names = [name for name in names if testsets.expand(name) is not None]
+    if variant is not None and not suite_names:
+        raise InputError(
+            None, None, "a prompt variant (`pattern`, `verbalizer`, `neutral`) applies to the ood_nli suite, "
+            "and no task of it is among the tasks", parameter="tasks",
+        )  # fmt: skip
+    variant = (variant or Variant()) if suite_names else None
+    built = suite_configs(
+        suite_names,
+        variant or Variant(),
+        data_dir=None if data_dir is None else Path(data_dir),
+        num_fewshot=num_fewshot,
+    )
+    leaves = {name: [config["task"] for config in built[name]] for name in suite_names}
+    configs = {config["task"]: config for name in suite_names for config in built[name]}
+    others = [name for name in names if name not in leaves]
+    from lm_eval.tasks import TaskManager
 
-        manager = TaskManager(include_path=paths, include_defaults=False)
-        built_in = False
-        if any(name not in manager.task_index for name in names):
-            manager = TaskManager(include_path=paths, include_defaults=True)
-            built_in = True
-        unknown = [name for name in names if name not in manager.task_index]
-        if unknown:
-            close = difflib.get_close_matches(unknown[0], manager.all_tasks, n=3)
-            hint = f"; did you mean {', '.join(close)}?" if close else ""
-            raise InputError(
-                unknown[0], None, f"unknown task (not built into lm-eval, the ood_nli suite or `include_paths`){hint}"
-            )
-        from lm_eval.tasks._index import Kind
+    manager = TaskManager(include_path=folders or None, include_defaults=False)
+    built_in = False
+    if any(name not in manager.task_index for name in others):
+        manager = TaskManager(include_path=folders or None, include_defaults=True)
+        built_in = True
+    unknown = [name for name in others if name not in manager.task_index]
+    if unknown:
+        hint = did_you_mean(unknown[0], [*manager.all_tasks, *testsets.TESTSETS, *testsets.GROUPS])
+        raise InputError(
+            unknown[0], None, f"unknown task (not built into lm-eval, the ood_nli suite or `include_paths`){hint}"
+        )
+    from lm_eval.tasks._index import Kind
 
-        groups = {name for name in names if manager.task_index[name].kind == Kind.GROUP}
-        yield TaskList(names, manager, {name: leaf_tasks(manager, name) for name in names}, built_in, groups)
+    groups = {name for name in others if manager.task_index[name].kind == Kind.GROUP}
+    leaves |= {name: leaf_tasks(manager, name) for name in others}
+    yield TaskList(names, manager, {name: leaves[name] for name in names}, built_in, groups, configs, variant)
 
 
 def leaf_tasks(manager: Any, name: str, _seen: frozenset[str] = frozenset()) -> list[str]:

@@ -57,13 +57,16 @@ def is_number(text: str) -> bool:
     return re.fullmatch(r"-?\d+(?:\.\d+)?", text.strip()) is not None
 
 
-def names(pairs: Sequence[str] = (), file: str | Path | None = None) -> dict[str, str]:
+def names(pairs: Sequence[str] = (), file: str | Path | None = None, *, shipped: bool = True) -> dict[str, str]:
     """A mapping of store names to display names from ``NAME=DISPLAY`` pairs and a mapping file.
 
     The file is YAML, JSON or TOML holding one mapping of strings; pairs
-    given on the command line win over the file's.
+    given on the command line win over the file's, and both over the names
+    shipped with ood-store (``shipped``): those of the ood_nli suite's tasks
+    (``ood_nli_snli`` -> ``SNLI``, ``ood_nli_hans__minimal`` -> ``HANS (minimal)``,
+    :func:`ood_store.evaluate.suite.variant.display_names`).
     """
-    mapping: dict[str, str] = {}
+    mapping: dict[str, str] = shipped_names() if shipped else {}
     if file is not None:
         mapping.update(_read_names(Path(file)))
     for pair in pairs:
@@ -72,6 +75,13 @@ def names(pairs: Sequence[str] = (), file: str | Path | None = None) -> dict[str
             raise AnalysisError(f"{pair!r}: expected NAME=DISPLAY, such as mnli=MNLI", parameter="rename")
         mapping[name.strip()] = display.strip()
     return mapping
+
+
+def shipped_names() -> dict[str, str]:
+    """The display names that ship with ood-store: the ood_nli suite's tasks under its shipped patterns."""
+    from ood_store.evaluate.suite.variant import display_names
+
+    return display_names()
 
 
 def _read_names(path: Path) -> dict[str, str]:

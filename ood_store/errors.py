@@ -75,6 +75,13 @@ class OodStoreError(Exception):
         return [parameter]
 
 
+class Note(UserWarning):
+    """Something ood-store did for the user that they should know of (a name it read as another).
+
+    Issued with :func:`warnings.warn`; the command line prints it as ``Note: ...`` on standard error.
+    """
+
+
 class StoreError(OodStoreError):
     """The store file cannot be opened or used as asked."""
 

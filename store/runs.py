@@ -73,12 +73,37 @@ def _split(pair: str) -> tuple[str, str]:
     return key, value
 
 
+#: Tables of a run file that other readers own: ``[suite]``, the ood_nli prompt variant
+#: (:func:`ood_store.evaluate.suite.variant.from_run_file`).
+OTHER_TABLES = ("suite",)
+
+
 def read_run_file(path: str | Path) -> tuple[str | None, dict[str, Any]]:
     """A run file (TOML, or YAML for ``.yaml``/``.yml``): the run name (key ``run``, if any) and its attributes.
 
     Every other top-level key is an attribute, e.g. ``family = "OPT"``, ``seed = 1``;
-    an ``[attributes]`` table is read the same way. Values must be scalars.
+    an ``[attributes]`` table is read the same way. Values must be scalars. The
+    tables in :data:`OTHER_TABLES` are left to their own readers.
     """
+    data = {k: v for k, v in load_run_file(path).items() if k not in OTHER_TABLES}
+    nested = data.pop("attributes", None) or {}
+    if not isinstance(nested, dict):
+        raise InputError(str(path), "attributes", "expected a table of key = value pairs")
+    run = data.pop("run", None)
+    if run is not None and not (isinstance(run, str) and run.strip()):
+        raise InputError(str(path), "run", "expected a non-empty string")
+    attributes = {**data, **nested}
+    for key, value in attributes.items():
+        if not isinstance(value, str | int | float | bool):
+            raise InputError(str(path), str(key), f"expected a string, number or boolean, got {type(value).__name__}")
+    try:
+        return run, parse_attributes(attributes)
+    except InputError as exc:
+        raise InputError(str(path), exc.field, exc.message) from None
+
+
+def load_run_file(path: str | Path) -> dict[str, Any]:
+    """A run file's top-level table, parsed (TOML, or YAML for ``.yaml``/``.yml``); one-line errors."""
     path = Path(path)
     try:
         text = path.read_text("utf-8")
@@ -98,21 +123,7 @@ def read_run_file(path: str | Path) -> tuple[str | None, dict[str, Any]]:
         raise InputError(str(path), None, f"not a valid run file: {first_line(exc)}") from None
     if not isinstance(data, dict):
         raise InputError(str(path), None, "expected a table of key = value pairs")
-    data = dict(data)
-    nested = data.pop("attributes", None) or {}
-    if not isinstance(nested, dict):
-        raise InputError(str(path), "attributes", "expected a table of key = value pairs")
-    run = data.pop("run", None)
-    if run is not None and not (isinstance(run, str) and run.strip()):
-        raise InputError(str(path), "run", "expected a non-empty string")
-    attributes = {**data, **nested}
-    for key, value in attributes.items():
-        if not isinstance(value, str | int | float | bool):
-            raise InputError(str(path), str(key), f"expected a string, number or boolean, got {type(value).__name__}")
-    try:
-        return run, parse_attributes(attributes)
-    except InputError as exc:
-        raise InputError(str(path), exc.field, exc.message) from None
+    return dict(data)
 
 
 def run_attributes(store: Store, names: Sequence[str], parameter: str = "by") -> pl.DataFrame:

@@ -47,7 +47,7 @@ def test_package_data(wheel_names):
     for name in (
         "ood_store/examples/pythia-v1.zip",
         "ood_store/store/list_runs.sql",
-        "ood_store/evaluate/suite/ood_nli_hans.yaml",
+        "ood_store/evaluate/suite/variants.sql",
         "ood_store/py.typed",
         "ood_store/schema/0001_init.sql",
     ):

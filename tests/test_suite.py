@@ -1,204 +1,242 @@
-"""The ood_nli suite: label maps on rows in each dataset's own schema, the YAMLs loaded by
-lm-eval itself (offline, from --data-dir JSONL fixtures), export, and the README table.
+"""The ood_nli suite on data in each dataset's own schema, loaded by lm-eval itself, offline.
 
-Expected answers are written here by hand from the dataset cards' label names,
-not computed with ood-store's label maps."""
+The fixtures (tests/fixtures/nli-suite, nli-layouts; provenance in their
+README) go through the real task loading: the suite's config dicts, lm-eval's
+TaskManager and ConfigurableTask, the `json` builder of `datasets`. Expected
+answers are written here by hand from the dataset cards' label names (an
+entailed pair answers Yes, a contradiction No, a neutral pair is dropped or
+answers No), not computed with ood-store's label maps.
+"""
 
 from __future__ import annotations
 
 import json
 import re
+import shutil
 from pathlib import Path
 
 import pytest
 
 from conftest import FIXTURES
 from ood_store.cli import main
-from ood_store.errors import InputError
+from ood_store.errors import InputError, OodStoreError
 
 SUITE_DATA = FIXTURES / "nli-suite"
+LAYOUTS = FIXTURES / "nli-layouts"
 README = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+Y, N = "Yes", "No"
 
-# (premise, hypothesis, answer) of every row that survives, per task, in file order.
+# Per task: the native label of each row of the fixture, in file order, and its answer under the
+# neutral schemes `drop` and `no` (None: the row is left out).
 EXPECTED = {
-    "ood_nli_snli": [  # entailment -> Yes, contradiction -> No; neutral (1) and no gold label (-1) dropped
-        ("A man plays a guitar on stage.", "A man is playing music.", "Yes"),
-        ("A man plays a guitar on stage.", "A man is sleeping at home.", "No"),
-    ],
-    "ood_nli_mnli": [  # neutral dropped
-        ("The office closes at five.", "The office is not open at six.", "Yes"),
-        ("The office closes at five.", "The office never closes.", "No"),
-    ],
-    "ood_nli_scitail": [  # entails -> Yes, neutral -> No
-        ("Water boils at 100 degrees Celsius at sea level.", "At sea level water boils at 100 C.", "Yes"),
-        ("Plants need light to grow.", "The moon orbits the earth.", "No"),
-    ],
-    "ood_nli_rte": [  # 0 entailment -> Yes, 1 not_entailment -> No
-        ("Paris is the capital of France.", "France has a capital called Paris.", "Yes"),
-        ("Paris is the capital of France.", "Paris is in Spain.", "No"),
-    ],
-    "ood_nli_hans": [  # 1 non-entailment -> No, 0 entailment -> Yes
-        ("The doctor saw the lawyer.", "The lawyer saw the doctor.", "No"),
-        ("The doctor near the actor danced.", "The doctor danced.", "Yes"),
-    ],
-    "ood_nli_anli_r1": [("The river is 300 km long.", "The river is longer than 100 km.", "Yes")],
-    "ood_nli_anli_r2": [("She was born in 1990.", "She was born in the 1980s.", "No")],
-    "ood_nli_anli_r3": [
-        ("The shop sells bread.", "Bread can be bought at the shop.", "Yes"),
-        ("The shop sells bread.", "The shop sells no food.", "No"),
-    ],
-    "ood_nli_wnli": [  # 1 entailment -> Yes, 0 -> No
-        ("The trophy did not fit in the case because it was too big.", "The trophy was too big.", "Yes"),
-        ("The trophy did not fit in the case because it was too big.", "The case was too big.", "No"),
-    ],
-    "ood_nli_paws": [  # 1 paraphrase -> Yes
-        ("The film was shot in Rome in 1950.", "In 1950 the film was shot in Rome.", "Yes"),
-        ("Anna met Tom in London.", "Tom met Anna in Paris.", "No"),
-    ],
+    "ood_nli_snli": [(0, Y, Y), (1, None, N), (2, N, N), (-1, None, None), (0, Y, Y)],
+    "ood_nli_mnli": [(0, Y, Y), (1, None, N), (2, N, N), (2, N, N)],
+    "ood_nli_scitail": [("entails", Y, Y), ("neutral", N, N), ("neutral", N, N)],  # two-way: neutral = not entailed
+    "ood_nli_rte": [(0, Y, Y), (1, N, N), (0, Y, Y)],
+    "ood_nli_hans": [(1, N, N), (0, Y, Y), (1, N, N), (0, Y, Y), (1, N, N), (0, Y, Y), (1, N, N)],
+    "ood_nli_anli_r1": [(0, Y, Y), (1, None, N), (2, N, N)],
+    "ood_nli_anli_r2": [(2, N, N), (1, None, N)],
+    "ood_nli_anli_r3": [(0, Y, Y), (2, N, N), (1, None, N), (0, Y, Y)],
+    "ood_nli_wnli": [(1, Y, Y), (0, N, N)],  # WNLI: 1 is entailment
+    "ood_nli_paws": [(1, Y, Y), (0, N, N), (0, N, N)],  # 1 paraphrase
 }
+# The same testsets in other copies' layouts (folder, task, label column, rows as above).
+LAYOUT_EXPECTED = {
+    "tasksource-hans": ("ood_nli_hans", "labels", [(1, N, N), (0, Y, Y), (1, N, N), (0, Y, Y)]),
+    "hans-original": (
+        "ood_nli_hans", "gold_label", [("non-entailment", N, N), ("entailment", Y, Y), ("non-entailment", N, N)],
+    ),
+    "snli-original": (
+        "ood_nli_snli", "gold_label",
+        [("entailment", Y, Y), ("neutral", None, N), ("contradiction", N, N), ("-", None, None)],
+    ),
+    "anli-original": ("ood_nli_anli_r1", "label", [("e", Y, Y), ("n", None, N), ("c", N, N)]),
+    "scitail-snli-format": ("ood_nli_scitail", "gold_label", [("entailment", Y, Y), ("neutral", N, N)]),
+    "superglue-rte": ("ood_nli_rte", "label", [(0, Y, Y), (1, N, N)]),
+}  # fmt: skip
+PAIR = {  # (premise, hypothesis) columns of each layout, from the dataset cards
+    "premise": ("premise", "hypothesis"), "sentence1": ("sentence1", "sentence2"), "context": ("context", "hypothesis"),
+}  # fmt: skip
 
 
-def test_label_maps_on_native_rows():
-    from datasets import Dataset
-
-    from ood_store.evaluate.suite import labels, tasks
-
-    for task in tasks():
-        rows = [json.loads(line) for line in (SUITE_DATA / f"{task.name}.jsonl").read_text().splitlines()]
-        cast = getattr(labels, task.labels)(Dataset.from_list(rows))
-        got = [(d["premise"], d["hypothesis"], ("Yes", "No")[d["answer"]]) for d in cast]
-        assert got == EXPECTED[task.name], task.name
-        assert set(cast.column_names) >= set(rows[0]), "the dataset's own columns are kept"
+def rows_of(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text("utf-8").splitlines()]
 
 
-def test_string_labels_of_other_exports():
-    from ood_store.evaluate.suite.labels import answer
-
-    assert [answer("hans", x) for x in ("entailment", "non-entailment", " Entailment ")] == [0, 1, 0]
-    assert [answer("scitail", x) for x in ("entails", "neutral", "contradiction")] == [0, 1, None]
-    assert [answer("snli", x) for x in (0, 1, 2, -1)] == [0, None, 1, None]
+def pair(row: dict) -> tuple[str, str]:
+    first, second = next(PAIR[key] for key in PAIR if key in row)
+    return row[first].strip(), row[second].strip()
 
 
-def test_lm_eval_loads_every_suite_task_offline_from_data_dir():
+def loaded_tasks(names, data_dir, **variant):
+    """lm-eval's Task objects of the suite tasks ``names`` under a variant, read from ``data_dir``."""
+    from ood_store.evaluate.suite.variant import Variant
     from ood_store.evaluate.tasklist import task_list
 
-    with task_list(["ood_nli"], data_dir=SUITE_DATA) as catalogue:
+    with task_list(names, data_dir=data_dir, variant=Variant.of(**variant)) as catalogue:
         assert not catalogue.built_in
-        assert sorted(catalogue.leaves["ood_nli"]) == sorted(EXPECTED)
-        loaded = catalogue.manager.load(["ood_nli"])["tasks"]
-    assert sorted(loaded) == sorted(EXPECTED)
-    for name, task in loaded.items():
-        assert task.OUTPUT_TYPE == "multiple_choice"
-        docs = list(task.test_docs())
-        prompts = [task.doc_to_text(d) for d in docs]
-        answers = [task.config.target_delimiter + task.doc_to_choice(d)[task.doc_to_target(d)] for d in docs]
-        assert prompts == [f"{p} Question: {h} Yes or No?" for p, h, _ in EXPECTED[name]], name
-        assert answers == [f" {a}" for _, _, a in EXPECTED[name]], name
-        assert [task.config.target_delimiter + c for c in task.doc_to_choice(docs[0])] == [" Yes", " No"]
+        leaves = [leaf for name in names for leaf in catalogue.leaves[name]]
+        return catalogue.manager.load(catalogue.task_specs(leaves))["tasks"]
+
+
+def rendered(task) -> list[tuple[str, str]]:
+    """(prompt, gold continuation) of every evaluated document, as lm-eval renders them."""
+    out = []
+    for doc in task.test_docs():
+        choices = task.doc_to_choice(doc)
+        out.append((task.doc_to_text(doc), task.config.target_delimiter + choices[task.doc_to_target(doc)]))
+    return out
+
+
+@pytest.mark.parametrize("neutral", ["drop", "no"])
+def test_every_testset_in_its_hub_schema_loads_through_lm_eval(neutral):
+    column = 1 if neutral == "drop" else 2
+    loaded = loaded_tasks(["ood_nli"], SUITE_DATA, neutral=neutral)
+    suffix = "" if neutral == "drop" else "__neutral-no"
+    assert sorted(loaded) == sorted(name + suffix for name in EXPECTED)
+    for name, expected in EXPECTED.items():
+        rows = rows_of(SUITE_DATA / f"{name}.jsonl")
+        label = "label"
+        assert [row[label] for row in rows] == [e[0] for e in expected], f"{name}: the fixture's labels"
+        kept = [(row, e[column]) for row, e in zip(rows, expected, strict=True) if e[column] is not None]
+        task = loaded[name + suffix]
+        want = [(f"{p} Question: {h} Yes or No?", f" {answer}") for (p, h), answer in ((pair(r), a) for r, a in kept)]
+        assert rendered(task) == want, name
+        assert len(want) + sum(e[column] is None for e in expected) == len(rows)  # kept + dropped = all
+
+
+def test_counts_of_kept_and_dropped_rows_per_testset():
+    # Hand-counted from the fixture files: rows kept under drop / under no, of all rows.
+    counts = {
+        "ood_nli_snli": (3, 4, 5), "ood_nli_mnli": (3, 4, 4), "ood_nli_scitail": (3, 3, 3), "ood_nli_rte": (3, 3, 3),
+        "ood_nli_hans": (7, 7, 7), "ood_nli_anli_r1": (2, 3, 3), "ood_nli_anli_r2": (1, 2, 2),
+        "ood_nli_anli_r3": (3, 4, 4), "ood_nli_wnli": (2, 2, 2), "ood_nli_paws": (3, 3, 3),
+    }  # fmt: skip
+    drop, no = loaded_tasks(["ood_nli"], SUITE_DATA), loaded_tasks(["ood_nli"], SUITE_DATA, neutral="no")
+    for name, (kept_drop, kept_no, total) in counts.items():
+        assert len(rows_of(SUITE_DATA / f"{name}.jsonl")) == total
+        assert (len(list(drop[name].test_docs())), len(list(no[f"{name}__neutral-no"].test_docs()))) == (
+            kept_drop,
+            kept_no,
+        )
+
+
+@pytest.mark.parametrize("folder", sorted(LAYOUT_EXPECTED))
+@pytest.mark.parametrize("neutral", ["drop", "no"])
+def test_other_copies_column_layouts(folder, neutral):
+    name, label, expected = LAYOUT_EXPECTED[folder]
+    rows = rows_of(LAYOUTS / folder / f"{name}.jsonl")
+    assert [row[label] for row in rows] == [e[0] for e in expected]
+    column = 1 if neutral == "drop" else 2
+    task = next(iter(loaded_tasks([name], LAYOUTS / folder, neutral=neutral).values()))
+    want = [(pair(row)[0], pair(row)[1], e[column]) for row, e in zip(rows, expected, strict=True) if e[column]]
+    got = [(d["premise"], d["hypothesis"], (Y, N)[task.doc_to_target(d)]) for d in task.test_docs()]
+    assert got == want
+
+
+def test_hans_keeps_heuristic_subcase_and_template_in_each_doc():
+    rows = rows_of(SUITE_DATA / "ood_nli_hans.jsonl")
+    task = loaded_tasks(["ood_nli_hans"], SUITE_DATA)["ood_nli_hans"]
+    docs = list(task.test_docs())
+    for key in ("heuristic", "subcase", "template", "parse_premise", "binary_parse_hypothesis"):
+        assert [d[key] for d in docs] == [r[key] for r in rows], key
+
+
+def test_hans_heuristic_by_label_subtasks():
+    rows = rows_of(SUITE_DATA / "ood_nli_hans.jsonl")
+    loaded = loaded_tasks(["ood_nli_hans_heuristics"], SUITE_DATA)
+    assert len(loaded) == 6
+    for heuristic in ("lexical_overlap", "subsequence", "constituent"):
+        for subset, label in (("entailed", 0), ("non_entailed", 1)):  # HANS: 0 entailment, 1 non-entailment
+            docs = list(loaded[f"ood_nli_hans_{heuristic}_{subset}"].test_docs())
+            wanted = [r["premise"] for r in rows if r["heuristic"] == heuristic and r["label"] == label]
+            assert [d["premise"] for d in docs] == wanted and wanted
+            assert {d["answer"] for d in docs} == {label}
+
+
+def copy_data(tmp_path: Path, *names: str) -> Path:
+    folder = tmp_path / "data"
+    folder.mkdir(exist_ok=True)
+    for name in names:
+        shutil.copyfile(SUITE_DATA / name, folder / name)
+    return folder
+
+
+def test_an_unknown_label_names_dataset_column_and_value(tmp_path):
+    folder = copy_data(tmp_path)
+    rows = rows_of(SUITE_DATA / "ood_nli_snli.jsonl")
+    rows[2]["label"] = 7
+    (folder / "ood_nli_snli.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    with pytest.raises(OodStoreError) as info:
+        loaded_tasks(["ood_nli_snli"], folder)
+    assert str(info.value) == (
+        f"{folder / 'ood_nli_snli.jsonl'}: unknown SNLI label 7 in column 'label' "
+        "(known labels: 0, 1, 2, 'entailment', 'neutral', 'contradiction', -1, '-')"
+    )
+
+
+def test_a_string_label_of_another_dataset_is_an_error_not_a_drop(tmp_path):
+    folder = copy_data(tmp_path)
+    rows = rows_of(SUITE_DATA / "ood_nli_scitail.jsonl")
+    rows[1]["label"] = "contradiction"  # not a SciTail label
+    (folder / "ood_nli_scitail.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    with pytest.raises(OodStoreError, match=r"unknown SciTail label 'contradiction' in column 'label'"):
+        loaded_tasks(["ood_nli_scitail"], folder)
+
+
+def test_an_unknown_layout_and_a_null_premise_are_named(tmp_path):
+    folder = copy_data(tmp_path)
+    rows = rows_of(SUITE_DATA / "ood_nli_rte.jsonl")
+    (folder / "ood_nli_rte.jsonl").write_text(
+        "".join(json.dumps({"text": r["sentence1"], "y": 0}) + "\n" for r in rows)
+    )
+    with pytest.raises(OodStoreError) as info:
+        loaded_tasks(["ood_nli_rte"], folder)
+    assert str(info.value) == (
+        f"{folder / 'ood_nli_rte.jsonl'}: no RTE column layout: expected columns sentence1/sentence2/label or "
+        "premise/hypothesis/label, found text, y"
+    )
+    rows[1]["sentence1"] = None
+    (folder / "ood_nli_rte.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    with pytest.raises(OodStoreError, match=r"ood_nli_rte\.jsonl: column 'sentence1' holds None, not text$"):
+        loaded_tasks(["ood_nli_rte"], folder)
 
 
 def test_a_missing_export_is_named(tmp_path):
     from ood_store.evaluate.tasklist import task_list
 
-    (tmp_path / "ood_nli_snli.jsonl").write_text((SUITE_DATA / "ood_nli_snli.jsonl").read_text())
-    with task_list(["ood_nli_snli"], data_dir=tmp_path) as catalogue:
+    folder = copy_data(tmp_path, "ood_nli_snli.jsonl")
+    with task_list(["ood_nli_snli"], data_dir=folder) as catalogue:
         assert catalogue.leaves == {"ood_nli_snli": ["ood_nli_snli"]}
-    with (
-        pytest.raises(InputError, match=r"/ood_nli_anli_r1\.jsonl: missing: export the suite"),
-        task_list(["ood_nli"], data_dir=tmp_path),
+    with pytest.raises(InputError, match=r"/ood_nli_mnli\.jsonl: missing: export the suite on a connected machine"):
+        task_list(["ood_nli"], data_dir=folder).__enter__()
+    with pytest.raises(
+        InputError, match=r"ood_nli_snli\.train\.jsonl: missing: export the training splits, with `fewshot`"
     ):
-        pass
-    with pytest.raises(InputError, match="no such data folder"), task_list(["ood_nli"], data_dir=tmp_path / "nope"):
-        pass
+        task_list(["ood_nli_snli"], data_dir=folder, num_fewshot=2).__enter__()
+    with pytest.raises(InputError, match="no such data folder"):
+        task_list(["ood_nli"], data_dir=tmp_path / "nope").__enter__()
 
 
-def test_export_writes_each_split_in_its_own_schema(tmp_path, monkeypatch):
-    import datasets
-
-    from ood_store.evaluate.suite import tasks
-    from ood_store.evaluate.suite.export import export
-    from ood_store.evaluate.tasklist import task_list
-
-    calls = []
-
-    def fake_load_dataset(path, name=None, split=None):
-        calls.append((path, name, split))
-        task = next(t for t in tasks() if (t.dataset_path, t.dataset_name, t.split) == (path, name, split))
-        lines = (SUITE_DATA / f"{task.name}.jsonl").read_text().splitlines()
-        return datasets.Dataset.from_list([json.loads(line) for line in lines])
-
-    monkeypatch.setattr(datasets, "load_dataset", fake_load_dataset)
-    written = export(tmp_path / "export")
-    # Where each task comes from, as the README's table documents it (checked below).
-    assert sorted(calls) == sorted(
-        [
-            ("stanfordnlp/snli", "plain_text", "test"),
-            ("nyu-mll/glue", "mnli", "validation_matched"),
-            ("allenai/scitail", "tsv_format", "test"),
-            ("nyu-mll/glue", "rte", "validation"),
-            ("tasksource/hans", None, "validation"),
-            ("facebook/anli", "plain_text", "test_r1"),
-            ("facebook/anli", "plain_text", "test_r2"),
-            ("facebook/anli", "plain_text", "test_r3"),
-            ("nyu-mll/glue", "wnli", "validation"),
-            ("google-research-datasets/paws", "labeled_final", "test"),
-        ]
-    )
-    assert {w.task: w.rows for w in written} == {
-        name: len((SUITE_DATA / f"{name}.jsonl").read_text().splitlines()) for name in EXPECTED
-    }
-    for name in EXPECTED:
-        exported = [json.loads(x) for x in (tmp_path / "export" / f"{name}.jsonl").read_text().splitlines()]
-        original = [json.loads(x) for x in (SUITE_DATA / f"{name}.jsonl").read_text().splitlines()]
-        assert exported == original, name
-    monkeypatch.undo()  # lm-eval loads the exported JSONL with the real datasets.load_dataset
-    with task_list(["ood_nli_wnli"], data_dir=tmp_path / "export") as catalogue:
-        task = catalogue.manager.load(["ood_nli_wnli"])["tasks"]["ood_nli_wnli"]
-        assert [task.doc_to_target(d) for d in task.test_docs()] == [0, 1]
-
-
-def test_export_command_names_unknown_tasks_and_unreachable_hub(runner, tmp_path, monkeypatch):
-    import datasets
-
-    result = runner.invoke(main, ["suite", "export", str(tmp_path), "--task", "ood_nli_nope"])
-    assert result.exit_code == 1
-    assert result.output.startswith("Error: ood_nli_nope: not a task of the suite")
-
-    def offline(*args, **kwargs):
-        raise ConnectionError("Couldn't reach the Hugging Face Hub\nmore lines")
-
-    monkeypatch.setattr(datasets, "load_dataset", offline)
-    result = runner.invoke(main, ["suite", "export", str(tmp_path), "--task", "ood_nli_rte"])
-    assert result.exit_code == 1
-    assert result.output == (
-        "Error: ood_nli_rte: cannot load nyu-mll/glue/rte split validation: Couldn't reach the Hugging Face Hub\n"
-    )
-    assert not list(tmp_path.iterdir())
-
-
-def test_export_into_an_impossible_folder_is_one_line(runner, tmp_path):
-    blocker = tmp_path / "a-file"
-    blocker.write_text("not a folder")
-    result = runner.invoke(main, ["suite", "export", str(blocker / "nli-data"), "--task", "ood_nli_rte"])
-    assert result.exit_code == 1
-    assert "Traceback" not in result.output
-    assert result.output.startswith(f"Error: {blocker / 'nli-data'}: cannot create the export folder: ")
-    assert blocker.read_text() == "not a folder"
-
-
-def test_readme_table_documents_every_suite_task(runner):
-    from ood_store.evaluate.suite import tasks
+def test_readme_documents_every_suite_task_and_its_data_file(runner):
+    from ood_store.evaluate.suite.testsets import testsets
 
     rows = {}
     for line in README.splitlines():
         cells = [c.strip().strip("`") for c in line.strip().strip("|").split("|")]
-        if cells and cells[0].startswith("ood_nli_"):
+        if cells and cells[0].startswith("ood_nli_") and len(cells) == 7:
             rows[cells[0]] = cells
     assert sorted(rows) == sorted(EXPECTED)
-    for task in tasks():
-        _, _testset, dataset, config, split, _labels = rows[task.name]
-        assert (dataset, config, split) == (task.dataset_path, task.dataset_name or "—", task.split)
+    for task in testsets():
+        _, display, dataset, split, fewshot, _ = rows[task.name][:6]
+        assert (display, dataset, split, fewshot) == (task.display, task.source(), task.split, task.fewshot_split)
+    # The offline-data table: file name, columns, and an example line that is a line of the fixture.
+    for name in EXPECTED:
+        match = re.search(rf"^\| `{name}\.jsonl` \| (.*?) \| `(\{{.*\}})` \|$", README, flags=re.MULTILINE)
+        assert match, name
+        example = json.loads(match.group(2))
+        assert example in rows_of(SUITE_DATA / f"{name}.jsonl"), name
+        assert [c.strip("` ") for c in match.group(1).split(",")] == list(example), name
     listed = runner.invoke(main, ["suite", "list", "--format", "csv"]).output.splitlines()
-    assert listed[0] == "task,dataset,config,split"
+    assert listed[0] == "task,display,dataset,split,fewshot_split,rows"
     assert len(listed) == 1 + len(EXPECTED)
-    assert all(re.match(r"ood_nli_\w+,[\w/-]+,", line) for line in listed[1:])

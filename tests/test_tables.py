@@ -306,7 +306,7 @@ def test_bad_rename_inputs(tmp_path):
     bad.write_bytes(b"\xff\xfemnli = 'MNLI'\n")
     with pytest.raises(InputError, match=r"names.toml: not UTF-8 text \(byte 0\)"):
         display.names(file=bad)
-    assert display.names(["mnli=MNLI"], None) == {"mnli": "MNLI"}
+    assert display.names(["mnli=MNLI"], None, shipped=False) == {"mnli": "MNLI"}
 
 
 def test_not_a_partial_correlation_table():

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 
 import click
 
 from ood_store import __version__
 from ood_store.cli.flags import spelled
-from ood_store.errors import OodStoreError
+from ood_store.errors import Note, OodStoreError
 from ood_store.store import DB_ENV, DEFAULT_DB, Store
 from ood_store.store import open as open_store
 from ood_store.store.connection import DEFAULT_LOCK_TIMEOUT
@@ -22,10 +23,25 @@ class _Group(click.Group):
     """
 
     def invoke(self, ctx: click.Context):
-        try:
-            return super().invoke(ctx)
-        except OodStoreError as exc:
-            raise click.ClickException(spelled(exc)) from None
+        with warnings.catch_warnings():  # restores the filters and showwarning afterwards
+            warnings.simplefilter("always", Note)
+            warnings.showwarning = _show_notes(warnings.showwarning)
+            try:
+                return super().invoke(ctx)
+            except OodStoreError as exc:
+                raise click.ClickException(spelled(exc)) from None
+
+
+def _show_notes(show):
+    """``warnings.showwarning`` that prints the library's :class:`Note` s as ``Note: ...`` on standard error."""
+
+    def showwarning(message, category, *args, **kwargs):
+        if issubclass(category, Note):
+            click.echo(f"Note: {spelled(str(message))}", err=True)
+        else:
+            show(message, category, *args, **kwargs)
+
+    return showwarning
 
 
 class Settings:

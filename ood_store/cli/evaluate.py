@@ -11,6 +11,8 @@ import click
 from ood_store.cli.options import folder_option
 from ood_store.errors import InputError
 from ood_store.evaluate.runner import DEFAULT_OUTPUT_DIR, EvaluateReport, run_folder
+from ood_store.evaluate.suite.labels import NEUTRAL_SCHEMES
+from ood_store.evaluate.suite.variant import PATTERNS, Variant, from_run_file, variant_of
 from ood_store.store.runs import parse_attributes, read_run_file
 
 
@@ -51,6 +53,23 @@ from ood_store.store.runs import parse_attributes, read_run_file
     metavar="DIR",
     help="Read the ood_nli suite from the JSONL files of `ood-store suite export DIR`, not from the hub.",
 )
+@click.option(
+    "--pattern",
+    metavar="NAME|TEXT",
+    help=f"The ood_nli suite's prompt: a shipped pattern ({', '.join(PATTERNS)}; default ood-nli) or a text with "
+    "{premise} and {hypothesis}, e.g. '{premise} {hypothesis} ?'.",
+)
+@click.option(
+    "--verbalizer",
+    metavar="YES,NO",
+    help="The answers scored after the prompt, entailed first; leading whitespace goes before each: ' Yes,No' "
+    "(default: the pattern's own).",
+)
+@click.option(
+    "--neutral",
+    type=click.Choice(NEUTRAL_SCHEMES),
+    help="Three-way sets (SNLI, MNLI, ANLI): drop the neutral rows (default), or count them as 'no' (not entailed).",
+)
 @folder_option(
     "--output-dir", DEFAULT_OUTPUT_DIR, "Where lm-eval's results and samples files are kept (OUTPUT_DIR/RUN/step-N/)."
 )
@@ -83,6 +102,9 @@ def evaluate(
     run_file,
     include_paths,
     data_dir,
+    pattern,
+    verbalizer,
+    neutral,
     output_dir,
     base_model,
     batch_size,
@@ -107,6 +129,7 @@ def evaluate(
 
     \b
       ood-store evaluate runs/opt-mnli-s1/ --run opt-2.7b-mnli-s1 --tasks ood_nli \\
+        --pattern '{premise} {hypothesis} ?' --verbalizer ' Yes,No' --neutral drop \\
         --attr family=OPT --attr size=2.7b --attr in_domain=mnli --attr seed=1
     """
     file_run, file_attrs = read_run_file(run_file) if run_file else (None, {})
@@ -114,6 +137,8 @@ def evaluate(
     if not run:
         raise InputError("--run", None, "name the run with --run NAME (or `run = ...` in --run-file)")
     attrs = {**file_attrs, **parse_attributes(list(attributes))}  # checked before anything runs
+    given = {"pattern": pattern, "verbalizer": verbalizer, "neutral": neutral}
+    variant = variant_of(from_run_file(run_file) if run_file else {}, given)
     if not verbose and "tqdm" not in sys.modules:  # tqdm reads TQDM_* settings when it is imported
         os.environ.setdefault("TQDM_DISABLE", "1")  # keeps lm-eval.log free of progress bars
     with settings.open() as store:
@@ -124,6 +149,7 @@ def evaluate(
             output_dir=output_dir,
             include_paths=include_paths,
             data_dir=data_dir,
+            variant=variant,
             base_model=base_model,
             batch_size=_batch_size(batch_size),
             device=device,
@@ -137,10 +163,10 @@ def evaluate(
             log_to_file=not verbose,
         )
     if not quiet:
-        _summarise(report, settings.db, output_dir)
+        _summarise(report, settings.db, output_dir, variant)
 
 
-def _summarise(report: EvaluateReport, db, output_dir: Path) -> None:
+def _summarise(report: EvaluateReport, db, output_dir: Path, variant: Variant | None) -> None:
     evaluated, skipped = report.evaluated, report.skipped
     scores = sum(c.scores for c in evaluated)
     samples = sum(c.samples for c in evaluated)
@@ -151,6 +177,8 @@ def _summarise(report: EvaluateReport, db, output_dir: Path) -> None:
     for c in evaluated:
         step = "final" if c.step is None else f"step {c.step}"
         click.echo(f"  {step}: {', '.join(c.tasks)} ({c.seconds:.1f} s)")
+    if variant is not None:
+        click.echo(f"ood_nli prompt: {variant.describe()}")
     if skipped:
         click.echo(f"Already in the store: {_n(len(skipped), 'checkpoint')} (--force evaluates them again).")
     if evaluated:

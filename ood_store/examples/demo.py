@@ -21,7 +21,7 @@ from ood_store.examples import toy
 from ood_store.store import Store
 
 RUN = "toy-gpt2-nli-s0"
-ATTRIBUTES = {"family": "toy-gpt2", "size": "42k", "in_domain": "toy_nli", "seed": 0, "shots": 0}
+ATTRIBUTES = {"family": "toy-gpt2", "size": "42k", "in_domain": "toy_nli", "seed": 0}
 
 
 IN_DOMAIN = "toy_nli"
