@@ -147,7 +147,7 @@ def _sign_note(result, names, layout: grids.Layout) -> list[str]:
     bold = [v for v, style in VERDICT_STYLE.items() if style == "bold"]
     how = ""
     if isinstance(result, Comparison):
-        how = f" (compare at alpha {result.alpha:g}, {result.inference} inference)"
+        how = f" (compare at alpha {result.alpha:g}, {result.inference} inference, agreement {result.agreement:g})"
     lines.append(f"{counted} Hatched: {' or '.join(hatched)}; framed: {' or '.join(bold)}{how}.")
     return lines
 
