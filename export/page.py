@@ -8,8 +8,8 @@ number of inches.
 
 Examples
 --------
->>> inches("column"), inches("16cm"), inches("455.24pt"), inches(3.5)
-(3.25, 6.299212598425196, 6.299017573017847, 3.5)
+>>> inches("column"), round(inches("16cm"), 3), round(inches("455.24pt"), 3), inches(3.5)
+(3.25, 6.299, 6.299, 3.5)
 """
 
 from __future__ import annotations

@@ -295,3 +295,13 @@ def test_page_widths_read_as_inches():
     assert page.inches("487.82pt") == pytest.approx(6.75, abs=1e-4) and page.inches("2.54cm") == pytest.approx(1.0)
     with pytest.raises(ood_store.errors.AnalysisError, match="^width: 'huge' is not a width"):
         page.inches("huge")
+
+
+def test_docstring_examples_run():
+    import doctest
+
+    from ood_store.export import captions
+
+    for module in (page, captions):
+        result = doctest.testmod(module, optionflags=doctest.NORMALIZE_WHITESPACE)
+        assert result.failed == 0 and result.attempted > 0, module.__name__
