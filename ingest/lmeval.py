@@ -29,6 +29,7 @@ from ood_store.errors import InputError
 from ood_store.ingest.identity import Overrides, identify, parse_model_args
 from ood_store.ingest.jsontext import describe, optional_text
 from ood_store.ingest.records import EvaluationRecord, ScoreRow
+from ood_store.ingest.values import count
 
 # Keys of a task's entry that are not metrics.
 _ENTRY_METADATA = {"alias", "name", "sample_len", "sample_count", " ", "samples"}
@@ -213,18 +214,7 @@ def _n_samples(path: str, task: str, n_samples: dict, entry: dict) -> int | None
 
 def _int_or_none(path: str, field: str, raw: Any) -> int | None:
     """A count (shots, documents): a non-negative integer that fits the store's columns."""
-    if raw is None:
-        return None
-    value = None
-    if isinstance(raw, int) and not isinstance(raw, bool):
-        value = raw
-    elif isinstance(raw, float) and raw.is_integer() or isinstance(raw, str) and raw.strip().isdigit():
-        value = int(raw)
-    if value is None:
-        raise InputError(path, field, f"expected an integer, got {describe(raw)}")
-    if not 0 <= value < 2**31:
-        raise InputError(path, field, f"{json.dumps(raw)} is out of range")
-    return value
+    return count(path, field, raw, limit=2**31)
 
 
 def _limit(path: str, raw: Any) -> float | None:

@@ -1,14 +1,15 @@
-"""The ingestion layer: lm-eval output files in, tidy rows in the store out.
+"""The ingestion layer: results files in, tidy rows in the store out.
 
-:func:`ingest` reads results files (and the per-sample files beside them),
-validates each one completely before touching the store, and writes each in
-its own transaction: a file goes in whole or not at all.
+:func:`ingest` reads results files (lm-eval's, with the per-sample files beside
+them, and the other formats of :mod:`ood_store.ingest.formats`), validates each
+one completely before touching the store, and writes each with all its
+evaluations in one transaction: a file goes in whole or not at all.
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -17,12 +18,12 @@ import duckdb
 
 from ood_store import sqlfiles
 from ood_store.errors import InputError, first_line
-from ood_store.ingest import jsontext
+from ood_store.ingest import formats
 from ood_store.ingest.discover import Candidate, discover
 from ood_store.ingest.identity import Overrides
-from ood_store.ingest.lmeval import NotLmEval, parse_results
 from ood_store.ingest.records import EvaluationRecord
 from ood_store.ingest.samples import read_samples, samples_beside, task_of
+from ood_store.ingest.wandb import HistoryOptions
 from ood_store.ingest.write import write_batch
 from ood_store.progress import progress_bar
 from ood_store.store.runs import parse_attributes, set_attributes
@@ -43,6 +44,7 @@ class FileOutcome:
     step: int | None = None
     scores: int = 0
     samples: int = 0
+    evaluations: int = 1  # a W&B history holds one per step
 
 
 @dataclass(frozen=True)
@@ -86,8 +88,11 @@ def ingest(
     attributes: Mapping[str, Any] | list[str] | None = None,
     samples: bool = True,
     progress: bool = False,
+    wandb_map: Sequence[str] = (),
+    wandb_step: str | None = None,
+    wandb_config: str | None = None,
 ) -> IngestReport:
-    """Ingest lm-eval results files, folders (recursive) and globs into the store on ``con``.
+    """Ingest results files, folders (recursive) and globs into the store on ``con``.
 
     Parameters
     ----------
@@ -102,6 +107,12 @@ def ingest(
         Also ingest the ``samples_<task>_<ts>.jsonl`` files beside each results file.
     progress
         Show a progress bar on standard error when it is a terminal.
+    wandb_map, wandb_step, wandb_config
+        For W&B run histories (:mod:`ood_store.ingest.wandb`): column patterns
+        (``"eval/{task}_{metric}"``, ``"eval/hans_acc=hans:acc"``) saying which
+        columns are scores of which task and metric, the step column (default
+        ``_step``), and the run's config file (default: ``config.yaml`` or
+        ``config.json`` beside the history).
 
     Returns
     -------
@@ -112,6 +123,7 @@ def ingest(
     """
     overrides = overrides or Overrides()
     attrs = parse_attributes(attributes) if attributes else None
+    history = HistoryOptions.build(wandb_map, wandb_step, wandb_config)
     report = IngestReport()
     candidates, searched, errors = discover(paths)
     for error in errors:
@@ -126,11 +138,12 @@ def ingest(
     batch = _Batch(con, attrs, outcomes)
     with progress_bar(progress, len(candidates), "ingesting") as advance:
         for index, candidate in enumerate(candidates):
-            result = _read_one(candidate, overrides, samples, known)
+            result = _read_one(candidate, overrides, samples, known, history)
             if isinstance(result, FileOutcome):
                 outcomes[index] = result
             else:
-                known[result.content_hash] = (result.path, result.identity.run)
+                for record in result:
+                    known[record.content_hash] = (record.path, record.identity.run)
                 batch.add(index, result)
             if not isinstance(result, FileOutcome) or result.status != "skipped":
                 recognised.add(candidate.root)
@@ -143,7 +156,7 @@ def ingest(
 
     matched_nothing = {e.path for e in errors}
     for root in sorted(set(searched) - recognised - matched_nothing):
-        report.files.append(FileOutcome(root, "rejected", f"{root}: no lm-eval results files found"))
+        report.files.append(FileOutcome(root, "rejected", f"{root}: no results files found ({formats.KNOWN})"))
     if batch.new_ids:
         report.conflicts = _conflicts(con, batch.new_ids)
     return report
@@ -157,13 +170,14 @@ class _Batch:
 
     def __init__(self, con, attrs, outcomes: dict[int, FileOutcome]):
         self.con, self.attrs, self.outcomes = con, attrs, outcomes
-        self.pending: list[tuple[int, EvaluationRecord]] = []
+        self.pending: list[tuple[int, list[EvaluationRecord]]] = []
         self.sample_rows = 0
         self.new_ids: list[int] = []
 
-    def add(self, index: int, record: EvaluationRecord) -> None:
-        self.pending.append((index, record))
-        self.sample_rows += 0 if record.samples is None else record.samples.height
+    def add(self, index: int, records: list[EvaluationRecord]) -> None:
+        """Queue the records of one file (written together, in one transaction)."""
+        self.pending.append((index, records))
+        self.sample_rows += sum(0 if r.samples is None else r.samples.height for r in records)
         if len(self.pending) >= self.MAX_FILES or self.sample_rows >= self.MAX_SAMPLE_ROWS:
             self.flush()
 
@@ -172,28 +186,32 @@ class _Batch:
         if not pending:
             return
         try:
-            ids = write_batch(self.con, [r for _, r in pending], self.attrs)
+            ids = iter(write_batch(self.con, [r for _, records in pending for r in records], self.attrs))
         except duckdb.Error as exc:
             if len(pending) == 1:
-                index, record = pending[0]
+                index, records = pending[0]
+                shown = records[0].display_path
                 self.outcomes[index] = FileOutcome(
-                    record.display_path, "rejected", f"{record.display_path}: could not be stored: {first_line(exc)}"
+                    shown, "rejected", f"{shown}: could not be stored: {first_line(exc)}"
                 )
                 return
             for item in pending:  # isolate the file that DuckDB refused
                 self.pending = [item]
                 self.flush()
             return
-        for (index, record), evaluation_id in zip(pending, ids, strict=True):
-            self.new_ids.append(evaluation_id)
+        for index, records in pending:
+            file_ids = [next(ids) for _ in records]
+            self.new_ids.extend(file_ids)
+            first = records[0]
             self.outcomes[index] = FileOutcome(
-                record.display_path,
+                first.display_path,
                 "ingested",
-                evaluation_id=evaluation_id,
-                run=record.identity.run,
-                step=record.identity.step,
-                scores=len(record.scores),
-                samples=0 if record.samples is None else record.samples.height,
+                evaluation_id=file_ids[0],
+                run=first.identity.run,
+                step=first.identity.step,
+                scores=sum(len(r.scores) for r in records),
+                samples=sum(0 if r.samples is None else r.samples.height for r in records),
+                evaluations=len(records),
             )
 
 
@@ -202,8 +220,9 @@ def _read_one(
     overrides: Overrides,
     with_samples: bool,
     known: dict[str, tuple[str, str]],
-) -> FileOutcome | EvaluationRecord:
-    """A validated record for one file, or its outcome when it will not be written."""
+    history: HistoryOptions,
+) -> FileOutcome | list[EvaluationRecord]:
+    """The validated records of one file that are not in the store yet, or its outcome when none will be written."""
     shown = str(candidate.path)
     try:
         data = candidate.path.read_bytes()
@@ -214,20 +233,24 @@ def _read_one(
         first_path, run = known[digest]
         return FileOutcome(shown, "present", f"same content as {first_path}", run=run)
     try:
-        record = parse_results(shown, digest, jsontext.loads(shown, None, data), overrides)
-        if with_samples:
-            _attach_samples(record, candidate.path)
-    except NotLmEval:
+        records = formats.read(candidate.path, shown, data, digest, overrides, history)
+        for record in records:
+            if with_samples and record.source_format == "lm-eval":
+                _attach_samples(record, candidate.path)
+    except formats.NotResults:
         if candidate.explicit:
-            return FileOutcome(
-                shown, "rejected", f"{shown}: not an lm-eval results file (no top-level 'results' object)"
-            )
-        return FileOutcome(shown, "skipped", "not an lm-eval results file")
+            return FileOutcome(shown, "rejected", f"{shown}: not a results file ood-store reads ({formats.KNOWN})")
+        return FileOutcome(shown, "skipped", "not a results file")
     except InputError as exc:
         return FileOutcome(shown, "rejected", str(exc))
-    record.display_path = shown
-    record.path = str(candidate.path.resolve())
-    return record
+    fresh = [r for r in records if r.content_hash not in known]
+    if not fresh:  # another file, or an export of an evaluation already here (EEE keeps the content hash)
+        first_path, run = known[records[0].content_hash]
+        return FileOutcome(shown, "present", f"same content as {first_path}", run=run, evaluations=len(records))
+    for record in fresh:
+        record.display_path = shown
+        record.path = str(candidate.path.resolve())
+    return fresh
 
 
 def _set_attributes(con: duckdb.DuckDBPyConnection, runs: list[str], attrs: Mapping[str, Any]) -> None:

@@ -46,7 +46,8 @@ SCORE_SCHEMA = {
 
 @dataclass
 class EvaluationRecord:
-    """One lm-eval results file, validated."""
+    """One evaluation of one checkpoint, validated: an lm-eval results file, or one read by
+    another importer (``source_format`` names it; see ``ood_store.ingest.formats``)."""
 
     path: str
     content_hash: str
@@ -69,6 +70,9 @@ class EvaluationRecord:
     samples_files: list[str] = field(default_factory=list)
     display_path: str = ""  # the path as the user gave it, for messages
     samples: pl.DataFrame | None = None
+    source_format: str = "lm-eval"  # evaluations.source_format: 'lm-eval', 'eee', 'wandb', 'inspect'
+    campaign: str | None = None  # evaluations.campaign
+    run_attributes: dict[str, Any] | None = None  # attributes the file gives its run (set where the run has none)
 
     def scores_frame(self) -> pl.DataFrame:
         return pl.DataFrame(

@@ -18,7 +18,7 @@ import polars as pl
 
 from ood_store import __version__, sqlfiles
 from ood_store.ingest.records import EvaluationRecord
-from ood_store.store.runs import set_attributes
+from ood_store.store.runs import fill_attributes, set_attributes
 from ood_store.store.transaction import transaction
 
 _EVALUATION_SCHEMA: dict[str, pl.DataType | type[pl.DataType]] = {
@@ -51,6 +51,9 @@ _EVALUATION_SCHEMA: dict[str, pl.DataType | type[pl.DataType]] = {
 }
 
 
+_PROVENANCE_SCHEMA = {"evaluation_id": pl.Int32, "source_format": pl.String, "campaign": pl.String}
+
+
 def _sql(name: str) -> str:
     return sqlfiles.load("ood_store.ingest", name)
 
@@ -71,6 +74,14 @@ def write_batch(
         _run(con, "new_evaluations", evaluations, _sql("write_runs"), {"now": now})
         _run(con, "new_evaluations", evaluations, _sql("write_checkpoints"))
         _run(con, "new_evaluations", evaluations, _sql("write_evaluations"))
+        provenance = [
+            (i, r.source_format, r.campaign)
+            for r, i in zip(records, ids, strict=True)
+            if r.source_format != "lm-eval" or r.campaign is not None
+        ]
+        if provenance:  # evaluations.source_format and campaign exist from schema 3 on
+            frame = pl.DataFrame(provenance, schema=_PROVENANCE_SCHEMA, orient="row")
+            _run(con, "new_provenance", frame, _sql("write_provenance"))
         scores = pl.concat(
             [
                 r.scores_frame().with_columns(evaluation_id=pl.lit(i, pl.Int32))
@@ -85,6 +96,9 @@ def write_batch(
         ]
         if samples:
             _run(con, "new_samples", pl.concat(samples), _sql("insert_samples"))
+        for record in records:
+            if record.run_attributes:
+                fill_attributes(con, record.identity.run, record.run_attributes)
         if attributes:
             for run in sorted({r.identity.run for r in records}):
                 set_attributes(con, run, attributes)

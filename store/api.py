@@ -25,7 +25,10 @@ if TYPE_CHECKING:
     from ood_store.analysis.results import PartialCorrelations
     from ood_store.evaluate.options import EvaluateOptions
     from ood_store.evaluate.runner import EvaluateReport
+    from ood_store.export.eee import EeeExport, EeeSource
     from ood_store.ingest import IngestReport, Overrides
+    from ood_store.store.dump import DumpReport
+    from ood_store.store.merge import MergeReport
 
 DEFAULT_DB = "ood_store.duckdb"
 DB_ENV = "OOD_STORE_DB"
@@ -144,8 +147,12 @@ class Store:
         attributes: Mapping[str, Any] | list[str] | None = None,
         samples: bool = True,
         progress: bool = False,
+        wandb_map: Sequence[str] = (),
+        wandb_step: str | None = None,
+        wandb_config: str | os.PathLike[str] | None = None,
     ) -> IngestReport:
-        """Ingest lm-eval results files, folders or globs; see :func:`ood_store.ingest.ingest`."""
+        """Ingest results files (lm-eval, Every Eval Ever, inspect_ai, W&B history), folders or globs;
+        see :func:`ood_store.ingest.ingest`."""
         from ood_store.ingest import ingest
 
         self._require_writable("ingest")
@@ -156,6 +163,9 @@ class Store:
             attributes=attributes,
             samples=samples,
             progress=progress,
+            wandb_map=wandb_map,
+            wandb_step=wandb_step,
+            wandb_config=None if wandb_config is None else str(wandb_config),
         )
 
     def evaluate(
@@ -183,6 +193,46 @@ class Store:
 
         self._require_writable("set run attributes")
         set_attributes(self._con, run, attributes)
+
+    # -- moving results between stores -------------------------------------
+    def dump(self, folder: str | os.PathLike[str], *, progress: bool = False) -> DumpReport:
+        """Write every table as Parquet (partitioned by run where rows belong to evaluations) with a
+        manifest, into a new folder; see :func:`ood_store.store.dump.dump`."""
+        from ood_store.store.dump import dump
+
+        return dump(self._con, folder, progress=progress)
+
+    def load(self, folder: str | os.PathLike[str], *, prefer: str | None = None, progress: bool = False) -> MergeReport:
+        """Add a dump (:meth:`dump`, any schema version) to this store; see :mod:`ood_store.store.merge`.
+
+        Evaluations already here (same content hash) are not added twice; conflicting run
+        attributes are reported and this store's kept, unless ``prefer`` is ``"theirs"`` or ``"ours"``.
+        """
+        from ood_store.store.merge import load
+
+        self._require_writable("load a dump")
+        return load(self._con, self.path, folder, prefer=prefer, progress=progress)
+
+    def merge(self, other: str | os.PathLike[str], *, prefer: str | None = None) -> MergeReport:
+        """Add every result of another store file (opened read-only) to this one; the rules of :meth:`load`."""
+        from ood_store.store.merge import merge
+
+        self._require_writable("merge a store")
+        return merge(self._con, self.path, other, prefer=prefer)
+
+    def export_eee(
+        self,
+        folder: str | os.PathLike[str],
+        *,
+        runs: Sequence[str] | None = None,
+        source: EeeSource | None = None,
+    ) -> EeeExport:
+        """Write every evaluation (of ``runs``) as an Every Eval Ever file.
+
+        See :func:`ood_store.export.eee.export_eee`."""
+        from ood_store.export.eee import export_eee
+
+        return export_eee(self, folder, runs=runs, source=source)
 
     # -- saved analyses ----------------------------------------------------
     def save_analysis(self, name: str, result: PartialCorrelations, *, replace: bool = False) -> None:

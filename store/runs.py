@@ -66,6 +66,32 @@ def set_attributes(con: duckdb.DuckDBPyConnection, run: str, attributes: Mapping
     )
 
 
+#: The columns of ``runs`` that hold attributes, in the order run_values.sql reads them.
+_ATTRIBUTE_COLUMNS = ("base_model", "family", "size", "in_domain_task", "seed")
+
+
+def attributes_of(con: duckdb.DuckDBPyConnection, run: str, *, database: str = "main") -> dict[str, Any] | None:
+    """Every attribute run ``run`` has (its columns and free-form keys, none of them null); None without the run.
+
+    ``database="incoming"`` reads the store attached for a merge (:mod:`ood_store.store.merge`).
+    """
+    query = "incoming_run_values" if database == "incoming" else "run_values"
+    row = fetch_one(con, sqlfiles.load("ood_store.store", query), {"run": run})
+    if row is None:
+        return None
+    values = {name: value for name, value in zip(_ATTRIBUTE_COLUMNS, row[:-1], strict=True) if value is not None}
+    values.update({k: v for k, v in (orjson.loads(row[-1]) if row[-1] else {}).items() if v is not None})
+    return values
+
+
+def fill_attributes(con: duckdb.DuckDBPyConnection, run: str, attributes: Mapping[str, Any]) -> None:
+    """Set the attributes that run ``run`` does not have yet; those it has keep their values."""
+    current = attributes_of(con, run) or {}
+    missing = {k: v for k, v in parse_attributes(attributes).items() if current.get(k) is None and v is not None}
+    if missing:
+        set_attributes(con, run, missing)
+
+
 def _split(pair: str) -> tuple[str, str]:
     key, sep, value = pair.partition("=")
     if not sep:

@@ -181,3 +181,73 @@ def pdf_text(folder: Path, name: str) -> str:
     """The text of ``name.pdf`` as pdftotext -layout reads it."""
     return subprocess.run([tool("pdftotext"), "-layout", f"{name}.pdf", "-"], cwd=folder, capture_output=True,
                           text=True, check=True).stdout  # fmt: skip
+
+
+# The inspect_ai logs the inspect tests read: written by inspect_ai itself, offline (its mockllm
+# provider answers with the outputs given; the usage is given too, so that it counts no tokens).
+INSPECT_TARGETS = ("2", "4", "6", "8", "10", "12")
+INSPECT_ANSWERS = {"step100": ("2", "4", "x", "8", "x", "x"), "step200": ("2", "4", "6", "8", "x", "12")}
+
+
+@pytest.fixture(scope="session")
+def inspect_logs(tmp_path_factory) -> dict[str, Path]:
+    """Logs of one task scored by two scorers at two checkpoints (.eval at step 100, .eval and .json
+    at step 200, both named by a revision), one of a checkpoint folder, and one of an evaluation that
+    failed; name -> path."""
+    from inspect_ai import Task
+    from inspect_ai import eval as inspect_eval
+    from inspect_ai.dataset import Sample
+    from inspect_ai.model import ModelOutput, ModelUsage
+    from inspect_ai.scorer import includes, match
+    from inspect_ai.solver import generate, solver
+
+    root = tmp_path_factory.mktemp("inspect")
+    samples = [Sample(input=f"What is {i + 1} + {i + 1}?", target=t) for i, t in enumerate(INSPECT_TARGETS)]
+    task = Task(dataset=samples, solver=generate(), scorer=[match(), includes()], name="toy_add")
+
+    def outputs(answers):
+        out = []
+        for answer in answers:
+            output = ModelOutput.from_content("mockllm/model", f"The answer is {answer}")
+            output.usage = ModelUsage(input_tokens=8, output_tokens=4, total_tokens=12)
+            out.append(output)
+        return out
+
+    logs = {}
+    for name, revision, log_format in (("step100", "step100", "eval"), ("step200", "step200", "eval"),
+                                        ("step200-json", "step200", "json")):  # fmt: skip
+        folder = root / name
+        (log,) = inspect_eval(
+            task,
+            model="mockllm/model",
+            model_args={"revision": revision, "custom_outputs": outputs(INSPECT_ANSWERS[revision])},
+            log_dir=str(folder),
+            log_format=log_format,
+            display="none",
+        )
+        assert log.status == "success"
+        logs[name] = Path(log.location)
+
+    # a local checkpoint folder as the model: the path names run and step
+    (log,) = inspect_eval(
+        task,
+        model="mockllm/runs/opt-mnli-s1/checkpoint-500",
+        model_args={"custom_outputs": outputs(INSPECT_ANSWERS["step100"])},
+        log_dir=str(root / "checkpoint"),
+        display="none",
+    )
+    assert log.status == "success"
+    logs["checkpoint"] = Path(log.location)
+
+    @solver
+    def broken():
+        async def solve(state, generate):
+            raise RuntimeError("the model server went away")
+
+        return solve
+
+    failing = Task(dataset=samples[:1], solver=broken(), scorer=match(), name="toy_add")
+    (log,) = inspect_eval(failing, model="mockllm/model", log_dir=str(root / "failed"), display="none")
+    assert log.status == "error"
+    logs["failed"] = Path(log.location)
+    return logs

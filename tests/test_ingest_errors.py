@@ -158,7 +158,12 @@ def test_nan_stderr_is_stored_as_null(db, copy_file):
 
 def test_missing_results_key(runner, seeded_db, copy_file):
     path = edit_json(copy_file, PYTHIA_FILE, lambda d: d.pop("results"))
-    assert_rejected(runner, seeded_db, path, f"{path}: not an lm-eval results file (no top-level 'results' object)")
+    assert_rejected(
+        runner,
+        seeded_db,
+        path,
+        f"{path}: not a results file ood-store reads (lm-eval, Every Eval Ever, inspect_ai or W&B history)",
+    )
 
 
 def test_missing_model(runner, seeded_db, copy_file):
@@ -216,13 +221,23 @@ def test_folder_without_lm_eval_files(runner, seeded_db, tmp_path):
     (folder / "config.json").write_text('{"model_type": "opt"}')
     (folder / "notes.json").write_text('{"hello": 1}')
     (folder / "README.md").write_text("hi")
-    assert_rejected(runner, seeded_db, folder, f"{folder}: no lm-eval results files found")
+    assert_rejected(
+        runner,
+        seeded_db,
+        folder,
+        f"{folder}: no results files found (lm-eval, Every Eval Ever, inspect_ai or W&B history)",
+    )
 
 
 def test_empty_folder(runner, seeded_db, tmp_path):
     folder = tmp_path / "empty"
     folder.mkdir()
-    assert_rejected(runner, seeded_db, folder, f"{folder}: no lm-eval results files found")
+    assert_rejected(
+        runner,
+        seeded_db,
+        folder,
+        f"{folder}: no results files found (lm-eval, Every Eval Ever, inspect_ai or W&B history)",
+    )
 
 
 def test_missing_path(runner, seeded_db, tmp_path):
@@ -302,7 +317,7 @@ def test_non_lm_eval_json_in_a_folder_is_skipped(runner, db, tmp_path):
     result = runner.invoke(main, ["--db", str(db), "ingest", str(folder)])
     assert result.exit_code == 0, result.output
     assert "Ingested 1 file" in result.output
-    assert "Skipped 1 JSON file (not lm-eval results)." in result.output
+    assert "Skipped 1 file (not results in a format ood-store reads)." in result.output
 
 
 def test_python_api_reports_instead_of_raising(db, copy_file):

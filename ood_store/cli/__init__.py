@@ -80,9 +80,9 @@ def main(ctx: click.Context, db: Path, lock_timeout: float) -> None:
 
 
 def _register() -> None:
-    from ood_store.cli import analyze, demo, evaluate, export, ingest, init, listings, plot, query, suite
+    from ood_store.cli import analyze, demo, eee, evaluate, export, ingest, init, listings, plot, query, stores, suite
 
-    for module in (init, ingest, evaluate, query, listings, analyze, export, plot, suite, demo):
+    for module in (init, ingest, evaluate, query, listings, analyze, export, eee, plot, stores, suite, demo):
         for command in module.COMMANDS:
             main.add_command(command)
 

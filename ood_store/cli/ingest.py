@@ -27,11 +27,28 @@ _CONFLICTS_SHOWN = 10
     help="Set a run attribute (family, size, in_domain, seed, or any key) on the runs of these files. Repeatable.",
 )
 @click.option("--no-samples", is_flag=True, help="Skip the samples_<task>_<ts>.jsonl files beside results files.")
+@click.option(
+    "--wandb-map",
+    multiple=True,
+    metavar="PATTERN[=TASK:METRIC]",
+    help="W&B histories: columns that are scores, e.g. 'eval/{task}_{metric}' or 'eval/hans_acc=hans:acc'. "
+    "Repeatable; the first that matches wins.  [default: eval/{task}/{metric}, eval/{task}_{metric}]",
+)
+@click.option("--wandb-step", metavar="COLUMN", help="W&B histories: the step column.  [default: _step]")
+@click.option(
+    "--wandb-config",
+    type=click.Path(exists=True, dir_okay=False),
+    help="W&B histories: the run's config.yaml or config.json (its keys become run attributes).  "
+    "[default: the one beside the history file]",
+)
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar; print only problems.")
 @click.pass_obj
-def ingest(settings, paths, run, step, model, attributes, no_samples, quiet) -> None:
-    """Ingest lm-eval results files, folders (searched recursively) or globs.
+def ingest(settings, paths, run, step, model, attributes, no_samples, wandb_map, wandb_step, wandb_config,
+           quiet) -> None:  # fmt: skip
+    """Ingest results files, folders (searched recursively) or globs.
 
+    Reads lm-eval results files, Every Eval Ever JSON, inspect_ai logs (.eval,
+    .json) and W&B run histories (.csv, .parquet with a _step column).
     Run and step come from each file's model_args (revision=stepN, or a path
     ending in checkpoint-N / step-N / global_stepN); --run, --step and
     --model override them. Files already in the store are left alone. A file
@@ -46,6 +63,9 @@ def ingest(settings, paths, run, step, model, attributes, no_samples, quiet) -> 
             attributes=attrs,
             samples=not no_samples,
             progress=not quiet,
+            wandb_map=wandb_map,
+            wandb_step=wandb_step,
+            wandb_config=wandb_config,
         )
     _summarise(report, settings.db, quiet)
     if not report.ok:
@@ -65,7 +85,7 @@ def _summarise(report: IngestReport, db, quiet: bool) -> None:
         click.echo(f"Already present: {_files(len(report.present))}.")
         if report.skipped:
             n = len(report.skipped)
-            click.echo(f"Skipped {n:,} JSON file{'s' if n != 1 else ''} (not lm-eval results).")
+            click.echo(f"Skipped {n:,} file{'s' if n != 1 else ''} (not results in a format ood-store reads).")
     if report.conflicts:
         click.echo(
             f"Evaluations of the same checkpoint disagree on {len(report.conflicts):,} "
