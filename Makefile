@@ -8,11 +8,11 @@ PIP := $(BIN)/python -m pip --disable-pip-version-check
 # build. On a GPU machine: make demo TORCH=torch (or any build that pip finds).
 TORCH ?= torch==2.13.0
 
-# pdflatex (with booktabs) and pdftotext, for the tests that compile exported LaTeX
-# tables. `make test` installs nothing outside .venv: without them those tests
-# skip and say why (under CI=true they fail). `make latex` installs them from
-# Debian's packages (as root); CI runs it.
-LATEX_PACKAGES := texlive-latex-base texlive-latex-recommended poppler-utils
+# pdflatex (with booktabs), pdftotext and pandoc, for the tests that compile exported
+# LaTeX tables and render Markdown ones. `make test` installs nothing outside .venv:
+# without them those tests skip and say why (under CI=true they fail). `make latex`
+# installs them from Debian's packages (as root); CI runs it.
+LATEX_PACKAGES := texlive-latex-base texlive-latex-recommended poppler-utils pandoc
 # The library folders, type-checked as the one package they install as.
 PACKAGE_DIRS := evaluate ingest store schema analysis export
 
@@ -56,7 +56,8 @@ reference:
 	Rscript tests/reference/make_reference.R
 
 latex:
-	@if command -v pdflatex >/dev/null && command -v pdftotext >/dev/null && kpsewhich booktabs.sty >/dev/null; then :; \
+	@if command -v pdflatex >/dev/null && command -v pdftotext >/dev/null && command -v pandoc >/dev/null \
+		&& kpsewhich booktabs.sty >/dev/null; then :; \
 	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 		echo "Installing $(LATEX_PACKAGES) for the LaTeX export tests"; \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \

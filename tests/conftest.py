@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
 from pathlib import Path
 
 import duckdb
@@ -127,6 +128,59 @@ def analysis_db(tmp_path_factory) -> Path:
         # Saved as `ood-store analyze --save` saves it: the parameters come from the result.
         store.save_analysis(PYTHIA_ANALYSIS, partial_correlations(store, PYTHIA_IN_DOMAIN, PYTHIA_OOD))
     return db
+
+
+# The planted study of 24 runs (4 families x 2 sizes x 3 seeds) x 8 OOD testsets (ood_store/examples/planted.py).
+PLANTED_ANALYSIS = "planted"
+PLANTED_NAMES = FIXTURES / "planted-names.yaml"
+
+
+@pytest.fixture(scope="session")
+def planted_db(tmp_path_factory) -> Path:
+    """A store with the planted study ingested from its lm-eval files and its analysis saved (read-only for tests)."""
+    import ood_store
+    from ood_store.examples import planted
+
+    root = tmp_path_factory.mktemp("planted")
+    with ood_store.open(root / "store.duckdb") as store:
+        planted.build(store, root / "files")
+    return root / "store.duckdb"
+
+
+def sql_rows(db: Path, sql: str, *params) -> list[tuple]:
+    """The rows of ``sql`` on the store file ``db``, read with DuckDB alone (not ood-store)."""
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        return con.execute(sql, list(params)).fetchall()
+    finally:
+        con.close()
+
+
+def tool(name: str) -> str:
+    """The path of a TeX, poppler or pandoc tool; CI installs them (make latex), elsewhere a missing one skips."""
+    path = shutil.which(name)
+    if path is None:
+        if os.environ.get("CI"):
+            pytest.fail(f"{name} is not installed; CI installs it with `make latex`")
+        pytest.skip(f"{name} is not installed (make latex installs it)")
+    return path
+
+
+def pdflatex(folder: Path, name: str, text: str) -> str:
+    """Compile ``text`` as ``name.tex`` in ``folder`` with pdflatex (it must succeed); returns its log."""
+    (folder / f"{name}.tex").write_text(text)
+    run = subprocess.run(
+        [tool("pdflatex"), "-interaction=nonstopmode", "-halt-on-error", f"{name}.tex"],
+        cwd=folder, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stdout[-3000:]
+    return (folder / f"{name}.log").read_text(errors="replace")
+
+
+def pdf_text(folder: Path, name: str) -> str:
+    """The text of ``name.pdf`` as pdftotext -layout reads it."""
+    return subprocess.run([tool("pdftotext"), "-layout", f"{name}.pdf", "-"], cwd=folder, capture_output=True,
+                          text=True, check=True).stdout  # fmt: skip
 
 
 # The inspect_ai logs the inspect tests read: written by inspect_ai itself, offline (its mockllm
