@@ -43,6 +43,7 @@ check: lint typecheck test
 
 bench: $(VENV)/.installed-test
 	$(BIN)/python benchmarks/ingest_pythia.py
+	$(BIN)/python benchmarks/ingest_scale.py
 	$(BIN)/python benchmarks/analysis_partial.py
 	$(BIN)/python benchmarks/evaluate_checkpoints.py
 	$(BIN)/python benchmarks/stores.py

@@ -49,10 +49,13 @@ class Options:
     seed: int = 0
     gam_df: int = residuals.GAM_DF
     smoothing: str = "reml"
+    campaign: str | None = None  # only the evaluations of this campaign; None: `scores`, whatever the campaign
+    where: Sequence[str] | None = None  # KEY=VALUE run attributes every run must have (VALUE may be a glob)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "ood", split_names(self.ood, "ood"))
         object.__setattr__(self, "runs", split_names(self.runs, "runs"))
+        object.__setattr__(self, "where", None if not self.where else tuple(self.where))
         for name, value, allowed in (
             ("residualizer", self.residualizer, residuals.RESIDUALIZERS),
             ("method", self.method, METHODS),
@@ -75,7 +78,7 @@ class Options:
 
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
-        for key in ("ood", "runs"):
+        for key in ("ood", "runs", "where"):
             out[key] = None if out[key] is None else list(out[key])
         return out
 
@@ -99,6 +102,8 @@ def partial_correlations(
     seed: int = 0,
     gam_df: int = residuals.GAM_DF,
     smoothing: str = "reml",
+    campaign: str | None = None,
+    where: Sequence[str] | None = None,
     progress: bool = False,
 ) -> PartialCorrelations:
     """Partial correlations between every pair of OOD tasks, controlling for the in-domain score, per run.
@@ -124,6 +129,13 @@ def partial_correlations(
     metric, filter, num_fewshot
         Which scores form the series (``num_fewshot`` is required when a task
         was evaluated at several shot counts).
+    campaign : str, optional
+        Only the evaluations of this campaign (``ood-store runs`` lists them): a
+        run whose checkpoints come from several campaigns (a zero-shot sweep and
+        a later re-evaluation of some steps) otherwise mixes them in one series.
+    where : list of str, optional
+        ``KEY=VALUE`` run attributes (``size=160m``, ``family=pythia``; VALUE may be
+        a glob) that every analysed run must have; several keys must all hold.
     residualizer : {"linear", "gam"}
         ``linear``: OLS on ``[1, z]``, identical to :func:`pingouin.partial_corr`
         with ``covar=in_domain``. ``gam``: a penalised cubic regression spline
@@ -172,7 +184,8 @@ def partial_correlations(
         - ``boot_ci_low``, ``boot_ci_high``, ``block_length``: block-bootstrap interval;
         - ``reason``: why a row's statistics are NaN (null when they are not);
         - ``note``: on a finite row, what was computed with less than asked for (a GAM
-          basis shrunk to the in-domain score's distinct values, or a line in its place).
+          basis shrunk to the in-domain score's distinct values, or a line in its place);
+        - either names the non-finite scores (NaN or ±Infinity in the files) left out as missing.
 
     Examples
     --------
@@ -215,6 +228,8 @@ def partial_correlations(
         seed=seed,
         gam_df=gam_df,
         smoothing=smoothing,
+        campaign=campaign,
+        where=where,
     )
     return compute(data, options, progress=progress)
 
@@ -247,12 +262,45 @@ def analyse(series: Series, options: Options, *, progress: bool = False) -> pl.D
             told = functools.partial(advance, description=run)
             parts.append(_pairs(values[:, :1], values[:, 1:], tasks, options, run, told))
     table = pl.concat(parts) if parts else pl.DataFrame(schema=_schema())
+    table = _note_non_finite(table, series)
     return table.with_columns(
         pl.lit(series.in_domain).alias("in_domain"),
         pl.lit(options.metric).alias("metric"),
         pl.lit(options.residualizer).alias("residualizer"),
         pl.lit(options.method).alias("method"),
     ).select(PARTIAL_COLUMNS)
+
+
+def _note_non_finite(table: pl.DataFrame, series: Series) -> pl.DataFrame:
+    """Name the non-finite scores (NaN, ±Infinity) a row's tasks had, which were left out as missing:
+    in ``reason`` where r is NaN, else in ``note``.
+
+    A frame's NaN or null is its way of saying "no score" and needs no word;
+    the store's NULL is a NaN the file held.
+    """
+    value = pl.col("value")
+    bad = (
+        series.scores.filter(value.is_infinite() | (value.is_null() if series.from_store else pl.lit(False)))
+        .group_by("run", "task")
+        .agg(pl.len().alias("count"))
+    )
+    if bad.is_empty():
+        return table
+    counts = {(run, task): count for run, task, count in bad.iter_rows()}
+    reasons, notes = [], []
+    for run, x, y, r, reason, note in table.select("run", "task_x", "task_y", "r", "reason", "note").iter_rows():
+        found = ", ".join(f"{counts[(run, t)]} of {t}" for t in (series.in_domain, x, y) if (run, t) in counts)
+        if found and r is not None and np.isfinite(r):
+            note = _joined(note, f"non-finite scores treated as missing: {found}")
+        elif found:
+            reason = _joined(reason, f"non-finite scores treated as missing: {found}")
+        reasons.append(reason)
+        notes.append(note)
+    return table.with_columns(pl.Series("reason", reasons, dtype=pl.String), pl.Series("note", notes, dtype=pl.String))
+
+
+def _joined(first: str | None, second: str) -> str:
+    return second if not first else f"{first}; {second}"
 
 
 def _schema() -> dict[str, pl.DataType]:
@@ -302,7 +350,7 @@ def pairwise_partial(
     Z = controls.reshape(controls.shape[0], -1)
     if Z.shape[0] != X.shape[0]:
         raise AnalysisError(f"controls have {Z.shape[0]} rows but X has {X.shape[0]}")
-    selection = {"in_domain", "ood", "runs", "metric", "filter", "num_fewshot"} & set(options)
+    selection = {"in_domain", "ood", "runs", "metric", "filter", "num_fewshot", "campaign", "where"} & set(options)
     if selection:
         raise AnalysisError(f"pairwise_partial takes no {', '.join(sorted(selection))}: it works on arrays")
     settings = Options(in_domain="", **options)

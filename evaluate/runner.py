@@ -13,7 +13,6 @@ and the store can be rebuilt from ``output_dir`` with ``ood-store ingest``.
 from __future__ import annotations
 
 import os
-import re
 import sys
 import time
 from collections.abc import Iterator, Mapping, Sequence
@@ -31,6 +30,7 @@ from ood_store.evaluate.suite.variant import Variant
 from ood_store.evaluate.tasklist import TaskList, task_list
 from ood_store.ingest import ingest
 from ood_store.ingest.identity import Overrides
+from ood_store.names import run_folder_name
 from ood_store.progress import progress_bar
 from ood_store.store.runs import parse_attributes, set_attributes
 
@@ -311,7 +311,7 @@ def _step_name(step: int | None) -> str:
 
 def run_folder(output_dir: str | Path, run: str) -> Path:
     """Where a run's lm-eval files go: the run as one folder name (``org/model`` -> ``org__model``)."""
-    return Path(output_dir) / (re.sub(r"[^\w.=+-]", "_", run.strip().replace("/", "__")) or "_")
+    return Path(output_dir) / run_folder_name(run)
 
 
 def default_device() -> str:

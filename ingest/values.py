@@ -8,7 +8,7 @@ import math
 from typing import Any
 
 from ood_store.errors import InputError
-from ood_store.ingest.jsontext import describe
+from ood_store.ingest.jsontext import describe, shown
 
 
 def finite(path: str, field: str, raw: Any) -> float:
@@ -45,7 +45,7 @@ def count(path: str, field: str, raw: Any, *, limit: int = 2**63) -> int | None:
     if value is None:
         raise InputError(path, field, f"expected an integer, got {describe(raw)}")
     if not 0 <= value < limit:
-        raise InputError(path, field, f"{json.dumps(raw)} is out of range")
+        raise InputError(path, field, f"{shown(raw) if isinstance(raw, str) else json.dumps(raw)} is out of range")
     return value
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import re
 from collections.abc import Iterable, Sequence
 
 from ood_store.errors import OodStoreError
@@ -54,3 +55,12 @@ def did_you_mean(name: str, choices: Iterable[str], n: int = 3) -> str:
     """
     close = difflib.get_close_matches(name, list(choices), n=n)
     return f"; did you mean {', '.join(close)}?" if close else ""
+
+
+def run_folder_name(run: str) -> str:
+    """A run as one folder name, as ``evaluate`` lays out lm-eval's files (``OUTPUT_DIR/<run>/step-N/``).
+
+    >>> run_folder_name("EleutherAI/pythia-160m")
+    'EleutherAI__pythia-160m'
+    """
+    return re.sub(r"[^\w.=+-]", "_", run.strip().replace("/", "__")) or "_"

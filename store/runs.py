@@ -118,24 +118,21 @@ def read_run_file(path: str | Path) -> tuple[str | None, dict[str, Any]]:
     run = data.pop("run", None)
     if run is not None and not (isinstance(run, str) and run.strip()):
         raise InputError(str(path), "run", "expected a non-empty string")
-    attributes = {**data, **nested}
-    for key, value in attributes.items():
-        if not isinstance(value, str | int | float | bool):
-            raise InputError(str(path), str(key), f"expected a string, number or boolean, got {type(value).__name__}")
     try:
-        return run, parse_attributes(attributes)
+        return run, scalar_attributes({**data, **nested})
     except InputError as exc:
         raise InputError(str(path), exc.field, exc.message) from None
 
 
-def load_run_file(path: str | Path) -> dict[str, Any]:
-    """A run file's top-level table, parsed (TOML, or YAML for ``.yaml``/``.yml``); one-line errors."""
+def load_run_file(path: str | Path, what: str = "run file") -> dict[str, Any]:
+    """A run file's (or, ``what`` says, another file's) top-level table, parsed (TOML, or YAML for
+    ``.yaml``/``.yml``); one-line errors."""
     path = Path(path)
     try:
         text = path.read_text("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         reason = getattr(exc, "strerror", None) or exc
-        raise InputError(str(path), None, f"cannot read the run file: {reason}") from None
+        raise InputError(str(path), None, f"cannot read the {what}: {reason}") from None
     try:
         if path.suffix.lower() in (".yaml", ".yml"):
             import yaml
@@ -146,10 +143,18 @@ def load_run_file(path: str | Path) -> dict[str, Any]:
 
             data = tomllib.loads(text)
     except Exception as exc:  # TOMLDecodeError, YAMLError: both name the line
-        raise InputError(str(path), None, f"not a valid run file: {first_line(exc)}") from None
+        raise InputError(str(path), None, f"not a valid {what}: {first_line(exc)}") from None
     if not isinstance(data, dict):
         raise InputError(str(path), None, "expected a table of key = value pairs")
     return dict(data)
+
+
+def scalar_attributes(attributes: Mapping[str, Any]) -> dict[str, Any]:
+    """Attributes read from a file: scalar values only, checked and normalised by :func:`parse_attributes`."""
+    for key, value in attributes.items():
+        if not isinstance(value, str | int | float | bool):
+            raise InputError(None, str(key), f"expected a string, number or boolean, got {type(value).__name__}")
+    return parse_attributes(attributes)
 
 
 def run_attributes(store: Store, names: Sequence[str], parameter: str = "by") -> pl.DataFrame:

@@ -127,21 +127,8 @@ def test_wrong_type_stderr(runner, seeded_db, copy_file):
     )
 
 
-def test_nan_value(runner, seeded_db, copy_file):
-    path = copy_file(PYTHIA_FILE)
-    doc = json.loads(path.read_text())
-    doc["results"]["arc_easy"]["acc"] = float("nan")
-    path.write_text(json.dumps(doc))  # the standard library writes NaN, as lm-eval does
-    assert "NaN" in path.read_text()
-    assert_rejected(runner, seeded_db, path, f'{path}: results["arc_easy"]["acc"]: value is NaN')
-
-
-def test_infinite_value(runner, seeded_db, copy_file):
-    path = copy_file(PYTHIA_FILE)
-    doc = json.loads(path.read_text())
-    doc["results"]["lambada_openai"]["ppl"] = float("inf")
-    path.write_text(json.dumps(doc))
-    assert_rejected(runner, seeded_db, path, f'{path}: results["lambada_openai"]["ppl"]: value is infinite')
+# NaN and Infinity values are data, not errors: tests/test_ingest_nonfinite.py. Numeric
+# literals that do not fit a DOUBLE (1e999) are: tests/test_ingest_limits.py.
 
 
 def test_nan_stderr_is_stored_as_null(db, copy_file):

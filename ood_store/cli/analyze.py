@@ -80,6 +80,17 @@ def analysis_options(fn):
         click.option(
             "--confidence", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.95, show_default=True
         ),
+        click.option(
+            "--campaign",
+            metavar="NAME",
+            help="Only the evaluations of this campaign (see `ood-store runs`).  [default: all, newest per step]",
+        ),
+        click.option(
+            "--where",
+            multiple=True,
+            metavar="KEY=VALUE",
+            help="Only runs with this attribute (family, size, in_domain, seed, any key; VALUE a glob). Repeatable.",
+        ),
     ]
     for option in reversed(options):
         fn = option(fn)
@@ -96,6 +107,7 @@ def _analysis_kwargs(fn):
     def wrapper(*args, **kwargs):
         values = {f.name: kwargs.pop("filter_" if f.name == "filter" else f.name) for f in fields(Options)}
         values["ood"], values["runs"] = tuple(values["ood"]) or None, tuple(values["runs"]) or None
+        values["where"] = tuple(values["where"]) or None
         kwargs["options"] = Options(**values)
         return fn(*args, **kwargs)
 

@@ -8,11 +8,12 @@ from pathlib import Path
 
 import click
 
-from ood_store.cli.options import folder_option
+from ood_store.cli.options import attr_file_option, folder_option
 from ood_store.errors import InputError
 from ood_store.evaluate.runner import DEFAULT_OUTPUT_DIR, EvaluateReport, run_folder
 from ood_store.evaluate.suite.labels import NEUTRAL_SCHEMES
 from ood_store.evaluate.suite.variant import PATTERNS, Variant, from_run_file, variant_of
+from ood_store.store.attribute_rules import for_run, read_attribute_file
 from ood_store.store.runs import parse_attributes, read_run_file
 
 
@@ -39,6 +40,7 @@ from ood_store.store.runs import parse_attributes, read_run_file
     type=click.Path(dir_okay=False, path_type=Path),
     help="A TOML (or .yaml) file with the run's name (`run = ...`) and attributes (`family = ...`).",
 )
+@attr_file_option
 @click.option(
     "--include-path",
     "include_paths",
@@ -100,6 +102,7 @@ def evaluate(
     tasks,
     attributes,
     run_file,
+    attribute_file,
     include_paths,
     data_dir,
     pattern,
@@ -136,7 +139,8 @@ def evaluate(
     run = run or file_run
     if not run:
         raise InputError("--run", None, "name the run with --run NAME (or `run = ...` in --run-file)")
-    attrs = {**file_attrs, **parse_attributes(list(attributes))}  # checked before anything runs
+    rules = read_attribute_file(attribute_file) if attribute_file else []
+    attrs = {**file_attrs, **for_run(run, rules), **parse_attributes(list(attributes))}  # checked before anything runs
     given = {"pattern": pattern, "verbalizer": verbalizer, "neutral": neutral}
     variant = variant_of(from_run_file(run_file) if run_file else {}, given)
     if not verbose and "tqdm" not in sys.modules:  # tqdm reads TQDM_* settings when it is imported

@@ -90,3 +90,13 @@ def width_option(default: str, what: str = "Figure width; the height follows."):
         metavar="page|column|LENGTH",
         help=f"{what} page (6.75in), column (3.25in), a TeX length (16cm, 455pt) or inches.  [default: {default}]",
     )
+
+
+#: ``--attr-file FILE`` (``ingest``, ``evaluate``, ``runs set``): see :mod:`ood_store.store.attribute_rules`.
+attr_file_option = click.option(
+    "--attr-file",
+    "attribute_file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    metavar="FILE",
+    help="Run attributes by run name or glob: a CSV (header run,KEY,...), TOML or YAML file.",
+)
