@@ -8,15 +8,15 @@ PIP := $(BIN)/python -m pip --disable-pip-version-check
 # build. On a GPU machine: make demo TORCH=torch (or any build that pip finds).
 TORCH ?= torch==2.13.0
 
-# pdflatex (with booktabs) and pdftotext, for the tests that compile exported LaTeX
-# tables. `make test` installs nothing outside .venv: without them those tests
-# skip and say why (under CI=true they fail). `make latex` installs them from
-# Debian's packages (as root); CI runs it.
-LATEX_PACKAGES := texlive-latex-base texlive-latex-recommended poppler-utils
+# pdflatex (with booktabs), pdftotext and pandoc, for the tests that compile exported
+# LaTeX tables and render Markdown ones. `make test` installs nothing outside .venv:
+# without them those tests skip and say why (under CI=true they fail). `make latex`
+# installs them from Debian's packages (as root); CI runs it.
+LATEX_PACKAGES := texlive-latex-base texlive-latex-recommended poppler-utils pandoc
 # The library folders, type-checked as the one package they install as.
 PACKAGE_DIRS := evaluate ingest store schema analysis export
 
-.PHONY: demo test lint typecheck check bench latex clean
+.PHONY: demo test lint typecheck check bench latex reference clean
 
 demo: $(VENV)/.installed-eval
 	$(BIN)/ood-store demo
@@ -43,12 +43,22 @@ check: lint typecheck test
 
 bench: $(VENV)/.installed-test
 	$(BIN)/python benchmarks/ingest_pythia.py
+	$(BIN)/python benchmarks/ingest_scale.py
 	$(BIN)/python benchmarks/analysis_partial.py
 	$(BIN)/python benchmarks/evaluate_checkpoints.py
 	$(BIN)/python benchmarks/evaluate_cluster.py
+	$(BIN)/python benchmarks/stores.py
+
+# The R reference values the analysis tests compare with (tests/reference/*.csv), made again from
+# make_reference.R. Needs R with mgcv, metafor and jsonlite (Debian: r-base-core r-cran-mgcv
+# r-cran-metafor); the tests themselves read the committed CSVs and need no R.
+reference:
+	@command -v Rscript >/dev/null || { echo "No Rscript: install R with mgcv and metafor (apt-get install r-base-core r-cran-mgcv r-cran-metafor)"; exit 1; }
+	Rscript tests/reference/make_reference.R
 
 latex:
-	@if command -v pdflatex >/dev/null && command -v pdftotext >/dev/null && kpsewhich booktabs.sty >/dev/null; then :; \
+	@if command -v pdflatex >/dev/null && command -v pdftotext >/dev/null && command -v pandoc >/dev/null \
+		&& kpsewhich booktabs.sty >/dev/null; then :; \
 	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 		echo "Installing $(LATEX_PACKAGES) for the LaTeX export tests"; \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
@@ -68,8 +78,12 @@ $(VENV)/.installed-eval: pyproject.toml $(VENV)/.installed-torch
 	$(PIP) install --quiet -e ".[eval]"
 	touch $@
 
+# every-eval-ever (its validator checks the EEE files the tests export) declares Python >= 3.12;
+# on 3.11 it is installed without its dependencies, which the test extra already brings.
 $(VENV)/.installed-test: pyproject.toml $(VENV)/.installed-eval
 	$(PIP) install --quiet -e ".[eval,test]"
+	$(BIN)/python -c 'import sys; sys.exit(sys.version_info < (3, 12))' || \
+		$(PIP) install --quiet --no-deps --ignore-requires-python "every-eval-ever==0.3.0"
 	touch $@
 
 $(VENV)/.installed-lint: pyproject.toml $(VENV)/.installed-test

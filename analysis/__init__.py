@@ -2,22 +2,44 @@
 
 Series come out of the store with one SQL query per analysis
 (:mod:`~ood_store.analysis.series`), residualisers live in
-:mod:`~ood_store.analysis.residuals`, tests and intervals in
+:mod:`~ood_store.analysis.residuals` (the GAM's basis in
+:mod:`~ood_store.analysis.splines`, its smoothness selection in
+:mod:`~ood_store.analysis.smoothing`), tests and intervals in
 :mod:`~ood_store.analysis.inference`, the per-run table in
-:mod:`~ood_store.analysis.partial`.
+:mod:`~ood_store.analysis.partial`; across runs, the meta-analysis in
+:mod:`~ood_store.analysis.meta`, the verdicts in
+:mod:`~ood_store.analysis.verdicts`, the comparison in
+:mod:`~ood_store.analysis.compare`, and the residualiser sensitivity report
+in :mod:`~ood_store.analysis.sensitivity`.
 """
 
-from ood_store.analysis.compare import compare
+from ood_store.analysis.compare import between_groups, compare
 from ood_store.analysis.partial import Options, pairwise_partial, partial_correlations
-from ood_store.analysis.results import COMPARISON_COLUMNS, PARTIAL_COLUMNS, Comparison, PartialCorrelations
+from ood_store.analysis.results import (
+    BETWEEN_COLUMNS,
+    COMPARISON_COLUMNS,
+    PARTIAL_COLUMNS,
+    SENSITIVITY_COLUMNS,
+    BetweenGroups,
+    Comparison,
+    PartialCorrelations,
+    Sensitivity,
+)
+from ood_store.analysis.sensitivity import residualizer_sensitivity
 
 __all__ = [
+    "BETWEEN_COLUMNS",
     "COMPARISON_COLUMNS",
     "PARTIAL_COLUMNS",
+    "SENSITIVITY_COLUMNS",
+    "BetweenGroups",
     "Comparison",
     "Options",
     "PartialCorrelations",
+    "Sensitivity",
+    "between_groups",
     "compare",
     "pairwise_partial",
     "partial_correlations",
+    "residualizer_sensitivity",
 ]

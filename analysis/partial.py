@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import zlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -15,7 +16,7 @@ from scipy.stats import rankdata
 from ood_store.analysis import bootstrap as _bootstrap
 from ood_store.analysis import inference, residuals
 from ood_store.analysis.results import PARTIAL_COLUMNS, PartialCorrelations
-from ood_store.analysis.series import Series, load
+from ood_store.analysis.series import Series, in_domain_of_runs, load
 from ood_store.errors import AnalysisError
 from ood_store.names import split_names
 from ood_store.progress import progress_bar
@@ -24,14 +25,15 @@ if TYPE_CHECKING:
     from ood_store.store import Store
 
 METHODS = ("pearson", "spearman")
-GAM_MIN_N = 8  # a cubic B-spline basis of at least 5 functions (min(gam_df, n - 3))
+BOOTSTRAP_CHUNK = 50  # resamples solved in one batch (and one step of the progress bar)
+GAM_MIN_N = 8  # a cubic regression spline of at least 5 functions (min(gam_df, distinct z, n - 3))
 
 
 @dataclass(frozen=True)
 class Options:
     """Everything that defines a partial-correlation analysis besides its data; saved with it."""
 
-    in_domain: str
+    in_domain: str | None  # None: the runs' in_domain attribute, when they agree on one
     ood: Sequence[str] | None = None  # repeated or comma-separated names (a tuple once made); None: all
     runs: Sequence[str] | None = None
     metric: str = "acc"
@@ -45,16 +47,21 @@ class Options:
     block_length: int | None = None
     bootstrap_kind: str = "circular"
     seed: int = 0
-    gam_df: int = 8
+    gam_df: int = residuals.GAM_DF
+    smoothing: str = "reml"
+    campaign: str | None = None  # only the evaluations of this campaign; None: `scores`, whatever the campaign
+    where: Sequence[str] | None = None  # KEY=VALUE run attributes every run must have (VALUE may be a glob)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "ood", split_names(self.ood, "ood"))
         object.__setattr__(self, "runs", split_names(self.runs, "runs"))
+        object.__setattr__(self, "where", None if not self.where else tuple(self.where))
         for name, value, allowed in (
             ("residualizer", self.residualizer, residuals.RESIDUALIZERS),
             ("method", self.method, METHODS),
             ("adjust", self.adjust, inference.ADJUST_METHODS),
             ("bootstrap_kind", self.bootstrap_kind, _bootstrap.BOOTSTRAP_KINDS),
+            ("smoothing", self.smoothing, residuals.SMOOTHING),
         ):
             if value not in allowed:
                 raise AnalysisError(f"{name} must be one of {', '.join(allowed)}, not {value!r}")
@@ -64,19 +71,21 @@ class Options:
             raise AnalysisError(f"bootstrap must be 0 (off) or a number of resamples, not {self.bootstrap}")
         if self.block_length is not None and self.block_length < 1:
             raise AnalysisError(f"block_length must be at least 1, not {self.block_length}")
-        if self.gam_df < 5:
-            raise AnalysisError(f"gam_df must be at least 5 (a cubic B-spline basis), not {self.gam_df}")
+        if self.gam_df < residuals.GAM_MIN_DF:
+            raise AnalysisError(
+                f"gam_df must be at least {residuals.GAM_MIN_DF} (a cubic regression spline), not {self.gam_df}"
+            )
 
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
-        for key in ("ood", "runs"):
+        for key in ("ood", "runs", "where"):
             out[key] = None if out[key] is None else list(out[key])
         return out
 
 
 def partial_correlations(
     data: Store | pl.DataFrame,
-    in_domain: str,
+    in_domain: str | None = None,
     ood: Sequence[str] | None = None,
     runs: Sequence[str] | None = None,
     *,
@@ -91,7 +100,10 @@ def partial_correlations(
     block_length: int | None = None,
     bootstrap_kind: str = "circular",
     seed: int = 0,
-    gam_df: int = 8,
+    gam_df: int = residuals.GAM_DF,
+    smoothing: str = "reml",
+    campaign: str | None = None,
+    where: Sequence[str] | None = None,
     progress: bool = False,
 ) -> PartialCorrelations:
     """Partial correlations between every pair of OOD tasks, controlling for the in-domain score, per run.
@@ -107,8 +119,9 @@ def partial_correlations(
         A store, or a long frame with columns ``step, task, value`` (and
         optionally ``run``; ``metric``, ``filter``, ``num_fewshot`` select rows
         when present).
-    in_domain : str
-        The in-domain task, the control.
+    in_domain : str, optional
+        The in-domain task, the control. Default: the ``in_domain`` attribute
+        of the runs analysed, when every one has it and they agree (a store only).
     ood : list of str, optional
         OOD tasks; default every other task with ``metric`` scores.
     runs : list of str, optional
@@ -116,11 +129,19 @@ def partial_correlations(
     metric, filter, num_fewshot
         Which scores form the series (``num_fewshot`` is required when a task
         was evaluated at several shot counts).
+    campaign : str, optional
+        Only the evaluations of this campaign (``ood-store runs`` lists them): a
+        run whose checkpoints come from several campaigns (a zero-shot sweep and
+        a later re-evaluation of some steps) otherwise mixes them in one series.
+    where : list of str, optional
+        ``KEY=VALUE`` run attributes (``size=160m``, ``family=pythia``; VALUE may be
+        a glob) that every analysed run must have; several keys must all hold.
     residualizer : {"linear", "gam"}
         ``linear``: OLS on ``[1, z]``, identical to :func:`pingouin.partial_corr`
-        with ``covar=in_domain``. ``gam``: a penalised cubic B-spline of the
-        in-domain score (statsmodels ``GLMGam``), penalty chosen by GCV; its
-        effective degrees of freedom replace the straight line's 2.
+        with ``covar=in_domain``. ``gam``: a penalised cubic regression spline
+        of the in-domain score, mgcv's ``s(z, bs = "cr", k = gam_df)``
+        (:func:`~ood_store.analysis.residuals.gam`), smoothing parameter by
+        ``smoothing``; its effective degrees of freedom replace the straight line's 2.
     method : {"pearson", "spearman"}
         Spearman ranks every series (average ranks for ties) on the pair's
         steps first.
@@ -136,7 +157,12 @@ def partial_correlations(
     seed : int
         Seed of the bootstrap; with the same seed and data the intervals repeat exactly.
     gam_df : int
-        B-spline basis size of the GAM (at most n - 3 is used).
+        Basis dimension of the GAM, intercept included (mgcv's ``k``); at most
+        the number of distinct in-domain values and ``n - 3`` are used.
+    smoothing : {"reml", "gcv"}
+        How the GAM's smoothing parameter is chosen, per series: REML (mgcv
+        ``method = "REML"``) or generalised cross-validation ``n RSS / (n - edf)^2``
+        (mgcv ``method = "GCV.Cp"``).
     progress : bool
         Show a progress bar over runs on a terminal.
 
@@ -156,7 +182,10 @@ def partial_correlations(
           same t test on ``n_eff``; ``p_eff_adj``: adjusted;
         - ``edf_x``, ``edf_y``: effective degrees of freedom of each fit (2 for linear);
         - ``boot_ci_low``, ``boot_ci_high``, ``block_length``: block-bootstrap interval;
-        - ``reason``: why a row's statistics are NaN (null when they are not).
+        - ``reason``: why a row's statistics are NaN (null when they are not);
+        - ``note``: on a finite row, what was computed with less than asked for (a GAM
+          basis shrunk to the in-domain score's distinct values, or a line in its place);
+        - either names the non-finite scores (NaN or ±Infinity in the files) left out as missing.
 
     Examples
     --------
@@ -198,12 +227,21 @@ def partial_correlations(
         bootstrap_kind=bootstrap_kind,
         seed=seed,
         gam_df=gam_df,
+        smoothing=smoothing,
+        campaign=campaign,
+        where=where,
     )
     return compute(data, options, progress=progress)
 
 
 def compute(data: Store | pl.DataFrame, options: Options, *, progress: bool = False) -> PartialCorrelations:
-    """:func:`partial_correlations` with its options given as one :class:`Options`."""
+    """:func:`partial_correlations` with its options given as one :class:`Options`.
+
+    ``options.in_domain`` None is replaced by the runs' ``in_domain`` attribute
+    (:func:`~ood_store.analysis.series.in_domain_of_runs`); the result's options say which.
+    """
+    if options.in_domain is None:
+        options = dataclasses.replace(options, in_domain=in_domain_of_runs(data, options.runs))
     series = load(data, options)
     options = dataclasses.replace(options, in_domain=series.in_domain)  # as the store spells it (mnli: ood_nli_mnli)
     return PartialCorrelations(analyse(series, options, progress=progress), options, series.ood, series.runs)
@@ -216,18 +254,53 @@ def analyse(series: Series, options: Options, *, progress: bool = False) -> pl.D
     absent = [task for task in (series.in_domain, *tasks) if task not in wide.columns]
     wide = wide.with_columns(pl.lit(None, dtype=pl.Float64).alias(task) for task in absent)
     parts = []
-    with progress_bar(progress, len(series.runs), "analysing") as advance:
+    chunks = -(-options.bootstrap // BOOTSTRAP_CHUNK)
+    label = "bootstrapping" if options.bootstrap else "fitting GAMs" if options.residualizer == "gam" else "analysing"
+    with progress_bar(progress, len(series.runs) * (1 + chunks), label) as advance:
         for (run,), block in wide.sort("run", "step").partition_by("run", as_dict=True, maintain_order=True).items():
             values = block.select(pl.col([series.in_domain, *tasks]).cast(pl.Float64).fill_null(np.nan)).to_numpy()
-            parts.append(_pairs(values[:, :1], values[:, 1:], tasks, options, run))
-            advance(1, run)
+            told = functools.partial(advance, description=run)
+            parts.append(_pairs(values[:, :1], values[:, 1:], tasks, options, run, told))
     table = pl.concat(parts) if parts else pl.DataFrame(schema=_schema())
+    table = _note_non_finite(table, series)
     return table.with_columns(
         pl.lit(series.in_domain).alias("in_domain"),
         pl.lit(options.metric).alias("metric"),
         pl.lit(options.residualizer).alias("residualizer"),
         pl.lit(options.method).alias("method"),
     ).select(PARTIAL_COLUMNS)
+
+
+def _note_non_finite(table: pl.DataFrame, series: Series) -> pl.DataFrame:
+    """Name the non-finite scores (NaN, ±Infinity) a row's tasks had, which were left out as missing:
+    in ``reason`` where r is NaN, else in ``note``.
+
+    A frame's NaN or null is its way of saying "no score" and needs no word;
+    the store's NULL is a NaN the file held.
+    """
+    value = pl.col("value")
+    bad = (
+        series.scores.filter(value.is_infinite() | (value.is_null() if series.from_store else pl.lit(False)))
+        .group_by("run", "task")
+        .agg(pl.len().alias("count"))
+    )
+    if bad.is_empty():
+        return table
+    counts = {(run, task): count for run, task, count in bad.iter_rows()}
+    reasons, notes = [], []
+    for run, x, y, r, reason, note in table.select("run", "task_x", "task_y", "r", "reason", "note").iter_rows():
+        found = ", ".join(f"{counts[(run, t)]} of {t}" for t in (series.in_domain, x, y) if (run, t) in counts)
+        if found and r is not None and np.isfinite(r):
+            note = _joined(note, f"non-finite scores treated as missing: {found}")
+        elif found:
+            reason = _joined(reason, f"non-finite scores treated as missing: {found}")
+        reasons.append(reason)
+        notes.append(note)
+    return table.with_columns(pl.Series("reason", reasons, dtype=pl.String), pl.Series("note", notes, dtype=pl.String))
+
+
+def _joined(first: str | None, second: str) -> str:
+    return second if not first else f"{first}; {second}"
 
 
 def _schema() -> dict[str, pl.DataType]:
@@ -240,6 +313,7 @@ def _schema() -> dict[str, pl.DataType]:
         n=pl.Int64(),
         block_length=pl.Int64(),
         reason=pl.String(),
+        note=pl.String(),
     )
     return schema
 
@@ -256,8 +330,8 @@ def pairwise_partial(
     then conditioned on all k, as R's ``ppcor`` does with the other columns).
     ``options`` are those of :func:`partial_correlations` that define the
     statistics (``residualizer``, ``method``, ``adjust``, ``confidence``,
-    ``bootstrap``, ``block_length``, ``bootstrap_kind``, ``seed``, ``gam_df``).
-    Returns the columns of :data:`~ood_store.analysis.results.PARTIAL_COLUMNS` up to ``reason``, ``run`` empty.
+    ``bootstrap``, ``block_length``, ``bootstrap_kind``, ``seed``, ``gam_df``, ``smoothing``).
+    Returns the columns of :data:`~ood_store.analysis.results.PARTIAL_COLUMNS` up to ``note``, ``run`` empty.
 
     Examples
     --------
@@ -276,7 +350,7 @@ def pairwise_partial(
     Z = controls.reshape(controls.shape[0], -1)
     if Z.shape[0] != X.shape[0]:
         raise AnalysisError(f"controls have {Z.shape[0]} rows but X has {X.shape[0]}")
-    selection = {"in_domain", "ood", "runs", "metric", "filter", "num_fewshot"} & set(options)
+    selection = {"in_domain", "ood", "runs", "metric", "filter", "num_fewshot", "campaign", "where"} & set(options)
     if selection:
         raise AnalysisError(f"pairwise_partial takes no {', '.join(sorted(selection))}: it works on arrays")
     settings = Options(in_domain="", **options)
@@ -286,8 +360,20 @@ def pairwise_partial(
     return _pairs(Z, X, names, settings, "")
 
 
-def _pairs(Z: np.ndarray, X: np.ndarray, tasks: list[str], options: Options, run: str) -> pl.DataFrame:
-    """All pairs of one run: one residual matrix per pattern of missing steps, not a loop over pairs."""
+def _pairs(
+    Z: np.ndarray,
+    X: np.ndarray,
+    tasks: list[str],
+    options: Options,
+    run: str,
+    advance: Callable[[float], None] | None = None,
+) -> pl.DataFrame:
+    """All pairs of one run: one residual matrix per pattern of missing steps, not a loop over pairs.
+
+    ``advance`` is told of progress: 1 for the run's fits, 1 for each chunk of
+    :data:`BOOTSTRAP_CHUNK` resamples, shared out over the groups of steps.
+    """
+    advance = advance or (lambda amount: None)
     p = X.shape[1]
     ix, iy = np.triu_indices(p, 1)
     pairs = ix.size
@@ -295,12 +381,15 @@ def _pairs(Z: np.ndarray, X: np.ndarray, tasks: list[str], options: Options, run
     n = np.zeros(pairs, dtype=np.int64)
     blocks = np.zeros(pairs, dtype=np.int64)
     reason = np.full(pairs, None, dtype=object)
+    note = np.full(pairs, None, dtype=object)
 
     available = np.isfinite(X) & np.isfinite(Z).all(axis=1)[:, None]
     pair_rows = available[:, ix] & available[:, iy]  # n_steps × pairs
     patterns, group_of = np.unique(np.packbits(pair_rows, axis=0), axis=1, return_inverse=True)
     group_of = group_of.reshape(-1)
-    for g in range(patterns.shape[1]):
+    groups = patterns.shape[1]
+    chunks = -(-options.bootstrap // BOOTSTRAP_CHUNK)
+    for g in range(groups):
         members = np.flatnonzero(group_of == g)
         rows = pair_rows[:, members[0]]
         count = int(rows.sum())
@@ -308,6 +397,7 @@ def _pairs(Z: np.ndarray, X: np.ndarray, tasks: list[str], options: Options, run
         problem = _group_problem(count, Z[rows], options)
         if problem:
             reason[members] = problem
+            advance((1 + chunks) / groups)
             continue
         cols = np.unique(np.concatenate([ix[members], iy[members]]))
         px, py = np.searchsorted(cols, ix[members]), np.searchsorted(cols, iy[members])
@@ -315,26 +405,26 @@ def _pairs(Z: np.ndarray, X: np.ndarray, tasks: list[str], options: Options, run
         out["r"][members] = fit.corr[px, py]
         out["acf1_x"][members], out["acf1_y"][members] = fit.acf1[px], fit.acf1[py]
         out["edf_x"][members], out["edf_y"][members] = fit.edf[px], fit.edf[py]
+        note[members] = fit.note
         for problems, which in ((fit.problems[px], ix[members]), (fit.problems[py], iy[members])):
             for k in np.flatnonzero([problem is not None for problem in problems]):
                 reason[members[k]] = reason[members[k]] or problems[k].format(task=tasks[which[k]])
-        if options.bootstrap:
-            ok = np.isfinite(out["r"][members])
-            if ok.any():
-                length = options.block_length or _bootstrap.block_length(fit.residuals, options.bootstrap_kind)
-                lo, hi = _bootstrap.percentile_ci(
-                    Z[rows],
-                    X[rows][:, cols],
-                    (px[ok], py[ok]),
-                    fit.refit,
-                    reps=options.bootstrap,
-                    length=length,
-                    kind=options.bootstrap_kind,
-                    seed=np.random.default_rng([options.seed, zlib.crc32(run.encode()), g]),
-                    confidence=options.confidence,
-                )
-                out["boot_lo"][members[ok]], out["boot_hi"][members[ok]] = lo, hi
-                blocks[members[ok]] = length
+        advance(1 / groups)
+        ok = np.isfinite(out["r"][members])
+        if options.bootstrap and ok.any():
+            length = options.block_length or _bootstrap.block_length(fit.residuals, options.bootstrap_kind)
+            seed = np.random.default_rng([options.seed, zlib.crc32(run.encode()), g])
+            idx = _bootstrap.resample_indices(count, options.bootstrap, length, options.bootstrap_kind, seed)
+            draws = []
+            for start in range(0, options.bootstrap, BOOTSTRAP_CHUNK):
+                chunk = idx[start : start + BOOTSTRAP_CHUNK]
+                draws.append(fit.resampled_correlations(Z[rows], X[rows][:, cols], chunk)[:, px[ok], py[ok]])
+                advance(1 / groups)
+            lo, hi = _bootstrap.percentile_ci(np.concatenate(draws), options.confidence)
+            out["boot_lo"][members[ok]], out["boot_hi"][members[ok]] = lo, hi
+            blocks[members[ok]] = length
+        elif options.bootstrap:
+            advance(chunks / groups)
 
     edf = np.fmax(out["edf_x"], out["edf_y"])
     r = out["r"]
@@ -368,6 +458,7 @@ def _pairs(Z: np.ndarray, X: np.ndarray, tasks: list[str], options: Options, run
             "boot_ci_high": out["boot_hi"],
             "block_length": blocks,
             "reason": reason.tolist(),
+            "note": [text if finite else None for text, finite in zip(note, np.isfinite(r), strict=True)],
         },
         schema=_schema(),
         strict=False,
@@ -395,10 +486,13 @@ class _Fit:
         self.residuals = np.full_like(X, np.nan, dtype=float)
         self.edf = np.full(X.shape[1], np.nan)
         self.alpha = np.full(X.shape[1], np.nan)
+        self.note: str | None = None
         varying = ~constant
+        Zr, Xr = self._ranked(Z, X[:, varying])
+        self.smoother = residuals.GamSmoother(Zr[:, 0], options.gam_df) if options.residualizer == "gam" else None
         if varying.any():
-            Zr, Xr = self._ranked(Z, X[:, varying])
-            fit = self._residualize(Zr, Xr, None)
+            fit = self._residualize(Zr, Xr)
+            self.note = fit.note
             self.residuals[:, varying] = fit.values
             self.edf[varying], self.alpha[varying] = fit.edf, fit.alpha
             spread = np.linalg.norm(Xr - Xr.mean(axis=0), axis=0)
@@ -412,31 +506,51 @@ class _Fit:
         self.acf1 = inference.lag1_autocorrelation(self.residuals)
         self._usable = np.isfinite(self.residuals).all(axis=0)
 
-    def _ranked(self, Z: np.ndarray, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def _ranked(self, Z: np.ndarray, X: np.ndarray, axis: int = 0) -> tuple[np.ndarray, np.ndarray]:
         if self.options.method == "spearman":
-            return rankdata(Z, axis=0), rankdata(X, axis=0)
+            return rankdata(Z, axis=axis), rankdata(X, axis=axis)
         return Z, X
 
-    def _residualize(self, Z: np.ndarray, X: np.ndarray, alpha: np.ndarray | None) -> residuals.Residuals:
-        if self.options.residualizer == "gam":
-            return residuals.gam(Z[:, 0], X, df=self.options.gam_df, alpha=alpha)
+    def _residualize(self, Z: np.ndarray, X: np.ndarray) -> residuals.Residuals:
+        if self.smoother is not None:
+            return self.smoother.fit(X, self.options.smoothing)
         return residuals.linear(Z, X)
 
-    def refit(self, Z: np.ndarray, X: np.ndarray) -> np.ndarray:
-        """The residual correlation matrix on resampled steps (the GAM keeps the penalties chosen here)."""
-        out = np.full_like(X, np.nan, dtype=float)
-        varying = self._usable & (np.ptp(X, axis=0) > 0)
-        if varying.any():
-            Zr, Xr = self._ranked(Z, X[:, varying])
-            alpha = self.alpha[varying] if self.options.residualizer == "gam" else None
-            out[:, varying] = self._residualize(Zr, Xr, alpha).values
-        return _correlation(out)
+    def resampled_correlations(self, Z: np.ndarray, X: np.ndarray, idx: np.ndarray) -> np.ndarray:
+        """Residual correlation matrices on the resamples ``idx`` (resamples × n): resamples × p × p.
+
+        Each resample is residualised afresh, all of them in one batched solve;
+        the GAM keeps the basis and the smoothing parameters chosen on all
+        checkpoints. A resample whose in-domain score is constant gives NaN, a
+        series constant in a resample NaN in its rows and columns.
+        """
+        reps, p = idx.shape[0], X.shape[1]
+        out = np.full((reps, p, p), np.nan)
+        use = np.flatnonzero(self._usable)
+        Zb, Xb = Z[idx], X[idx][:, :, use]  # reps × n × k, reps × n × q
+        ok = (np.ptp(Zb, axis=1) > 0).all(axis=1)
+        if not ok.any() or use.size == 0:
+            return out
+        Zb, Xb = self._ranked(Zb[ok], Xb[ok], axis=1)
+        if self.smoother is None or self.smoother.spline is None:
+            values = residuals.linear_resampled(Zb, Xb)
+        else:
+            design = self.smoother.design(Zb[:, :, 0].reshape(-1)).reshape(Zb.shape[0], Zb.shape[1], -1)
+            values = residuals.penalized_resampled(design, Xb, self.smoother.penalty_root, self.alpha[use])
+        values[np.broadcast_to(np.ptp(Xb, axis=1, keepdims=True) == 0, values.shape)] = np.nan
+        corr = np.full((Zb.shape[0], p, p), np.nan)
+        corr[:, use[:, None], use[None, :]] = _correlation(values)
+        out[ok] = corr
+        return out
 
 
 def _correlation(E: np.ndarray) -> np.ndarray:
-    """Pearson correlations between the columns of ``E`` (NaN for a NaN or zero-variance column)."""
-    centred = E - E.mean(axis=0)
+    """Pearson correlations between the columns of ``E`` (NaN for a NaN or zero-variance column).
+
+    ``E`` is n × p, or a stack of them (… × n × p); the result is p × p (… × p × p).
+    """
+    centred = E - E.mean(axis=-2, keepdims=True)
     with np.errstate(divide="ignore", invalid="ignore"):
-        unit = centred / np.linalg.norm(centred, axis=0)
-        corr = unit.T @ unit
+        unit = centred / np.linalg.norm(centred, axis=-2, keepdims=True)
+        corr = np.swapaxes(unit, -1, -2) @ unit
     return np.clip(corr, -1.0, 1.0)

@@ -4,21 +4,28 @@ Both take the in-domain series ``z`` (length n) and a matrix ``X`` (n × p) of
 OOD series on the same checkpoints, and return the residual matrix together
 with the effective degrees of freedom of each fit (intercept included, so a
 straight line has 2).
+
+The GAM is a penalised cubic regression spline of ``z``, mgcv's
+``s(z, bs = "cr", k = gam_df)``: knots at quantiles of the distinct values of
+``z`` (:mod:`~ood_store.analysis.splines`), curvature penalty, smoothing
+parameter of each series by REML or GCV exactly as mgcv defines them
+(:mod:`~ood_store.analysis.smoothing`). The basis is built once per set of
+checkpoints and shared by every series on them.
 """
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass
 
 import numpy as np
 
-RESIDUALIZERS = ("linear", "gam")
+from ood_store.analysis.smoothing import CRITERIA, PenalizedRegression, RankDeficient
+from ood_store.analysis.splines import CubicRegressionSpline, distinct_values
 
-# GAM penalty weights searched, for z scaled to [0, 1] and each series to unit variance:
-# four per decade from 1e-8 (nearly an unpenalised spline) to 1e4 (a straight line).
-GAM_ALPHAS = 10.0 ** np.linspace(-8.0, 4.0, 49)
-GAM_DEGREE = 3
+RESIDUALIZERS = ("linear", "gam")
+SMOOTHING = CRITERIA  # ("reml", "gcv"): how the GAM's smoothing parameter is chosen
+GAM_DF = 10  # mgcv's default basis dimension for s(z, bs = "cr")
+GAM_MIN_DF = 3  # the smallest cubic regression spline: three knots
 
 
 @dataclass(frozen=True)
@@ -27,7 +34,9 @@ class Residuals:
 
     values: np.ndarray  # n × p
     edf: np.ndarray  # p: effective degrees of freedom of each fit, intercept included
-    alpha: np.ndarray  # p: GAM penalty weight chosen (NaN for linear)
+    alpha: np.ndarray  # p: the GAM's smoothing parameter lambda (NaN for linear)
+    basis_size: int = 2  # functions in the basis, intercept included (2: a straight line)
+    note: str | None = None  # why the GAM's basis is smaller than asked for, or a line
 
 
 def linear(z: np.ndarray, X: np.ndarray) -> Residuals:
@@ -39,64 +48,137 @@ def linear(z: np.ndarray, X: np.ndarray) -> Residuals:
     design = np.column_stack([np.ones(controls.shape[0]), controls - controls.mean(axis=0)])
     coef, *_ = np.linalg.lstsq(design, X, rcond=None)
     p = X.shape[1]
-    return Residuals(X - design @ coef, np.full(p, float(design.shape[1])), np.full(p, np.nan))
+    return Residuals(X - design @ coef, np.full(p, float(design.shape[1])), np.full(p, np.nan), design.shape[1])
 
 
-def gam_basis_size(n: int, df: int) -> int:
-    """The B-spline basis size used for ``n`` checkpoints: ``min(df, n - 3)``."""
-    return min(df, n - 3)
+def gam_basis_size(n: int, distinct: int, df: int) -> int:
+    """The basis dimension used for ``n`` checkpoints with ``distinct`` in-domain values: ``min(df, distinct, n - 3)``.
 
-
-def gam(z: np.ndarray, X: np.ndarray, df: int = 8, alpha: np.ndarray | None = None) -> Residuals:
-    """Penalised cubic B-spline of each column of ``X`` on ``z`` (statsmodels ``GLMGam`` + ``BSplines``).
-
-    The basis has ``min(df, n - 3)`` functions plus the intercept; the penalty
-    is on the second derivative, so a large weight gives back the straight
-    line. Unless ``alpha`` is given (one weight per column), each column's
-    weight is the one of :data:`GAM_ALPHAS` that minimises statsmodels'
-    generalised cross-validation score (GCV), with ``z`` scaled to [0, 1] and
-    the column to unit variance so that the grid does not depend on units.
+    ``n - 3`` keeps ``n - edf - 2`` (the Fisher interval's degrees of freedom) positive.
     """
-    from statsmodels.gam.api import BSplines, GLMGam
-    from statsmodels.tools.sm_exceptions import PerfectSeparationError
+    return min(df, distinct, n - 3)
 
-    n, p = X.shape
-    span = z.max() - z.min()
-    zs = (z - z.min()) / span
-    size = gam_basis_size(n, df)
-    basis = BSplines(zs[:, None], df=[size], degree=[GAM_DEGREE])
-    ones = np.ones((n, 1))
-    values = np.empty_like(X, dtype=float)
-    edf = np.empty(p)
-    chosen = np.empty(p)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        for j in range(p):
-            x = X[:, j]
-            centre, scale = x.mean(), x.std()
-            xs = (x - centre) / scale
-            candidates = GAM_ALPHAS if alpha is None else [alpha[j]]
-            best = None
+
+class GamSmoother:
+    """The penalised spline of one in-domain series, to fit any OOD series on the same checkpoints.
+
+    ``z`` is rescaled to [0, 1] (the fit does not depend on it; the smoothing
+    parameter ``lambda`` then multiplies ``integral f''(u)^2 du`` on [0, 1]).
+    When ``z`` has too few distinct values for the basis asked for, the basis
+    shrinks (``note`` says so); below three it is the straight line
+    (``spline`` is None).
+    """
+
+    def __init__(self, z: np.ndarray, df: int = GAM_DF):
+        z = np.asarray(z, dtype=float)
+        self.n = z.size
+        self.offset = float(z.min())
+        self.span = float(z.max() - z.min()) or 1.0
+        u = (z - self.offset) / self.span
+        distinct = distinct_values(u).size
+        k = gam_basis_size(self.n, distinct, df)
+        self.spline: CubicRegressionSpline | None = None
+        self.regression: PenalizedRegression | None = None
+        while k >= GAM_MIN_DF:
+            spline = CubicRegressionSpline.on(u, k)
             try:
-                for a in candidates:
-                    fit = GLMGam(xs, exog=ones, smoother=basis, alpha=a).fit()
-                    if not _sane(fit, size + 1):  # numerically broken (near-singular) fits are skipped
-                        continue
-                    if best is None or fit.gcv < best[0]:
-                        best = (fit.gcv, a, fit)
-            except PerfectSeparationError:  # the smooth fits the column exactly: nothing is left
-                values[:, j], edf[j], chosen[j] = 0.0, np.nan, np.nan
+                self.regression = PenalizedRegression(spline.design(u), spline.penalty)
+            except RankDeficient:
+                k -= 1
                 continue
-            if best is None:
-                values[:, j], edf[j], chosen[j] = np.nan, np.nan, np.nan
-                continue
-            _, chosen[j], fit = best
-            values[:, j] = np.asarray(fit.resid_response) * scale
-            edf[j] = float(np.sum(fit.edf))
-    return Residuals(values, edf, chosen)
+            self.spline = spline
+            break
+        self.basis_size = k if self.spline is not None else 2
+        self.note = None
+        if self.spline is None:
+            self.note = f"the in-domain score has {distinct} distinct values: the GAM is a straight line"
+        elif k < df:
+            self.note = (
+                f"GAM basis of {k} functions, not {df}: {distinct} distinct in-domain values on {self.n} checkpoints"
+            )
+        self._z = z
+
+    def fit(self, X: np.ndarray, smoothing: str = "reml", alpha: np.ndarray | None = None) -> Residuals:
+        """Residuals of every column of ``X``, ``lambda`` by ``smoothing`` per column unless ``alpha`` gives it."""
+        if self.regression is None:
+            line = linear(self._z, X)
+            return Residuals(line.values, line.edf, line.alpha, 2, self.note)
+        fit = self.regression.fit(X, smoothing, alpha)
+        return Residuals(fit.residuals, fit.edf, fit.penalty, self.basis_size, self.note)
+
+    def design(self, z: np.ndarray) -> np.ndarray:
+        """The model matrix at in-domain values ``z`` (same knots and scaling as the fit)."""
+        u = (np.asarray(z, dtype=float) - self.offset) / self.span
+        if self.spline is None:
+            return np.column_stack([np.ones_like(u), u])
+        return self.spline.design(u)
+
+    @property
+    def penalty(self) -> np.ndarray:
+        """The penalty matrix ``S`` (zero for the straight line)."""
+        return np.zeros((2, 2)) if self.spline is None else self.spline.penalty
+
+    @property
+    def penalty_root(self) -> np.ndarray:
+        """``E`` with ``E'E = S``, exactly zero on straight lines (no rows for the straight line)."""
+        return np.zeros((0, 2)) if self.spline is None else self.spline.penalty_root
 
 
-def _sane(fit, parameters: int) -> bool:
-    """A fit whose GCV score and effective degrees of freedom are possible (1 <= edf <= parameters)."""
-    edf = float(np.sum(fit.edf))
-    return bool(np.isfinite(fit.gcv) and fit.gcv > 0 and np.isfinite(edf) and 1.0 - 1e-6 <= edf <= parameters + 1e-6)
+def gam(
+    z: np.ndarray, X: np.ndarray, df: int = GAM_DF, alpha: np.ndarray | None = None, smoothing: str = "reml"
+) -> Residuals:
+    """Penalised cubic regression spline of each column of ``X`` on ``z``, as mgcv's ``s(z, bs = "cr", k = df)``.
+
+    The basis has ``min(df, distinct values of z, n - 3)`` functions,
+    intercept included; the penalty is on the second derivative, so a large
+    ``lambda`` gives back the straight line. Unless ``alpha`` is given (one
+    ``lambda`` per column, for ``z`` rescaled to [0, 1]), each column's
+    ``lambda`` minimises ``smoothing``: ``"reml"`` (mgcv ``method = "REML"``)
+    or ``"gcv"`` (mgcv ``method = "GCV.Cp"``, ``n RSS / (n - edf)^2``).
+
+    Examples
+    --------
+    Eleven checkpoints tied at 0, as Pythia's zero-shot LAMBADA: the same
+    ``z`` and ``lambda`` give the same effective degrees of freedom for every series.
+
+    >>> rng = np.random.default_rng(0)
+    >>> z = np.r_[np.zeros(11), np.linspace(0.04, 0.52, 16)]
+    >>> X = rng.normal(size=(27, 3)) * 0.01 + z[:, None]
+    >>> fit = gam(z, X, alpha=np.full(3, 1e-4))
+    >>> fit.basis_size, bool(fit.edf[0] == fit.edf[1] == fit.edf[2])
+    (10, True)
+    """
+    return GamSmoother(z, df).fit(X, smoothing, alpha)
+
+
+def linear_resampled(Z: np.ndarray, X: np.ndarray) -> np.ndarray:
+    """:func:`linear` on a stack of resamples: ``Z`` r × n × k controls, ``X`` r × n × p; residuals r × n × p."""
+    centred = Z - Z.mean(axis=1, keepdims=True)
+    design = np.concatenate([np.ones(Z.shape[:2] + (1,)), centred], axis=2)
+    Q, _ = np.linalg.qr(design)
+    return X - Q @ (np.swapaxes(Q, 1, 2) @ X)
+
+
+def penalized_resampled(design: np.ndarray, X: np.ndarray, root: np.ndarray, alpha: np.ndarray) -> np.ndarray:
+    """Penalised least squares with a fixed ``lambda`` per column, on a stack of resamples at once.
+
+    ``design`` r × n × k (the same basis evaluated at each resample's in-domain
+    values), ``X`` r × n × p, ``root`` m × k (``E`` with ``E'E`` the penalty),
+    ``alpha`` p. Every (resample, column) is the least-squares solve of
+    ``[design; sqrt(lambda) E] beta = [x; 0]`` (by QR, as stable as the
+    problem allows), all in one batched NumPy call. Returns the residuals, r × n × p.
+    """
+    r, n, k = design.shape
+    m = root.shape[0]
+    weights = np.sqrt(np.asarray(alpha, dtype=float))
+    stacked = np.concatenate(
+        [
+            np.broadcast_to(design[:, None], (r, weights.size, n, k)),
+            np.broadcast_to(weights[None, :, None, None] * root, (r, weights.size, m, k)),
+        ],
+        axis=2,
+    )  # r × p × (n + m) × k
+    Q, R = np.linalg.qr(stacked)
+    rhs = np.einsum("rpnk,rnp->rpk", Q[:, :, :n, :], X)
+    coef = np.linalg.solve(R, rhs[..., None])[..., 0]  # r × p × k
+    return X - np.einsum("rnk,rpk->rnp", design, coef)

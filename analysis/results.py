@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 PARTIAL_COLUMNS = (
     "run", "task_x", "task_y", "n", "r", "ci_low", "ci_high", "p", "p_adj",
     "n_eff", "p_eff", "p_eff_adj", "acf1_x", "acf1_y", "dof", "edf_x", "edf_y",
-    "boot_ci_low", "boot_ci_high", "block_length", "reason",
+    "boot_ci_low", "boot_ci_high", "block_length", "reason", "note",
     "in_domain", "metric", "residualizer", "method",
 )  # fmt: skip
 
@@ -34,6 +34,19 @@ COMPARISON_COLUMNS = (
     "task_x", "task_y", "runs", "n_positive", "n_negative", "sign_agreement",
     "n_sig_positive", "n_sig_negative", "r_pooled", "ci_low", "ci_high", "p_pooled",
     "q", "q_p", "i2", "tau2", "verdict",
+)  # fmt: skip
+
+#: Columns of a residualiser sensitivity report, in order.
+SENSITIVITY_COLUMNS = (
+    "run", "task_x", "task_y", "n",
+    "r_linear", "r_gam_gcv", "r_gam_reml", "p_linear", "p_gam_gcv", "p_gam_reml",
+    "r_range", "sign_differs", "significance_differs", "fragile",
+)  # fmt: skip
+
+#: Columns of a comparison between groups of runs, in order; ``r:<group>`` columns follow, one per group.
+BETWEEN_COLUMNS = (
+    "task_x", "task_y", "groups", "runs", "q_between", "df_between", "p_between",
+    "tau2_within", "q_within", "df_within", "p_within", "i2_within", "verdict",
 )  # fmt: skip
 
 # What every consumer of a partial-correlation table reads.
@@ -104,6 +117,8 @@ class Comparison:
         ``effective`` (``n_eff``, ``p_eff_adj``) or ``naive`` (``n``, ``p_adj``).
     source : PartialCorrelations or None
         The analysis compared, when it was a result rather than a bare frame.
+    agreement : float
+        The share of runs that must share the pooled sign for a "consistently ..." verdict.
     """
 
     table: pl.DataFrame
@@ -111,10 +126,72 @@ class Comparison:
     alpha: float
     inference: str
     source: PartialCorrelations | None = None
+    agreement: float = 0.8
 
     def __repr__(self) -> str:
         grouped = f" by {', '.join(self.by)}" if self.by else ""
         return f"<Comparison{grouped}: {self.table.height} pairs, alpha {self.alpha:g}, {self.inference} inference>"
+
+
+@dataclass(frozen=True)
+class BetweenGroups:
+    """Partial correlations compared between groups of runs, beyond the variation within groups.
+
+    Attributes
+    ----------
+    table : polars.DataFrame
+        One row per pair: :data:`BETWEEN_COLUMNS`, then ``r:<group>``.
+    between, within : str
+        The run attributes that make the groups (e.g. ``family``) and tell runs within a group apart (``seed``).
+    alpha : float
+        Level of the test between groups.
+    inference : str
+        ``effective`` or ``naive``, as for :class:`Comparison`.
+    tau2_method : str
+        Estimator of the within-group τ²: ``PM`` or ``REML``.
+    source : PartialCorrelations or None
+        The analysis compared, when it was a result rather than a bare frame.
+    """
+
+    table: pl.DataFrame
+    between: str
+    within: str
+    alpha: float
+    inference: str
+    tau2_method: str
+    source: PartialCorrelations | None = None
+
+    def __repr__(self) -> str:
+        return (
+            f"<BetweenGroups: {self.between} beyond {self.within}, {self.table.height} pairs, "
+            f"tau2 by {self.tau2_method}, alpha {self.alpha:g}>"
+        )
+
+
+@dataclass(frozen=True)
+class Sensitivity:
+    """How far each pair's r depends on the residualiser (:mod:`~ood_store.analysis.sensitivity`).
+
+    Attributes
+    ----------
+    table : polars.DataFrame
+        One row per (run, task_x, task_y) with the columns of :data:`SENSITIVITY_COLUMNS`.
+    options : Options
+        The analysis, but for its residualiser and smoothing, which vary.
+    alpha : float
+        The level at which the adjusted p-values count as significant.
+    inference : str
+        ``effective`` (``p_eff_adj``) or ``naive`` (``p_adj``).
+    """
+
+    table: pl.DataFrame
+    options: Options
+    alpha: float
+    inference: str
+
+    def __repr__(self) -> str:
+        fragile = int(self.table["fragile"].sum() or 0)
+        return f"<Sensitivity: {self.table.height} pairs, {fragile} fragile at alpha {self.alpha:g}>"
 
 
 def partial_table(data: PartialCorrelations | pl.DataFrame, also: tuple[str, ...] = ()) -> pl.DataFrame:

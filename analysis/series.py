@@ -6,6 +6,7 @@ checkpoint of a run on a task, for one metric and filter.
 
 from __future__ import annotations
 
+import fnmatch
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -15,7 +16,8 @@ import polars as pl
 
 from ood_store import sqlfiles
 from ood_store.errors import AnalysisError, Note
-from ood_store.names import split_names
+from ood_store.names import did_you_mean, split_names
+from ood_store.store.runs import attribute_columns
 
 if TYPE_CHECKING:
     from ood_store.analysis.partial import Options
@@ -32,6 +34,7 @@ class Series:
     in_domain: str
     ood: tuple[str, ...]
     runs: tuple[str, ...]
+    from_store: bool = False  # a NULL value is then a NaN in the file, not a score that is absent
 
 
 def load(data: Store | pl.DataFrame | Any, selection: Options) -> Series:
@@ -42,7 +45,10 @@ def load(data: Store | pl.DataFrame | Any, selection: Options) -> Series:
     ``num_fewshot`` are used for selection when present). Of ``selection``
     (an analysis' :class:`~ood_store.analysis.partial.Options`) this reads
     ``in_domain``, ``ood`` (None: every other task that has ``metric``),
-    ``runs``, ``metric``, ``filter`` and ``num_fewshot``.
+    ``runs``, ``metric``, ``filter``, ``num_fewshot``, ``campaign`` (a frame
+    needs a ``campaign`` column for it) and ``where`` (run attributes: a store only).
+    Non-finite scores (NaN, stored as NULL, and ±Infinity) stay in the series:
+    the analysis treats them as missing and says so.
     """
     in_domain, metric, filter, num_fewshot = (  # noqa: A001 - lm-eval's name for it
         selection.in_domain,
@@ -50,6 +56,8 @@ def load(data: Store | pl.DataFrame | Any, selection: Options) -> Series:
         selection.filter,
         selection.num_fewshot,
     )
+    if in_domain is None:
+        raise AnalysisError("no in-domain task given", parameter="in_domain")
     ood = split_names(selection.ood, "ood")
     runs = split_names(selection.runs, "runs")
     if not isinstance(data, pl.DataFrame) and not _is_pandas(data):
@@ -57,13 +65,21 @@ def load(data: Store | pl.DataFrame | Any, selection: Options) -> Series:
     if ood is not None and in_domain in ood:
         raise AnalysisError(f"{in_domain!r} is the in-domain task; it cannot also be an OOD task", parameter="ood")
     wanted = None if ood is None else [in_domain, *ood]
+    campaign = selection.campaign
     if isinstance(data, pl.DataFrame) or _is_pandas(data):
-        frame = _from_frame(data, metric, filter, num_fewshot, wanted, runs)
+        if selection.where:
+            raise AnalysisError("run attributes live in a store: give one, not a frame", parameter="where")
+        frame = _from_frame(data, metric, filter, num_fewshot, wanted, runs, campaign)
         store = None
+        known = frame_tasks(data)
     else:
         store = data
         if runs is not None:
             _check_runs(set(store.runs()["run"]), runs)
+        if selection.where:
+            runs = runs_where(store, selection.where, runs)
+        if campaign is not None:
+            _check_campaign(store, campaign)
         frame = store.query(
             sqlfiles.load("ood_store.analysis", "series"),
             metric=metric,
@@ -71,17 +87,25 @@ def load(data: Store | pl.DataFrame | Any, selection: Options) -> Series:
             tasks=wanted,
             runs=None if runs is None else list(runs),
             num_fewshot=num_fewshot,
+            campaign=campaign,
         )
+        known = []
     for task in wanted or [in_domain]:
         if frame.filter(pl.col("task") == task).is_empty():
-            raise AnalysisError(missing_task_message(store, task, metric, filter, num_fewshot, runs))
+            raise AnalysisError(missing_task_message(store, task, metric, filter, num_fewshot, runs, known))
     check_one_shot_count(frame)
     tasks = sorted(set(frame["task"].unique()) - {in_domain}) if ood is None else list(ood)
     if not tasks:
         raise AnalysisError(f"no OOD tasks: no task other than {in_domain!r} has {metric!r} scores")
     found_runs = tuple(sorted(frame["run"].unique()))
     scores = frame.select("run", "step", "task", pl.col("value").cast(pl.Float64))
-    return Series(scores, in_domain, tuple(tasks), found_runs)
+    return Series(scores, in_domain, tuple(tasks), found_runs, from_store=store is not None)
+
+
+def frame_tasks(data: pl.DataFrame | Any) -> list[str]:
+    """The task names of a scores frame (Polars or pandas), whatever else selects its rows."""
+    frame = pl.from_pandas(data) if _is_pandas(data) else data
+    return frame["task"].unique().sort().to_list() if "task" in frame.columns else []
 
 
 def resolve_in_domain(store: Store, name: str) -> str:
@@ -107,11 +131,15 @@ def _is_pandas(data: Any) -> bool:
     return type(data).__module__.startswith("pandas")
 
 
-def _from_frame(data, metric, filter, num_fewshot, tasks, runs) -> pl.DataFrame:  # noqa: A002
+def _from_frame(data, metric, filter, num_fewshot, tasks, runs, campaign) -> pl.DataFrame:  # noqa: A002
     frame = pl.from_pandas(data) if _is_pandas(data) else data
     missing = {"step", "task", "value"} - set(frame.columns)
     if missing:
         raise AnalysisError(f"the scores frame has no column(s) {', '.join(sorted(missing))}")
+    if campaign is not None:
+        if "campaign" not in frame.columns:
+            raise AnalysisError("the scores frame has no campaign column to select by", parameter="campaign")
+        frame = frame.filter(pl.col("campaign") == campaign)
     if "run" not in frame.columns:
         frame = frame.with_columns(pl.lit(SINGLE_RUN).alias("run"))
     if runs is not None:
@@ -128,6 +156,42 @@ def _from_frame(data, metric, filter, num_fewshot, tasks, runs) -> pl.DataFrame:
     return frame.filter(pl.col("step").is_not_null()).select(
         pl.col("run").cast(pl.String), "step", pl.col("task").cast(pl.String), "num_fewshot", "value"
     )
+
+
+def runs_where(store: Store, where: Sequence[str], runs: Sequence[str] | None = None) -> tuple[str, ...]:
+    """The runs (of ``runs``, else of the store) whose attributes satisfy every ``KEY=VALUE`` of ``where``.
+
+    VALUE may be a glob (``size=1*``); a key given twice matches either value.
+    Keys are run attributes as ``ingest`` sets them (``family``, ``size``,
+    ``in_domain``, ``seed``, or any other key).
+    """
+    wanted: dict[str, list[str]] = {}
+    for condition in where:
+        key, sep, value = str(condition).partition("=")
+        if not sep or not key.strip():
+            raise AnalysisError(f"expected KEY=VALUE, got {condition!r}", parameter="where")
+        wanted.setdefault(key.strip(), []).append(value.strip())
+    table = attribute_columns(store, list(wanted))
+    chosen = [
+        run
+        for run, *values in table.select("run", *wanted).iter_rows()
+        if (runs is None or run in runs)
+        and all(
+            value is not None and any(fnmatch.fnmatchcase(value, pattern) for pattern in patterns)
+            for value, patterns in zip(values, wanted.values(), strict=True)
+        )
+    ]
+    if not chosen:
+        shown = " and ".join(f"{k}={'|'.join(v)}" for k, v in wanted.items())
+        raise AnalysisError(f"no run has {shown} (see `ood-store runs`)", parameter="where")
+    return tuple(chosen)
+
+
+def _check_campaign(store: Store, campaign: str) -> None:
+    known = store.query(sqlfiles.load("ood_store.analysis", "campaigns"))["campaign"].to_list()
+    if campaign not in known:
+        listed = ", ".join(known) if known else "none: the store holds no campaign names"
+        raise AnalysisError(f"no campaign {campaign!r} in the store; it has: {listed}", parameter="campaign")
 
 
 def _check_runs(known: set[str], runs: Sequence[str]) -> None:
@@ -153,16 +217,20 @@ def check_one_shot_count(frame: pl.DataFrame) -> None:
         )
 
 
-def missing_task_message(store, task, metric, filter, num_fewshot, runs) -> str:  # noqa: A002
+def missing_task_message(store, task, metric, filter, num_fewshot, runs, known=()) -> str:  # noqa: A002
+    """Why ``task`` has no series: absent (with the names it may be a misspelling of), or not with this metric..."""
     where = " in the chosen runs" if runs is not None else ""
     if store is None:
+        if task not in known:
+            return f"no task {task!r} in the scores{did_you_mean(task, known)}"
         return f"task {task!r} has no {metric!r} scores{where}"
     choices = store.query(
         sqlfiles.load("ood_store.analysis", "task_choices"), task=task, runs=None if runs is None else list(runs)
     )
     metrics, filters, shots = choices.row(0)
     if not metrics:
-        return f"no task {task!r} in the store{where} (see `ood-store tasks`)"
+        hint = did_you_mean(task, store.query(sqlfiles.load("ood_store.analysis", "task_names"))["task"])
+        return f"no task {task!r} in the store{where}{hint} (see `ood-store tasks`)"
     if metric not in metrics:
         return f"task {task!r} has no {metric!r} scores{where}; it has: {', '.join(metrics)} (choose with `metric`)"
     if filter not in filters:
@@ -173,3 +241,37 @@ def missing_task_message(store, task, metric, filter, num_fewshot, runs) -> str:
         listed = ", ".join(str(s) for s in shots)
         return f"task {task!r} has no {num_fewshot}-shot scores; it has: {listed} (choose with `num_fewshot`)"
     return f"task {task!r} has no {metric!r} scores at a training step{where}"
+
+
+def in_domain_of_runs(data: Store | pl.DataFrame | Any, runs: Sequence[str] | str | None) -> str:
+    """The in-domain task the runs (all, or ``runs``) agree on: their ``in_domain`` attribute.
+
+    For an analysis called without ``in_domain``. Every run must have the
+    attribute, with one value; otherwise an error about ``in_domain`` says what
+    the runs have.
+    """
+    if isinstance(data, pl.DataFrame) or _is_pandas(data):
+        raise AnalysisError(
+            "not given (a frame of scores has no run attributes to take it from)", parameter="in_domain"
+        )
+    chosen = split_names(runs, "runs")
+    table = data.runs()
+    if chosen is not None:
+        _check_runs(set(table["run"]), chosen)
+        table = table.filter(pl.col("run").is_in(chosen))
+    counts = (
+        table.group_by("in_domain_task").len().sort("len", "in_domain_task", descending=[True, False], nulls_last=True)
+    )
+    values = counts["in_domain_task"].to_list()
+    if values and values[0] is not None and len(values) == 1:
+        return values[0]
+    if not values or values == [None]:
+        raise AnalysisError(
+            "not given, and no run has an in_domain attribute (set run attributes with `attributes` at ingest)",
+            parameter="in_domain",
+        )
+    listed = ", ".join(
+        f"{'unset' if value is None else repr(value)} ({n} run{'s' if n != 1 else ''})"
+        for value, n in counts.iter_rows()
+    )
+    raise AnalysisError(f"not given, and the runs' in_domain attributes differ: {listed}", parameter="in_domain")

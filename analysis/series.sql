@@ -1,9 +1,14 @@
 -- The score series behind one analysis: one row per (run, step, task) of one
--- metric and filter, from the `scores` view (newest evaluation of each key).
+-- metric and filter, from the `scores` view (newest evaluation of each key), or
+-- with $campaign from `campaign_scores` (newest evaluation of the key in that campaign).
 -- $tasks / $runs / $num_fewshot narrow it down when not NULL; checkpoints
 -- without a step (a final model evaluated once) are not part of a series.
 SELECT run, step, task, num_fewshot, value
-FROM scores
+FROM (
+    SELECT run, step, task, num_fewshot, metric, filter, value FROM scores WHERE $campaign IS NULL
+    UNION ALL
+    SELECT run, step, task, num_fewshot, metric, filter, value FROM campaign_scores WHERE campaign = $campaign
+)
 WHERE metric = $metric
   AND filter = $filter
   AND step IS NOT NULL

@@ -8,7 +8,8 @@ Baselines, measured in the same run on the same files:
             file, collect (run, step, task, metric, value, stderr) rows, insert them into
             DuckDB in one go through a Polars frame; no validation, no provenance, no
             idempotency, no samples;
-  naive     the same script inserting with executemany, as such scripts often do.
+  naive     the same script inserting with executemany, as such scripts often do
+            (benchmarks/ingest_scale.py runs it with pandas, "pandas").
 Reported: median wall seconds of each, and ratios. Machines here are noisy: read the
 ratios, not the seconds.
 """
@@ -43,6 +44,10 @@ for path in sorted(glob.glob(sys.argv[2] + "/**/*.json", recursive=True)):
 if sys.argv[3] == "bulk":
     import polars as pl
     frame = pl.DataFrame(rows, schema=["run", "step", "task", "metric", "value", "stderr"], orient="row")
+    con.execute("INSERT INTO scores SELECT * FROM frame")
+elif sys.argv[3] == "pandas":
+    import pandas as pd
+    frame = pd.DataFrame(rows, columns=["run", "step", "task", "metric", "value", "stderr"])
     con.execute("INSERT INTO scores SELECT * FROM frame")
 else:
     con.executemany("INSERT INTO scores VALUES (?, ?, ?, ?, ?, ?)", rows)

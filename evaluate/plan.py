@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
@@ -27,6 +26,7 @@ from ood_store.evaluate.checkpoints import Checkpoint, resolve
 from ood_store.evaluate.suite.variant import Variant
 from ood_store.evaluate.tasklist import task_list_of, task_source
 from ood_store.evaluate.workdir import Unit
+from ood_store.names import run_folder_name
 
 DEFAULT_OUTPUT_DIR = Path("lm-eval-results")
 
@@ -213,7 +213,7 @@ def step_name(step: int | None) -> str:
 
 def run_slug(run: str) -> str:
     """The run as one file name (``org/model`` -> ``org__model``)."""
-    return re.sub(r"[^\w.=+-]", "_", run.strip().replace("/", "__")) or "_"
+    return run_folder_name(run)
 
 
 def run_folder(output_dir: str | Path, run: str) -> Path:

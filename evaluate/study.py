@@ -34,8 +34,8 @@ from __future__ import annotations
 
 import glob
 import os
-from collections.abc import Mapping
-from dataclasses import dataclass, field, fields
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -77,6 +77,11 @@ class Study:
     output_dir: Path | None = None
     work_dir: Path | None = None
 
+    def with_attributes(self, extra: Callable[[str], Mapping[str, Any]]) -> Study:
+        """This study with ``extra(run)`` added to each run's attributes (winning over the file's)."""
+        runs = [replace(r, attributes={**r.attributes, **parse_attributes(dict(extra(r.run)))}) for r in self.runs]
+        return replace(self, runs=runs)
+
     def requests(self, overrides: Mapping[str, Any] | None = None) -> list[RunRequest]:
         """One :class:`RunRequest` per run; ``overrides`` (options given for every run) win over the file."""
         out = []
@@ -96,7 +101,7 @@ def load(path: str | os.PathLike[str]) -> Study:
     a string, number or boolean.
     """
     path = Path(path)
-    data = load_run_file(path, kind="study file")
+    data = load_run_file(path, what="study file")
     base = path.resolve().parent
     where = _Where(path)
     unknown = [k for k in data if k not in STUDY_KEYS and _option_name(k) is None]

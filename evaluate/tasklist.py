@@ -12,7 +12,6 @@ evaluates every checkpoint with it.
 
 from __future__ import annotations
 
-import difflib
 import json
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
@@ -24,7 +23,7 @@ from ood_store.errors import InputError
 from ood_store.evaluate.suite import testsets
 from ood_store.evaluate.suite.configs import suite_configs
 from ood_store.evaluate.suite.variant import Variant
-from ood_store.names import split_names
+from ood_store.names import did_you_mean, split_names
 
 
 @dataclass
@@ -100,8 +99,7 @@ def task_list(
         built_in = True
     unknown = [name for name in others if name not in manager.task_index]
     if unknown:
-        close = difflib.get_close_matches(unknown[0], [*manager.all_tasks, *testsets.TESTSETS, *testsets.GROUPS], n=3)
-        hint = f"; did you mean {', '.join(close)}?" if close else ""
+        hint = did_you_mean(unknown[0], [*manager.all_tasks, *testsets.TESTSETS, *testsets.GROUPS])
         raise InputError(
             unknown[0], None, f"unknown task (not built into lm-eval, the ood_nli suite or `include_paths`){hint}"
         )

@@ -7,6 +7,7 @@ only cells on or below the diagonal (j <= i) are drawn.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Callable, Mapping, Sequence
@@ -16,16 +17,18 @@ import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.collections import QuadMesh
 from matplotlib.colors import Colormap, Normalize
+from matplotlib.font_manager import FontProperties
 from matplotlib.patches import Rectangle
-from matplotlib.textpath import TextPath
+from matplotlib.textpath import text_to_path
 
 FONT_SIZE = 8.0  # pt: the base size of every figure (two-column papers use 8–9 pt captions)
 TICK_SIZE = 7.0
 MUTED_ALPHA = 0.3  # opacity of a muted cell's colour
 MUTED_TEXT = "0.45"  # grey
 MISSING_FACE = "0.93"
+OUTLINE = "0.1"  # the frame of an outlined cell
 LABEL_ROTATION = 45.0
-MIN_LABEL_SIZE = 4.0  # pt: smaller annotations are left out
+MIN_LABEL_SIZE = 5.0  # pt: the smallest text a printed figure can carry; smaller annotations are left out
 
 
 @dataclass(frozen=True)
@@ -40,6 +43,7 @@ class Cells:
     muted: np.ndarray  # bool: faded colour and grey text
     bold: np.ndarray  # bool: bold annotation
     hatched: np.ndarray  # bool: hatched cell
+    outlined: np.ndarray  # bool: framed cell (what bold text says, still there when the text is left out)
     missing: np.ndarray  # bool: a pair with no value (drawn grey, annotated "n/a")
 
 
@@ -52,6 +56,7 @@ def pair_cells(
     muted: Callable[[dict], bool] = lambda row: False,
     bold: Callable[[dict], bool] = lambda row: False,
     hatched: Callable[[dict], bool] = lambda row: False,
+    outlined: Callable[[dict], bool] = lambda row: False,
 ) -> Cells:
     """The cells of the lower triangle of ``tasks`` from one row per pair.
 
@@ -61,7 +66,7 @@ def pair_cells(
     size = max(len(tasks) - 1, 0)
     values = np.full((size, size), np.nan)
     labels = np.full((size, size), None, dtype=object)
-    flags = {name: np.zeros((size, size), dtype=bool) for name in ("muted", "bold", "hatched", "missing")}
+    flags = {name: np.zeros((size, size), dtype=bool) for name in ("muted", "bold", "hatched", "outlined", "missing")}
     for i in range(size):
         for j in range(i + 1):
             row = lookup.get(frozenset((tasks[i + 1], tasks[j])))
@@ -75,6 +80,7 @@ def pair_cells(
             flags["muted"][i, j] = muted(row)
             flags["bold"][i, j] = bold(row)
             flags["hatched"][i, j] = hatched(row)
+            flags["outlined"][i, j] = outlined(row)
     return Cells(values, labels, **flags)
 
 
@@ -85,85 +91,101 @@ def draw(
     *,
     cmap: Colormap,
     norm: Normalize,
-    cell_inches: float,
     show_x: bool = True,
     show_y: bool = True,
     rotation: float = LABEL_ROTATION,
+    labelsize: float = TICK_SIZE,
 ) -> QuadMesh:
-    """Draw ``cells`` on ``ax`` as a lower triangle with ``tasks`` (display names) as labels.
+    """Draw ``cells`` on ``ax`` as a lower triangle with ``tasks`` (display names) as labels, without annotations.
 
-    ``cell_inches`` is the side of one cell as laid out, which sets the size of
-    the annotations (see :func:`fit_labels`). Returns the :class:`~matplotlib.collections.QuadMesh` of the coloured
+    :func:`annotate` writes them once the layout says how big a cell is.
+    Returns the :class:`~matplotlib.collections.QuadMesh` of the coloured
     cells: its array is masked outside the drawn cells, its alpha is
     :data:`MUTED_ALPHA` on muted cells and 1 elsewhere.
     """
     size = cells.values.shape[0]
     mesh = ax.pcolormesh(np.ma.masked_invalid(cells.values), cmap=cmap, norm=norm, edgecolors="white", linewidth=0.8)
     mesh.set_alpha(np.where(cells.muted, MUTED_ALPHA, 1.0))  # type: ignore[arg-type]  # an array: one alpha a cell
-    labels, fontsize = fit_labels(cells.labels, cell_inches)
     for i, j in zip(*np.nonzero(cells.missing), strict=True):
         ax.add_patch(Rectangle((j, i), 1, 1, facecolor=MISSING_FACE, edgecolor="white", linewidth=0.8, zorder=1))
     for i, j in zip(*np.nonzero(cells.hatched), strict=True):
         ax.add_patch(
             Rectangle((j, i), 1, 1, fill=False, hatch="////", edgecolor="0.35", linewidth=0, zorder=2, label="_hatch")
         )
-    for i in range(size):
-        for j in range(i + 1):
-            text = labels[i, j]
-            if text is None:
-                continue
-            grey = cells.muted[i, j] or cells.missing[i, j]
-            dark = not grey and abs(norm(cells.values[i, j]) - 0.5) > 0.3
-            # On a hatched cell, a patch of the cell's colour keeps the hatching off the text.
-            backing = None
-            if cells.hatched[i, j]:
-                backing = {"boxstyle": "square,pad=0.15", "facecolor": cmap(norm(cells.values[i, j])), "linewidth": 0}
-            ax.text(
-                j + 0.5,
-                i + 0.5,
-                text,
-                ha="center",
-                va="center",
-                fontsize=fontsize,
-                color=MUTED_TEXT if grey else ("white" if dark else "black"),
-                fontweight="bold" if cells.bold[i, j] else "normal",
-                bbox=backing,
-                zorder=3,
-            )
+    for i, j in zip(*np.nonzero(cells.outlined), strict=True):
+        ax.add_patch(Rectangle((j + 0.06, i + 0.06), 0.88, 0.88, fill=False, edgecolor=OUTLINE, linewidth=0.9,
+                               zorder=2, label="_outline"))  # fmt: skip
     ax.set_xlim(0, size)
     ax.set_ylim(size, 0)  # first row at the top
     ax.set_xticks(np.arange(size) + 0.5, tasks[:-1] if show_x else [""] * size)
     ax.set_yticks(np.arange(size) + 0.5, tasks[1:] if show_y else [""] * size)
     for tick in ax.get_xticklabels():
         tick.set(rotation=rotation, ha="right" if rotation else "center", rotation_mode="anchor")
-    ax.tick_params(length=0, labelsize=TICK_SIZE, pad=2)
+        if rotation == 90.0:  # centred on its tick, not hanging to its right
+            tick.set(va="center")
+    ax.tick_params(length=0, labelsize=labelsize, pad=2)
     for spine in ax.spines.values():
         spine.set_visible(False)
     return mesh
 
 
-def fit_labels(labels: np.ndarray, cell_inches: float) -> tuple[np.ndarray, float]:
-    """The annotations and font size that fit cells of ``cell_inches``: shrunk, then shortened, then left out.
+def annotate(ax: Axes, cells: Cells, labels: np.ndarray, fontsize: float, *, cmap: Colormap, norm: Normalize) -> None:
+    """Write ``labels`` (from :func:`fit_labels`) into the cells drawn by :func:`draw` at ``fontsize``.
+
+    Muted and missing cells get grey text, dark cells white text, bold cells bold text.
+    """
+    cells_below = ((row, col) for row in range(labels.shape[0]) for col in range(row + 1))
+    for i, j in (cell for cell in cells_below if labels[cell] is not None):
+        grey = cells.muted[i, j] or cells.missing[i, j]
+        dark = not grey and abs(norm(cells.values[i, j]) - 0.5) > 0.3
+        # On a hatched cell, a patch of the cell's colour keeps the hatching off the text.
+        backing = None
+        if cells.hatched[i, j]:
+            backing = {"boxstyle": "square,pad=0.15", "facecolor": cmap(norm(cells.values[i, j])), "linewidth": 0}
+        ax.text(
+            j + 0.5,
+            i + 0.5,
+            labels[i, j],
+            ha="center",
+            va="center",
+            fontsize=fontsize,
+            color=MUTED_TEXT if grey else ("white" if dark else "black"),
+            fontweight="bold" if cells.bold[i, j] else "normal",
+            bbox=backing,
+            zorder=3,
+        )
+
+
+def fit_labels(labels: Sequence[np.ndarray], cell_inches: float) -> tuple[list[np.ndarray], float]:
+    """The annotations of every panel and the one font size that fits cells of ``cell_inches``.
 
     The font shrinks from :data:`TICK_SIZE` to fit the widest label in 80 % of
     a cell; below :data:`MIN_LABEL_SIZE` the leading zeros go (``0.72`` becomes
-    ``.72``), and if that is still too small there are no annotations.
+    ``.72``), then labels of two words go onto two lines (``3+ 1−``), and if
+    that is still too small there are no annotations (None).
     """
     room = 0.8 * cell_inches
 
-    def size_for(candidates: np.ndarray) -> float:
-        texts = [t for t in candidates.flat if t]
-        widest = max((text_width(t, 10.0) / 10.0 for t in texts), default=0.0)  # inches per point of size
-        return TICK_SIZE if widest == 0 else min(TICK_SIZE, room / widest)
+    def size_for(candidates: Sequence[np.ndarray]) -> float:
+        texts = [t for panel in candidates for t in panel.flat if t]
+        if not texts:
+            return TICK_SIZE
+        widest = max(text_width(line, 10.0) / 10.0 for t in texts for line in t.split("\n"))  # inches per pt
+        lines = max(t.count("\n") + 1 for t in texts)
+        return min(TICK_SIZE, room / widest, room * 72 / (1.2 * lines))
 
-    size = size_for(labels)
-    if size >= MIN_LABEL_SIZE:
-        return labels, size
-    short = np.array([_no_leading_zero(t) for t in labels.flat], dtype=object).reshape(labels.shape)
-    size = size_for(short)
-    if size >= MIN_LABEL_SIZE:
-        return short, size
-    return np.full(labels.shape, None, dtype=object), MIN_LABEL_SIZE
+    variants = [
+        lambda t: t,
+        _no_leading_zero,
+        lambda t: (_no_leading_zero(t) or "").replace(" ", "\n"),
+    ]
+    for variant in variants:
+        changed = [np.array([variant(t) if t else t for t in panel.flat], dtype=object).reshape(panel.shape)
+                   for panel in labels]  # fmt: skip
+        size = size_for(changed)
+        if size >= MIN_LABEL_SIZE:
+            return changed, size
+    return [np.full(panel.shape, None, dtype=object) for panel in labels], MIN_LABEL_SIZE
 
 
 def _no_leading_zero(text: str | None) -> str | None:
@@ -172,34 +194,50 @@ def _no_leading_zero(text: str | None) -> str | None:
     return re.sub(r"(?<![\d.])0\.(\d)", r".\1", text)
 
 
+@functools.lru_cache(maxsize=65536)
 def text_width(text: str, size: float = TICK_SIZE) -> float:
-    """The width of ``text`` at ``size`` pt in the default font, in inches."""
+    """The width of ``text`` at ``size`` pt in the default font, in inches: its glyphs' advances, as laid out."""
     if not text:
         return 0.0
-    return TextPath((0, 0), text, size=size).get_extents().width / 72
+    width, _, _ = text_to_path.get_text_width_height_descent(text, FontProperties(size=size), ismath=False)
+    return width / 72
 
 
-def label_margins(tasks: Sequence[str], rotation: float = LABEL_ROTATION) -> tuple[float, float]:
+def tick_size(cell_inches: float) -> float:
+    """The size of the task labels for cells ``cell_inches`` apart: :data:`TICK_SIZE`, less where neighbouring
+    labels would touch (a line of text needs about 0.95 em), never below :data:`MIN_LABEL_SIZE`."""
+    return max(MIN_LABEL_SIZE, min(TICK_SIZE, cell_inches * 72 / 0.95))
+
+
+def label_margins(
+    tasks: Sequence[str], rotation: float = LABEL_ROTATION, size: float = TICK_SIZE
+) -> tuple[float, float]:
     """The room (inches) the y labels take to the left and the rotated x labels below a triangle of ``tasks``."""
     if len(tasks) < 2:
         return 0.0, 0.0
-    left = max(text_width(t) for t in tasks[1:]) + 0.08
+    left = max(text_width(t, size) for t in tasks[1:]) + 0.08
     slant = math.sin(math.radians(rotation))
-    below = max(text_width(t) for t in tasks[:-1]) * slant + TICK_SIZE / 72 + 0.08
+    below = max(text_width(t, size) for t in tasks[:-1]) * slant + size / 72 + 0.08
     return left, below
 
 
-def x_rotation(tasks: Sequence[str], cell_inches: float, *, panels_side_by_side: bool) -> float:
+def x_rotation(
+    tasks: Sequence[str], cell_inches: float, *, panels_side_by_side: bool, size: float = TICK_SIZE
+) -> float:
     """The angle of the x labels: level if each fits under its cell, else 45°, else 90°.
 
-    90° is for panels side by side where a label slanted at 45° would reach
-    into the panel on its left (it reaches left of its tick by its width
-    times cos 45°), which would push the panels apart.
+    45° needs cells far enough apart that slanted neighbours do not touch
+    (``cell × sin 45°`` at least a line of text); 90° is also for panels side
+    by side where a label slanted at 45° would reach into the panel on its
+    left (it reaches left of its tick by its width times cos 45°), which
+    would push the panels apart.
     """
-    if max(text_width(t) for t in tasks[:-1]) <= 0.85 * cell_inches:
+    if max(text_width(t, size) for t in tasks[:-1]) <= 0.85 * cell_inches:
         return 0.0
+    slant = math.cos(math.radians(LABEL_ROTATION))
+    if cell_inches * math.sin(math.radians(LABEL_ROTATION)) < 0.95 * size / 72:
+        return 90.0
     if not panels_side_by_side:
         return LABEL_ROTATION
-    slant = math.cos(math.radians(LABEL_ROTATION))
-    reach = max(text_width(t) * slant - (j + 0.5) * cell_inches for j, t in enumerate(tasks[:-1]))
+    reach = max(text_width(t, size) * slant - (j + 0.5) * cell_inches for j, t in enumerate(tasks[:-1]))
     return LABEL_ROTATION if reach < 0.1 else 90.0

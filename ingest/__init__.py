@@ -5,6 +5,6 @@ discovery, parsing, validation and writing each have a module of their own.
 """
 
 from ood_store.ingest.identity import Overrides
-from ood_store.ingest.pipeline import Conflict, FileOutcome, IngestReport, ingest
+from ood_store.ingest.pipeline import CampaignMix, Conflict, FileOutcome, IngestReport, ingest
 
-__all__ = ["Conflict", "FileOutcome", "IngestReport", "Overrides", "ingest"]
+__all__ = ["CampaignMix", "Conflict", "FileOutcome", "IngestReport", "Overrides", "ingest"]

@@ -1,11 +1,12 @@
 """Turns the paths a user gives (files, folders, globs) into results files to read.
 
-* A file is read as an lm-eval results file; a ``samples_<task>_<ts>.jsonl``
-  stands for the ``results_<ts>.json`` beside it.
-* A folder is searched recursively for ``*.json`` files, skipping hidden
-  folders and the files a model checkpoint holds (``config.json``,
-  ``tokenizer.json``, ...). JSON that is not an lm-eval results file is
-  skipped there; a folder with no results file at all is an error.
+* A file is read as a results file (:mod:`ood_store.ingest.formats` says which
+  formats); a ``samples_<task>_<ts>.jsonl`` stands for the ``results_<ts>.json``
+  beside it.
+* A folder is searched recursively for ``*.json``, ``*.eval``, ``*.csv`` and
+  ``*.parquet`` files, skipping hidden folders and the files a model checkpoint
+  holds (``config.json``, ``tokenizer.json``, ...). Files in none of the formats
+  are skipped there; a folder with no results file at all is an error.
 * Anything else with ``*``, ``?`` or ``[`` is a glob (``**`` recurses).
 """
 
@@ -18,6 +19,9 @@ from pathlib import Path
 
 from ood_store.errors import InputError
 from ood_store.ingest.samples import results_beside
+
+# File name endings a folder search reads (samples files are found beside their results file).
+SEARCHED = (".json", ".eval", ".csv", ".parquet")
 
 # Files written into model checkpoints and training folders: never lm-eval results.
 CHECKPOINT_FILES = {
@@ -92,7 +96,7 @@ def _search(folder: Path) -> list[Path]:
     for dirpath, dirnames, filenames in os.walk(folder):
         dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
         for name in filenames:
-            if name.endswith(".json") and name not in CHECKPOINT_FILES and not name.startswith("."):
+            if name.lower().endswith(SEARCHED) and name not in CHECKPOINT_FILES and not name.startswith("."):
                 files.append(Path(dirpath) / name)
     return files
 
@@ -100,7 +104,7 @@ def _search(folder: Path) -> list[Path]:
 def _is_candidate_name(name: str) -> bool:
     if name.startswith("samples_") and name.endswith(".jsonl"):
         return True
-    return name.endswith(".json") and name not in CHECKPOINT_FILES
+    return name.lower().endswith(SEARCHED) and name not in CHECKPOINT_FILES
 
 
 def _as_results(path: Path) -> Path:

@@ -11,6 +11,12 @@ Format facts this module relies on (see tests/fixtures/lm-eval-real/README.md):
   are placeholders ``{" ": " ", "alias": ...}`` and hold no scores.
 * a stderr may be the string ``"N/A"``, ``null``, ``NaN`` or missing: stored NULL.
 * ``config.model_args`` is a string, an object or null.
+* a v0.3-era fork writes ``config.num_fewshot`` as a list, one entry per task.
+
+Non-finite numbers are data (lm-eval writes ``NaN``, ``Infinity`` and
+``-Infinity`` where a metric is undefined or overflows): a value or stderr
+that is NaN is stored as NULL, ±Infinity as it is. A numeric literal that
+does not fit a DOUBLE (``1e999``) is a bad value (:mod:`~ood_store.ingest.jsontext`).
 
 Every problem raises :class:`~ood_store.errors.InputError` naming the file
 and the field.
@@ -26,9 +32,11 @@ from pathlib import Path
 from typing import Any
 
 from ood_store.errors import InputError
-from ood_store.ingest.identity import Overrides, identify, parse_model_args
+from ood_store.ingest.identity import Overrides, StepTooLong, identify, parse_model_args
 from ood_store.ingest.jsontext import describe, optional_text
-from ood_store.ingest.records import EvaluationRecord, ScoreRow
+from ood_store.ingest.limits import MAX_NAME_LENGTH
+from ood_store.ingest.records import EvaluationRecord, ScoreTuple
+from ood_store.ingest.values import count
 
 # Keys of a task's entry that are not metrics.
 _ENTRY_METADATA = {"alias", "name", "sample_len", "sample_count", " ", "samples"}
@@ -50,7 +58,10 @@ def parse_results(path: str, content_hash: str, doc: Any, overrides: Overrides) 
         args = parse_model_args((config or {}).get("model_args"))
     except TypeError as exc:
         raise InputError(path, "config.model_args", str(exc)) from None
-    identity = identify(args, config or {}, doc, overrides)
+    try:
+        identity = identify(args, config or {}, doc, overrides)
+    except StepTooLong as exc:
+        raise InputError(path, "config.model_args", f"{exc}; pass `step`") from None
     if identity is None:
         raise InputError(
             path,
@@ -59,6 +70,11 @@ def parse_results(path: str, content_hash: str, doc: Any, overrides: Overrides) 
         )
     if identity.step is not None and not -(2**63) <= identity.step < 2**63:
         raise InputError(path, "config.model_args", f"step {identity.step} is out of range; pass `step`")
+    for what, name in (("run", identity.run), ("model", identity.model)):
+        if name is not None and len(name) > MAX_NAME_LENGTH:
+            raise InputError(
+                path, "config.model_args", f"the {what} name is longer than {MAX_NAME_LENGTH:,} characters"
+            )
 
     n_shot = _optional_object(path, doc, "n-shot") or {}
     n_samples = _optional_object(path, doc, "n-samples") or {}
@@ -71,46 +87,39 @@ def parse_results(path: str, content_hash: str, doc: Any, overrides: Overrides) 
     groups = _optional_object(path, doc, "groups") or {}
     configs = _optional_object(path, doc, "configs") or {}
 
-    default_shots = _int_or_none(path, "config.num_fewshot", (config or {}).get("num_fewshot"))
+    warnings: list[str] = []
+    default_shots, shots_of = _config_shots(path, config or {}, list(doc["results"]), warnings)
     group_names = set(groups) | {name for name, subs in group_subtasks.items() if subs}
 
     entries: dict[str, tuple[str, Any]] = {name: ("results", entry) for name, entry in doc["results"].items()}
     for name, entry in groups.items():
         entries.setdefault(name, ("groups", entry))
 
-    scores: list[ScoreRow] = []
+    scores: list[ScoreTuple] = []
     for task, (section, entry) in entries.items():
-        where = f"{section}[{json.dumps(task, ensure_ascii=False)}]"
+        if len(task) > MAX_NAME_LENGTH:
+            raise InputError(path, section, f"a task name is longer than {MAX_NAME_LENGTH:,} characters")
         if not isinstance(entry, dict):
+            where = f"{section}[{json.dumps(task, ensure_ascii=False)}]"
             raise InputError(path, where, f"expected an object of metrics, got {describe(entry)}")
-        shots = _shots(path, task, n_shot, group_subtasks, default_shots)
-        count = _n_samples(path, task, n_samples, entry)
+        default = shots_of.get(task, default_shots)
+        shots = _shots(path, task, n_shot, group_subtasks, default) if n_shot or group_subtasks else default
         version = versions.get(task)
-        hib = entry_of(higher, task)
-        for metric, filt, value, stderr, key in _metrics(path, where, entry, is_v04):
-            per_metric = entry.get("sample_count")
-            if isinstance(per_metric, dict) and key in per_metric:  # groups, from v0.4.13 on
-                n = _int_or_none(path, f'{where}["sample_count"][{json.dumps(key)}]', per_metric[key])
-            else:
-                n = count
-            scores.append(
-                ScoreRow(
-                    task=task,
-                    num_fewshot=shots,
-                    metric=metric,
-                    filter=filt,
-                    value=value,
-                    stderr=stderr,
-                    n_samples=n,
-                    is_group=task in group_names,
-                    higher_is_better=hib.get(metric) if isinstance(hib.get(metric), bool) else None,
-                    task_version=None if version is None else str(version),
-                )
-            )
+        _task_scores(
+            path,
+            section,
+            task,
+            entry,
+            is_v04,
+            (shots, _n_samples(path, task, n_samples, entry), task in group_names),
+            entry_of(higher, task) if higher else {},
+            None if version is None else str(version),
+            scores,
+        )
     if not scores:
         raise InputError(path, "results", "holds no metric values")
 
-    all_shots = {row.num_fewshot for row in scores if not row.is_group}
+    all_shots = {shots for _, shots, _, _, _, _, _, is_group, _, _ in scores if not is_group}
     return EvaluationRecord(
         path=path,
         content_hash=content_hash,
@@ -128,6 +137,7 @@ def parse_results(path: str, content_hash: str, doc: Any, overrides: Overrides) 
         task_hashes=doc.get("task_hashes") if isinstance(doc.get("task_hashes"), dict) else None,
         task_versions=versions or None,
         config=config,
+        warnings=warnings,
         output_types={
             task: cfg["output_type"]
             for task, cfg in configs.items()
@@ -143,53 +153,102 @@ def entry_of(section: dict, task: str) -> dict:
     return value if isinstance(value, dict) else {}
 
 
-def _metrics(path: str, where: str, entry: dict[str, Any], is_v04: bool):
-    """Yield (metric, filter, value, stderr, key) for one task's entry."""
-    values: dict[tuple[str, str], tuple[Any, str]] = {}
-    stderrs: dict[tuple[str, str], tuple[Any, str]] = {}
+def _task_scores(
+    path: str,
+    section: str,
+    task: str,
+    entry: dict[str, Any],
+    is_v04: bool,
+    counts: tuple[int | None, int | None, bool],
+    higher: dict[str, Any],
+    version: str | None,
+    out: list[ScoreTuple],
+) -> None:
+    """Append one task's scores to ``out``; ``counts`` are its shots, documents and whether it is a group.
+
+    The hot loop of ingest (a Pythia file holds 170 scores): numbers are taken as
+    they are, and a field's name is only spelled out for an error.
+    """
+    shots, documents, is_group = counts
+    per_metric = entry.get("sample_count")
+    per_metric = per_metric if isinstance(per_metric, dict) else {}
     for key, raw in entry.items():
         if key in _ENTRY_METADATA:
             continue
         if is_v04:
-            if "," not in key:
+            name, comma, filt = key.rpartition(",")
+            if not comma or name.endswith(_STDERR):
                 continue  # v0.4 metric keys always carry a filter; anything else is metadata
-            name, filt = key.rsplit(",", 1)
+            err_key = f"{name}{_STDERR},{filt}"
         else:
-            name, filt = key, "none"
-        if name.endswith(_STDERR):
-            stderrs[(name[: -len(_STDERR)], filt)] = (raw, key)
+            if key.endswith(_STDERR):
+                continue
+            name, filt, err_key = key, "none", key + _STDERR
+        if len(key) > MAX_NAME_LENGTH:
+            raise InputError(
+                path, _where(section, task), f"a metric name is longer than {MAX_NAME_LENGTH:,} characters"
+            )
+        # a score: a number; NaN is stored as NULL (None), ±inf as it is
+        if type(raw) is float:
+            value = raw if raw == raw else None
         else:
-            values[(name, filt)] = (raw, key)
-    for (name, filt), (raw, key) in values.items():
-        value = _value(path, where, key, raw)
-        stderr = None
-        if (name, filt) in stderrs:
-            raw_err, err_key = stderrs[(name, filt)]
-            stderr = _stderr(path, where, err_key, raw_err)
-        yield name, filt, value, stderr, key
+            value = _number(path, _where(section, task, key), raw, "a number")
+        # a stderr: as a score, and "N/A" or null (lm-eval cannot estimate it) is NULL too
+        raw_err = entry.get(err_key)
+        if type(raw_err) is float:
+            stderr = raw_err if raw_err == raw_err else None
+        elif raw_err is None or raw_err == "N/A":
+            stderr = None
+        else:
+            stderr = _number(path, _where(section, task, err_key), raw_err, 'a number or "N/A"')
+        n = documents
+        if key in per_metric:  # groups, from v0.4.13 on
+            n = _int_or_none(path, f'{_where(section, task)}["sample_count"][{json.dumps(key)}]', per_metric[key])
+        hib = higher.get(name)
+        # a plain tuple in ScoreRow's order (see ScoreRow)
+        out.append((task, shots, name, filt, value, stderr, n, is_group, hib if type(hib) is bool else None, version))
 
 
-def _value(path: str, where: str, key: str, raw: Any) -> float:
-    if type(raw) is float and math.isfinite(raw):
-        return raw
-    field = f"{where}[{json.dumps(key)}]"
-    if isinstance(raw, bool) or not isinstance(raw, int | float):
-        raise InputError(path, field, f"expected a number, got {describe(raw)}")
-    value = float(raw)
-    if math.isnan(value):
-        raise InputError(path, field, "value is NaN")
-    if math.isinf(value):
-        raise InputError(path, field, "value is infinite")
-    return value
+def _where(section: str, task: str, key: str | None = None) -> str:
+    where = f"{section}[{json.dumps(task, ensure_ascii=False)}]"
+    return where if key is None else f"{where}[{json.dumps(key)}]"
 
 
-def _stderr(path: str, where: str, key: str, raw: Any) -> float | None:
-    if raw is None or raw == "N/A":
-        return None
-    if isinstance(raw, bool) or not isinstance(raw, int | float):
-        raise InputError(path, f"{where}[{json.dumps(key)}]", f'expected a number or "N/A", got {describe(raw)}')
-    value = float(raw)
-    return None if math.isnan(value) else value
+def _number(path: str, field: str, raw: Any, expected: str) -> float | None:
+    """A value that is not a float: an integer as a float, anything else an error."""
+    if isinstance(raw, bool) or not isinstance(raw, int):
+        raise InputError(path, field, f"expected {expected}, got {describe(raw)}")
+    return _as_double(path, field, raw)
+
+
+def _as_double(path: str, field: str, raw: int | float) -> float:
+    try:
+        return float(raw)
+    except OverflowError:  # an integer that jsontext.loads would have refused, from another parser
+        raise InputError(path, field, f"{str(raw)[:20]}... does not fit a DOUBLE") from None
+
+
+def _config_shots(
+    path: str, config: dict[str, Any], tasks: list[str], warnings: list[str]
+) -> tuple[int | None, dict[str, int | None]]:
+    """``config.num_fewshot``: one count for every task, or (a v0.3-era fork) a list, one per task in order.
+
+    Returns the default count and the counts by task. A list whose length is
+    not the number of tasks leaves every count NULL, with a warning.
+    """
+    raw = config.get("num_fewshot")
+    if not isinstance(raw, list):
+        return _int_or_none(path, "config.num_fewshot", raw), {}
+    counts = [_int_or_none(path, f"config.num_fewshot[{i}]", item) for i, item in enumerate(raw)]
+    named = config.get("tasks")
+    if isinstance(named, list) and all(isinstance(t, str) for t in named) and len(named) == len(counts):
+        return None, dict(zip(named, counts, strict=True))
+    if len(counts) == len(tasks):
+        return None, dict(zip(tasks, counts, strict=True))
+    warnings.append(
+        f"{path}: config.num_fewshot: {len(counts)} shot counts for {len(tasks)} tasks; shots stored as NULL"
+    )
+    return None, {}
 
 
 def _shots(path: str, task: str, n_shot: dict, group_subtasks: dict, default: int | None) -> int | None:
@@ -213,18 +272,7 @@ def _n_samples(path: str, task: str, n_samples: dict, entry: dict) -> int | None
 
 def _int_or_none(path: str, field: str, raw: Any) -> int | None:
     """A count (shots, documents): a non-negative integer that fits the store's columns."""
-    if raw is None:
-        return None
-    value = None
-    if isinstance(raw, int) and not isinstance(raw, bool):
-        value = raw
-    elif isinstance(raw, float) and raw.is_integer() or isinstance(raw, str) and raw.strip().isdigit():
-        value = int(raw)
-    if value is None:
-        raise InputError(path, field, f"expected an integer, got {describe(raw)}")
-    if not 0 <= value < 2**31:
-        raise InputError(path, field, f"{json.dumps(raw)} is out of range")
-    return value
+    return count(path, field, raw, limit=2**31)
 
 
 def _limit(path: str, raw: Any) -> float | None:
@@ -232,7 +280,8 @@ def _limit(path: str, raw: Any) -> float | None:
         return None
     if isinstance(raw, bool) or not isinstance(raw, int | float):
         raise InputError(path, "config.limit", f"expected a number or null, got {describe(raw)}")
-    return float(raw)
+    value = _as_double(path, "config.limit", raw)
+    return None if math.isnan(value) else value
 
 
 def _date(path: str, doc: dict) -> dt.datetime | None:
@@ -255,7 +304,13 @@ def _date(path: str, doc: dict) -> dt.datetime | None:
 def _is_v04(doc: dict) -> bool:
     if any(k in doc for k in ("n-shot", "configs", "n-samples", "lm_eval_version", "group_subtasks")):
         return True
-    return any(isinstance(entry, dict) and any("," in key for key in entry) for entry in doc["results"].values())
+    # Every metric key of a v0.4 entry has a comma, none of a v0.3 one: the first entry with a metric tells.
+    for entry in doc["results"].values():
+        if isinstance(entry, dict):
+            keys = [key for key in entry if key not in _ENTRY_METADATA]
+            if keys:
+                return any("," in key for key in keys)
+    return False
 
 
 def _optional_object(path: str, doc: dict, key: str) -> dict | None:

@@ -1,81 +1,50 @@
-"""The ingestion layer: lm-eval output files in, tidy rows in the store out.
+"""The ingestion layer: results files in, tidy rows in the store out.
 
-:func:`ingest` reads results files (and the per-sample files beside them),
-validates each one completely before touching the store, and writes each in
-its own transaction: a file goes in whole or not at all.
+:func:`ingest` finds the files (lm-eval's, with the per-sample files beside
+them, and the other formats of :mod:`ood_store.ingest.formats`), then for each
+one in turn reads it into an outcome (already present, skipped, rejected with
+the reason) or its validated records, one per evaluation it holds
+(:func:`read_one`); records are written in batches (:class:`Batch`), each in
+one transaction: a file goes in with all its evaluations, or not at all.
 """
 
 from __future__ import annotations
 
+import gc
 import hashlib
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import duckdb
 
 from ood_store import sqlfiles
 from ood_store.errors import InputError, first_line
-from ood_store.ingest import jsontext
+from ood_store.ingest import formats
+from ood_store.ingest import samples as samples_files
 from ood_store.ingest.discover import Candidate, discover
-from ood_store.ingest.identity import Overrides
-from ood_store.ingest.lmeval import NotLmEval, parse_results
+from ood_store.ingest.identity import Overrides, campaign_of
 from ood_store.ingest.records import EvaluationRecord
-from ood_store.ingest.samples import read_samples, samples_beside, task_of
-from ood_store.ingest.write import write_batch
+from ood_store.ingest.report import CampaignMix, Conflict, FileOutcome, IngestReport, campaign_order
+from ood_store.ingest.wandb import HistoryOptions
+from ood_store.ingest.write import BatchRefused, write_batch
 from ood_store.progress import progress_bar
+from ood_store.store.attribute_rules import AttributeRule, attributes_for, unmatched
 from ood_store.store.runs import parse_attributes, set_attributes
 from ood_store.store.transaction import transaction
 
-__all__ = ["Conflict", "FileOutcome", "IngestReport", "Overrides", "ingest"]
-
-Status = Literal["ingested", "present", "rejected", "skipped"]
+__all__ = ["CampaignMix", "Conflict", "FileOutcome", "IngestReport", "Overrides", "ingest"]
 
 
 @dataclass(frozen=True)
-class FileOutcome:
+class _Known:
+    """An evaluation already in the store, by the content hash of its file."""
+
     path: str
-    status: Status
-    reason: str | None = None  # why it was rejected, or which evaluation it duplicates
-    evaluation_id: int | None = None
-    run: str | None = None
-    step: int | None = None
-    scores: int = 0
-    samples: int = 0
-
-
-@dataclass(frozen=True)
-class Conflict:
-    """A (run, step, task, num_fewshot, metric, filter) key on which evaluations disagree."""
-
     run: str
-    step: int | None
-    task: str
-    num_fewshot: int | None
-    metric: str
-    filter: str
-    values: list[tuple[float, str]]  # (value, source path), in ingest order
-    chosen: str  # the source path whose value `scores` shows
-
-
-@dataclass
-class IngestReport:
-    files: list[FileOutcome] = field(default_factory=list)
-    conflicts: list[Conflict] = field(default_factory=list)
-
-    def _with(self, status: Status) -> list[FileOutcome]:
-        return [f for f in self.files if f.status == status]
-
-    # The files by outcome: written, already in the store, refused, or not lm-eval files.
-    ingested = property(lambda self: self._with("ingested"))
-    present = property(lambda self: self._with("present"))
-    rejected = property(lambda self: self._with("rejected"))
-    skipped = property(lambda self: self._with("skipped"))
-
-    @property
-    def ok(self) -> bool:
-        return not self.rejected
+    evaluation_id: int
+    campaign: str | None
 
 
 def ingest(
@@ -84,126 +53,239 @@ def ingest(
     *,
     overrides: Overrides | None = None,
     attributes: Mapping[str, Any] | list[str] | None = None,
+    attribute_rules: Sequence[AttributeRule] = (),
     samples: bool = True,
     progress: bool = False,
+    wandb_map: Sequence[str] = (),
+    wandb_step: str | None = None,
+    wandb_config: str | None = None,
 ) -> IngestReport:
-    """Ingest lm-eval results files, folders (recursive) and globs into the store on ``con``.
+    """Ingest results files, folders (recursive) and globs into the store on ``con``.
 
     Parameters
     ----------
     paths
         Files, folders or glob patterns. A ``samples_*.jsonl`` stands for its results file.
     overrides
-        ``run``, ``step`` or ``model`` that replace what the files say.
+        ``run``, ``step``, ``model`` or ``campaign`` that replace what the files say.
     attributes
         Run attributes (``family``, ``size``, ``in_domain``, ``seed``, any key) set
         on every run that an ingested file belongs to.
+    attribute_rules
+        Attributes by run name or glob (:func:`~ood_store.store.attribute_rules.read_attribute_file`),
+        set on the runs of the files they match; ``attributes`` win over them.
     samples
         Also ingest the ``samples_<task>_<ts>.jsonl`` files beside each results file.
     progress
         Show a progress bar on standard error when it is a terminal.
+    wandb_map, wandb_step, wandb_config
+        For W&B run histories (:mod:`ood_store.ingest.wandb`): column patterns
+        (``"eval/{task}_{metric}"``, ``"eval/hans_acc=hans:acc"``) saying which
+        columns are scores of which task and metric, the step column (default
+        ``_step``), and the run's config file (default: ``config.yaml`` or
+        ``config.json`` beside the history).
 
     Returns
     -------
     IngestReport
         One outcome per file (ingested, already present, rejected with the
-        reason, or skipped as not lm-eval), and the keys on which evaluations
-        of the same checkpoint disagree.
+        reason, or skipped as not lm-eval), the keys on which evaluations of
+        the same checkpoint disagree, and the runs whose checkpoints now mix
+        campaigns.
     """
-    overrides = overrides or Overrides()
-    attrs = parse_attributes(attributes) if attributes else None
+    collecting = gc.isenabled()
+    gc.disable()  # hundreds of thousands of score tuples, none in a cycle: collecting them costs a third of the time
+    try:
+        history = HistoryOptions.build(wandb_map, wandb_step, wandb_config)
+        read = _Reading(overrides or Overrides(), samples, history)
+        return _ingest(con, paths, read, attributes, attribute_rules, progress)
+    finally:
+        if collecting:
+            gc.enable()
+
+
+@dataclass(frozen=True)
+class _Reading:
+    """How every file of one ingest is read."""
+
+    overrides: Overrides
+    samples: bool
+    history: HistoryOptions
+
+
+def _ingest(
+    con: duckdb.DuckDBPyConnection,
+    paths: list[str],
+    read: _Reading,
+    attributes: Mapping[str, Any] | list[str] | None,
+    attribute_rules: Sequence[AttributeRule],
+    progress: bool,
+) -> IngestReport:
     report = IngestReport()
+    run_attributes = _RunAttributes(parse_attributes(attributes) if attributes else {}, attribute_rules)
     candidates, searched, errors = discover(paths)
     for error in errors:
         report.files.append(FileOutcome(error.path or "", "rejected", str(error)))
 
     known = {
-        digest: (path, run)
-        for digest, path, run in con.execute(sqlfiles.load("ood_store.ingest", "known_files")).fetchall()
+        digest: _Known(path, run, evaluation_id, campaign)
+        for digest, path, run, evaluation_id, campaign in con.execute(
+            sqlfiles.load("ood_store.ingest", "known_files")
+        ).fetchall()
     }
+    stored_without_campaign = {k.evaluation_id for k in known.values() if k.campaign is None}
     outcomes: dict[int, FileOutcome] = {}
     recognised: set[str] = set()  # arguments that found at least one lm-eval file
-    batch = _Batch(con, attrs, outcomes)
+    batch = Batch(con, run_attributes, outcomes)
+    campaigns_found: dict[int, str] = {}  # for evaluations already present that had none
     with progress_bar(progress, len(candidates), "ingesting") as advance:
         for index, candidate in enumerate(candidates):
-            result = _read_one(candidate, overrides, samples, known)
+            result = read_one(candidate, read, known)
             if isinstance(result, FileOutcome):
                 outcomes[index] = result
+                if result.campaign is not None and result.evaluation_id in stored_without_campaign:
+                    campaigns_found[result.evaluation_id] = result.campaign
             else:
-                known[result.content_hash] = (result.path, result.identity.run)
+                for record in result:
+                    known[record.content_hash] = _Known(record.path, record.identity.run, -1, record.campaign)
                 batch.add(index, result)
             if not isinstance(result, FileOutcome) or result.status != "skipped":
                 recognised.add(candidate.root)
             advance(1, candidate.path.name)
         batch.flush()
     report.files.extend(outcomes[i] for i in sorted(outcomes))
-    if attrs:  # attributes also go to the runs of files that were already present
-        present = {f.run for f in report.present if f.run} - {f.run for f in report.ingested}
-        _set_attributes(con, sorted(present), attrs)
+    present = {f.run for f in report.present if f.run} - {f.run for f in report.ingested}
+    _update_present(con, sorted(present), run_attributes, campaigns_found)
 
     matched_nothing = {e.path for e in errors}
     for root in sorted(set(searched) - recognised - matched_nothing):
-        report.files.append(FileOutcome(root, "rejected", f"{root}: no lm-eval results files found"))
+        report.files.append(FileOutcome(root, "rejected", f"{root}: no results files found ({formats.KNOWN})"))
+    runs = {f.run for f in report.files if f.run}
+    report.warnings.extend(
+        f"{item.where or item.pattern}: {item.pattern!r} matches no run of these files"
+        for item in unmatched(attribute_rules, runs)
+    )
     if batch.new_ids:
         report.conflicts = _conflicts(con, batch.new_ids)
+        report.campaign_mixes = _campaign_mixes(con, batch.new_ids)
     return report
 
 
-class _Batch:
-    """Validated records waiting to be written, flushed by file count or sample rows."""
+@dataclass(frozen=True)
+class _RunAttributes:
+    """What to set on a run: the rules that match it, then the attributes given for every run."""
 
-    MAX_FILES = 256
-    MAX_SAMPLE_ROWS = 500_000
+    fixed: Mapping[str, Any]
+    rules: Sequence[AttributeRule]
 
-    def __init__(self, con, attrs, outcomes: dict[int, FileOutcome]):
-        self.con, self.attrs, self.outcomes = con, attrs, outcomes
-        self.pending: list[tuple[int, EvaluationRecord]] = []
-        self.sample_rows = 0
+    def of(self, run: str) -> dict[str, Any]:
+        return {**attributes_for(run, self.rules), **self.fixed}
+
+    def for_runs(self, runs: Sequence[str]) -> dict[str, dict[str, Any]]:
+        wanted = {run: self.of(run) for run in runs}
+        return {run: attrs for run, attrs in wanted.items() if attrs}
+
+
+class Batch:
+    """Validated records waiting to be written, by file, flushed by file count or by the bytes of their samples."""
+
+    MAX_FILES = 1000
+    MAX_SAMPLE_BYTES = 1 << 30
+
+    def __init__(self, con: duckdb.DuckDBPyConnection, attributes: _RunAttributes, outcomes: dict[int, FileOutcome]):
+        self.con, self.attributes, self.outcomes = con, attributes, outcomes
+        self.pending: list[tuple[int, list[EvaluationRecord]]] = []
+        self.sample_bytes = 0
         self.new_ids: list[int] = []
 
-    def add(self, index: int, record: EvaluationRecord) -> None:
-        self.pending.append((index, record))
-        self.sample_rows += 0 if record.samples is None else record.samples.height
-        if len(self.pending) >= self.MAX_FILES or self.sample_rows >= self.MAX_SAMPLE_ROWS:
+    def add(self, index: int, records: list[EvaluationRecord]) -> None:
+        """Queue the records of one file (written together, in one transaction)."""
+        self.pending.append((index, records))
+        self.sample_bytes += sum(file.size for record in records for file in record.samples)
+        if len(self.pending) >= self.MAX_FILES or self.sample_bytes >= self.MAX_SAMPLE_BYTES:
             self.flush()
 
     def flush(self) -> None:
-        pending, self.pending, self.sample_rows = self.pending, [], 0
-        if not pending:
-            return
-        try:
-            ids = write_batch(self.con, [r for _, r in pending], self.attrs)
-        except duckdb.Error as exc:
-            if len(pending) == 1:
-                index, record = pending[0]
-                self.outcomes[index] = FileOutcome(
-                    record.display_path, "rejected", f"{record.display_path}: could not be stored: {first_line(exc)}"
-                )
+        pending, self.pending, self.sample_bytes = self.pending, [], 0
+        while pending:
+            records = [record for _, file_records in pending for record in file_records]
+            runs = sorted({record.identity.run for record in records})
+            try:
+                written = write_batch(self.con, records, self.attributes.for_runs(runs))
+            except BatchRefused as refused:
+                file, at = _file_of(pending, refused.position)
+                index, file_records = pending[file]
+                if isinstance(refused.error, samples_files.Replan):
+                    wider = _replanned(self.con, file_records[at], refused.error)
+                    if wider is not None:
+                        pending[file] = (index, [*file_records[:at], wider, *file_records[at + 1 :]])
+                        continue
+                    reason = f"{refused.error.file.path}: its lines list per-sample metrics that cannot be read"
+                else:
+                    reason = str(refused.error)
+                self._reject(index, file_records, reason)
+                del pending[file]
+                continue
+            except duckdb.Error as exc:
+                if len(pending) == 1:
+                    index, file_records = pending[0]
+                    shown = file_records[0].display_path
+                    self._reject(index, file_records, f"{shown}: could not be stored: {first_line(exc)}")
+                    return
+                for item in pending:  # isolate the file that DuckDB refused
+                    self.pending = [item]
+                    self.flush()
                 return
-            for item in pending:  # isolate the file that DuckDB refused
-                self.pending = [item]
-                self.flush()
+            done = iter(written)
+            for index, file_records in pending:
+                stored = [next(done) for _ in file_records]
+                self.new_ids.extend(evaluation_id for evaluation_id, _ in stored)
+                first = file_records[0]
+                self.outcomes[index] = FileOutcome(
+                    first.display_path,
+                    "ingested",
+                    evaluation_id=stored[0][0],
+                    run=first.identity.run,
+                    step=first.identity.step,
+                    scores=sum(len(r.scores) for r in file_records),
+                    samples=sum(rows for _, rows in stored),
+                    evaluations=len(file_records),
+                    campaign=first.campaign,
+                    non_finite=sum(r.non_finite for r in file_records),
+                    warnings=tuple(w for r in file_records for w in r.warnings),
+                )
             return
-        for (index, record), evaluation_id in zip(pending, ids, strict=True):
-            self.new_ids.append(evaluation_id)
-            self.outcomes[index] = FileOutcome(
-                record.display_path,
-                "ingested",
-                evaluation_id=evaluation_id,
-                run=record.identity.run,
-                step=record.identity.step,
-                scores=len(record.scores),
-                samples=0 if record.samples is None else record.samples.height,
-            )
+
+    def _reject(self, index: int, records: list[EvaluationRecord], reason: str) -> None:
+        self.outcomes[index] = FileOutcome(records[0].display_path, "rejected", reason)
 
 
-def _read_one(
-    candidate: Candidate,
-    overrides: Overrides,
-    with_samples: bool,
-    known: dict[str, tuple[str, str]],
-) -> FileOutcome | EvaluationRecord:
-    """A validated record for one file, or its outcome when it will not be written."""
+def _file_of(pending: list[tuple[int, list[EvaluationRecord]]], position: int) -> tuple[int, int]:
+    """The file of ``pending`` (and the place among its records) of the record at ``position`` of the batch."""
+    for file, (_, records) in enumerate(pending):
+        if position < len(records):
+            return file, position
+        position -= len(records)
+    raise IndexError(position)
+
+
+def _replanned(
+    con: duckdb.DuckDBPyConnection, record: EvaluationRecord, replan: samples_files.Replan
+) -> EvaluationRecord | None:
+    """``record`` with the samples file ``replan`` names planned again (None if that changes nothing)."""
+    file = replan.file
+    if replan.what == "layout":
+        again = replace(file, layout="json")
+    else:
+        names = samples_files.all_metric_names(con, file)
+        if names == file.metric_names:
+            return None
+        again = replace(file, metric_names=names)
+    return replace(record, samples=[again if f is file else f for f in record.samples])
+
+
+def read_one(candidate: Candidate, read: _Reading, known: Mapping[str, _Known]) -> FileOutcome | list[EvaluationRecord]:
+    """The validated records of one file that are not in the store yet, or its outcome when none will be written."""
     shown = str(candidate.path)
     try:
         data = candidate.path.read_bytes()
@@ -211,48 +293,94 @@ def _read_one(
         return FileOutcome(shown, "rejected", f"{shown}: cannot read: {exc.strerror}")
     digest = hashlib.sha256(data).hexdigest()
     if digest in known:
-        first_path, run = known[digest]
-        return FileOutcome(shown, "present", f"same content as {first_path}", run=run)
+        return _present(candidate, known[digest], read, lambda: _records(candidate, shown, data, digest, read))
     try:
-        record = parse_results(shown, digest, jsontext.loads(shown, None, data), overrides)
-        if with_samples:
-            _attach_samples(record, candidate.path)
-    except NotLmEval:
+        records = _records(candidate, shown, data, digest, read)
+    except formats.NotResults:
         if candidate.explicit:
-            return FileOutcome(
-                shown, "rejected", f"{shown}: not an lm-eval results file (no top-level 'results' object)"
-            )
-        return FileOutcome(shown, "skipped", "not an lm-eval results file")
+            return FileOutcome(shown, "rejected", f"{shown}: not a results file ood-store reads ({formats.KNOWN})")
+        return FileOutcome(shown, "skipped", "not a results file")
     except InputError as exc:
         return FileOutcome(shown, "rejected", str(exc))
-    record.display_path = shown
-    record.path = str(candidate.path.resolve())
-    return record
+    fresh = [r for r in records if r.content_hash not in known]
+    if not fresh:  # another file, or an export of an evaluation already here (EEE keeps the content hash)
+        outcome = _present(candidate, known[records[0].content_hash], read, lambda: records)
+        return replace(outcome, evaluations=len(records))
+    absolute = candidate.path.resolve()
+    for record in fresh:
+        record.display_path = shown
+        record.path = str(absolute)
+        record.campaign = read.overrides.campaign or record.campaign or _campaign(absolute, record)
+    return fresh
 
 
-def _set_attributes(con: duckdb.DuckDBPyConnection, runs: list[str], attrs: Mapping[str, Any]) -> None:
-    if not runs:
+def _records(candidate: Candidate, shown: str, data: bytes, digest: str, read: _Reading) -> list[EvaluationRecord]:
+    records = formats.read(candidate.path, shown, data, digest, read.overrides, read.history)
+    for record in records:
+        if read.samples and record.source_format == "lm-eval":
+            record.samples = _plan_samples(record, candidate.path)
+    return records
+
+
+def _campaign(absolute: Path, record: EvaluationRecord) -> str | None:
+    return campaign_of(absolute.parent.parts, record.identity, record.model_name)
+
+
+def _present(
+    candidate: Candidate, first: _Known, read: _Reading, records: Callable[[], list[EvaluationRecord]]
+) -> FileOutcome:
+    """A file already in the store; one stored before campaigns were kept gets the one it has now."""
+    shown = str(candidate.path)
+    stored = first.evaluation_id if first.evaluation_id >= 0 else None
+    campaign = first.campaign
+    if campaign is None and stored is not None:
+        campaign = read.overrides.campaign
+        if campaign is None:
+            try:
+                campaign = _campaign(candidate.path.resolve(), records()[0])
+            except (InputError, formats.NotResults):
+                campaign = None
+    return FileOutcome(
+        shown, "present", f"same content as {first.path}", evaluation_id=stored, run=first.run, campaign=campaign
+    )
+
+
+def _plan_samples(record: EvaluationRecord, results_path: Path) -> list[samples_files.SamplesFile]:
+    files = samples_files.samples_beside(results_path)
+    if not files:
+        return []
+    metrics: dict[str, dict[str, None]] = {}
+    for task, _, metric, *_ in record.scores:
+        metrics.setdefault(task, {})[metric] = None
+    return [
+        samples_files.plan(path, record.output_types.get(task), tuple(metrics.get(task, ())))
+        for path in files
+        for task in [samples_files.task_of(path)]
+    ]
+
+
+def _update_present(
+    con: duckdb.DuckDBPyConnection, runs: list[str], attributes: _RunAttributes, campaigns: Mapping[int, str]
+) -> None:
+    """Attributes for the runs of files that were already present, and campaigns they lacked, in one transaction."""
+    wanted = attributes.for_runs(runs)
+    if not wanted and not campaigns:
         return
     with transaction(con):
-        for run in runs:
+        for run, attrs in sorted(wanted.items()):
             set_attributes(con, run, attrs)
-
-
-def _attach_samples(record: Any, results_path: Path) -> None:
-    import polars as pl
-
-    files = samples_beside(results_path)
-    if not files:
-        return
-    frames = [read_samples(f, record.output_types.get(task_of(f))) for f in files]
-    record.samples = pl.concat(frames, how="vertical")
-    record.samples_files = [str(f.resolve()) for f in files]
+        for evaluation_id, campaign in sorted(campaigns.items()):
+            con.execute(
+                sqlfiles.load("ood_store.ingest", "set_campaign"),
+                {"evaluation_id": evaluation_id, "campaign": campaign},
+            )
 
 
 def _conflicts(con: duckdb.DuckDBPyConnection, new_ids: list[int]) -> list[Conflict]:
     rows = con.execute(sqlfiles.load("ood_store.ingest", "conflicts_for"), {"new_ids": new_ids}).fetchall()
     out = []
-    for run, step, task, shots, metric, filt, ids, values, paths, chosen in rows:
+    for run, step, task, shots, metric, filt, ids, values, paths, campaigns, chosen in rows:
+        at = ids.index(chosen)
         out.append(
             Conflict(
                 run=run,
@@ -262,7 +390,44 @@ def _conflicts(con: duckdb.DuckDBPyConnection, new_ids: list[int]) -> list[Confl
                 metric=metric,
                 filter=filt,
                 values=list(zip(values, paths, strict=True)),
-                chosen=paths[ids.index(chosen)],
+                chosen=paths[at],
+                campaigns=tuple(campaigns),
+                chosen_campaign=campaigns[at],
             )
         )
     return out
+
+
+def _campaign_mixes(con: duckdb.DuckDBPyConnection, new_ids: list[int]) -> list[CampaignMix]:
+    """Runs touched by ``new_ids`` whose checkpoints come from more than one campaign.
+
+    Only checkpoints with a step count: final models evaluated once form no series to mix.
+    """
+    steps: dict[str, dict[str | None, set[int]]] = {}
+    added_to: dict[str, set[str | None]] = {}
+    for run, campaign, step, new in con.execute(
+        sqlfiles.load("ood_store.ingest", "campaign_steps"), {"new_ids": new_ids}
+    ).fetchall():
+        if step is None:
+            continue
+        steps.setdefault(run, {}).setdefault(campaign, set()).add(step)
+        if new:
+            added_to.setdefault(run, set()).add(campaign)
+    mixes = []
+    for run, by_campaign in sorted(steps.items()):
+        if len(by_campaign) < 2 or not added_to.get(run):
+            continue
+        names = sorted(by_campaign, key=campaign_order)
+        only = []
+        for name in names:
+            elsewhere = set().union(*(s for c, s in by_campaign.items() if c != name))
+            only.append(len(by_campaign[name] - elsewhere))
+        mixes.append(
+            CampaignMix(
+                run,
+                tuple((name, len(by_campaign[name])) for name in names),
+                tuple(sorted(added_to[run], key=campaign_order)),
+                tuple(only),
+            )
+        )
+    return mixes

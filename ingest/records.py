@@ -1,28 +1,38 @@
-"""Typed records for what one lm-eval results file holds, before it is stored.
+"""Typed records for what one evaluation file holds, before it is stored.
 
 These mirror the store's tables (``schema/``): one :class:`EvaluationRecord`
 per results file becomes one ``evaluations`` row, its :class:`ScoreRow` list
-the ``evaluation_scores`` rows, and its samples the ``samples`` rows.
+the ``evaluation_scores`` rows, and its :class:`SamplesFile` list the
+``samples`` rows (read by DuckDB straight from the files when written). Any
+parser that fills an :class:`EvaluationRecord` can use the same writer
+(:mod:`ood_store.ingest.write`); ``source_format`` says which one made it.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from pathlib import Path
+from typing import Any, NamedTuple
 
 import polars as pl
 
 from ood_store.ingest.identity import Identity
 
 
-@dataclass(frozen=True, slots=True)
-class ScoreRow:
+class ScoreRow(NamedTuple):
+    """One (task, metric, filter) score. ``value`` is None where the file says NaN; ±inf stays.
+
+    A parser may append plain tuples in this order instead (lm-eval's does: a
+    NamedTuple costs ten times as much to make, and a study has millions).
+    """
+
     task: str
     num_fewshot: int | None
     metric: str
     filter: str
-    value: float
+    value: float | None
     stderr: float | None
     n_samples: int | None
     is_group: bool
@@ -30,7 +40,10 @@ class ScoreRow:
     task_version: str | None
 
 
-SCORE_SCHEMA = {
+#: A score as a plain tuple in :class:`ScoreRow`'s order (every ScoreRow is one).
+ScoreTuple = tuple[str, int | None, str, str, float | None, float | None, int | None, bool, bool | None, str | None]
+
+SCORE_SCHEMA: dict[str, pl.DataType | type[pl.DataType]] = {
     "task": pl.String,
     "num_fewshot": pl.Int32,
     "metric": pl.String,
@@ -44,9 +57,29 @@ SCORE_SCHEMA = {
 }
 
 
+@dataclass(frozen=True)
+class SamplesFile:
+    """A per-sample file to be read into ``samples``, checked as far as its first line.
+
+    ``metric_names`` are the keys of a line that hold per-sample metric values:
+    those of the first line and the task's metrics in the results file.
+    ``layout`` is how DuckDB reads the lines: ``"scored"`` for (log-likelihood,
+    is-greedy) pairs and numeric metrics, typed by the JSON reader itself;
+    ``"json"`` for anything lm-eval may write.
+    """
+
+    path: Path
+    task: str
+    output_type: str | None
+    metric_names: tuple[str, ...]
+    size: int  # bytes
+    layout: str = "json"
+
+
 @dataclass
 class EvaluationRecord:
-    """One lm-eval results file, validated."""
+    """One evaluation of one checkpoint, validated: an lm-eval results file, or one read by
+    another importer (``source_format`` names it; see ``ood_store.ingest.formats``)."""
 
     path: str
     content_hash: str
@@ -65,14 +98,22 @@ class EvaluationRecord:
     task_versions: dict[str, Any] | None
     config: dict[str, Any] | None
     output_types: dict[str, str]  # task -> lm-eval output_type, from `configs`
-    scores: list[ScoreRow]
-    samples_files: list[str] = field(default_factory=list)
+    scores: Sequence[ScoreTuple]  # ScoreRows, or plain tuples in their order
+    campaign: str | None = None
+    source_format: str = "lm-eval"
+    samples: list[SamplesFile] = field(default_factory=list)
     display_path: str = ""  # the path as the user gave it, for messages
-    samples: pl.DataFrame | None = None
+    warnings: list[str] = field(default_factory=list)  # one line each, naming the field
+    run_attributes: dict[str, Any] | None = None  # attributes the file gives its run (set where the run has none)
+
+    @property
+    def non_finite(self) -> int:
+        """Scores whose value is NaN (None) or infinite."""
+        return sum(1 for row in self.scores if row[_VALUE] is None or row[_VALUE] in (_INF, -_INF))
 
     def scores_frame(self) -> pl.DataFrame:
-        return pl.DataFrame(
-            [[getattr(row, name) for name in SCORE_SCHEMA] for row in self.scores],
-            schema=SCORE_SCHEMA,
-            orient="row",
-        )
+        return pl.DataFrame(self.scores, schema=SCORE_SCHEMA, orient="row")
+
+
+_INF = float("inf")
+_VALUE = ScoreRow._fields.index("value")

@@ -1,26 +1,39 @@
-"""Reads lm-eval per-sample files, ``samples_<task>_<timestamp>.jsonl``.
+"""Reads lm-eval per-sample files, ``samples_<task>_<timestamp>.jsonl``, into ``samples``.
 
 lm-eval (``--log_samples``) writes one such file per task next to
 ``results_<timestamp>.json``; each line is one document under one filter.
 Log-likelihoods inside ``resps``/``filtered_resps`` are strings there
 (``[["-1.23", "False"], ...]``): they are stored as DOUBLE and BOOLEAN lists.
+
+A samples file is streamed by DuckDB's JSON reader with an explicit schema
+and checked row by row in SQL as it is inserted (``insert_samples.sql``), so
+that it is never held in memory and goes in at the reader's speed. The rules
+are the ones :func:`explain` applies line by line in Python: that slow path
+runs only when DuckDB has refused a file, to name the line and the field.
+Numbers are read as DuckDB's reader reads them: NaN and ±Infinity are data,
+and a literal beyond DOUBLE's range (``1e999``) is ±Infinity. Lines of a
+log-likelihood task are read by a typed layout (``insert_samples_scored.sql``),
+which reads a string of a number where a per-sample metric is expected as that
+number (``"nan"`` too); any line that does not fit it sends the file to the
+layout for anything lm-eval writes.
 """
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from typing import Any
 
-import orjson
-import polars as pl
+import duckdb
 
-from ood_store.errors import InputError
+from ood_store import sqlfiles
+from ood_store.errors import InputError, first_line
 from ood_store.ingest import jsontext
 from ood_store.ingest.jsontext import describe
+from ood_store.ingest.limits import MAX_SAMPLE_LINE_BYTES
+from ood_store.ingest.records import SamplesFile
 
 # Keys of a sample line that are not per-sample metric values.
-_FIXED = {
+FIXED = (
     "doc_id",
     "doc",
     "target",
@@ -35,22 +48,23 @@ _FIXED = {
     "task_name",
     "task",
     "index",
-}
+)
 
-SAMPLE_SCHEMA: dict[str, pl.DataType | type[pl.DataType]] = {
-    "task": pl.String,
-    "doc_id": pl.Int64,
-    "filter": pl.String,
-    "target": pl.String,
-    "loglikelihoods": pl.List(pl.Float64),
-    "is_greedy": pl.List(pl.Boolean),
-    "response": pl.String,
-    "metrics": pl.List(pl.Struct({"key": pl.String, "value": pl.Float64})),
-    "metrics_other": pl.String,
-    "doc_hash": pl.String,
-    "prompt_hash": pl.String,
-    "target_hash": pl.String,
+# The columns the JSON reader extracts besides the metric keys; everything else on a line is skipped.
+_READ = {
+    "doc_id": "JSON",
+    "filter": "JSON",
+    "target": "JSON",
+    "filtered_resps": "JSON",
+    "metrics": "JSON",
+    "doc_hash": "VARCHAR",
+    "prompt_hash": "VARCHAR",
+    "target_hash": "VARCHAR",
 }
+# The same, typed by the reader, for the "scored" layout (insert_samples_scored.sql).
+_READ_SCORED = {**_READ, "filtered_resps": "VARCHAR[][]", "metrics": "VARCHAR[]"}
+# A metric column for files without per-sample metrics (no line has this key): the SQL needs one.
+_NO_METRIC = "\u0001"
 
 
 def samples_beside(results_path: Path) -> list[Path]:
@@ -63,144 +77,208 @@ def samples_beside(results_path: Path) -> list[Path]:
 
 
 def results_beside(samples_path: Path) -> Path:
-    """The results file a samples file belongs to (which may not exist)."""
-    from lm_eval.utils import get_file_datetime
+    """The results file a samples file belongs to (which may not exist).
 
-    return samples_path.parent / f"results_{get_file_datetime(samples_path.name)}.json"
+    The timestamp is what follows the last ``_``, as ``lm_eval.utils.get_file_datetime`` reads it.
+    """
+    name = samples_path.name
+    return samples_path.parent / f"results_{name[name.rfind('_') + 1 :].replace('.jsonl', '')}.json"
 
 
 def task_of(samples_path: Path) -> str:
-    from lm_eval.utils import get_file_task_name
+    """The task a samples file holds: between the first and the last ``_`` (``lm_eval.utils.get_file_task_name``)."""
+    name = samples_path.name.removesuffix(".jsonl")
+    return name[name.find("_") + 1 : name.rfind("_")]
 
-    return get_file_task_name(samples_path.name.removesuffix(".jsonl"))
 
+def plan(path: Path, output_type: str | None, known_metrics: tuple[str, ...] = ()) -> SamplesFile:
+    """A samples file ready to be inserted, checked as far as its first line.
 
-def read_samples(path: Path, output_type: str | None) -> pl.DataFrame:
-    """All rows of one samples file; raises InputError naming the line and field."""
-    task = task_of(path)
+    ``known_metrics`` are the task's metric names in the results file; the
+    first line adds its own per-sample keys. Raises InputError naming the file.
+    """
     shown = str(path)
+    first: dict[str, Any] | None = None
     try:
-        data = path.read_bytes()
+        size = path.stat().st_size
+        with path.open("rb") as lines:
+            for number, line in enumerate(lines, start=1):
+                if line.strip():
+                    first = _line(shown, number, line)
+                    break
     except OSError as exc:
         raise InputError(shown, None, f"cannot read: {exc.strerror}") from None
-    rows: list[tuple] = []
+    names = list(known_metrics)
+    if first is not None:
+        names.extend(_metric_names(first))
+    metric_names = _readable(names)
+    layout = "scored" if first is not None and _is_scored(first, metric_names) else "json"
+    return SamplesFile(path, task_of(path), output_type, metric_names, size, layout)
+
+
+def _is_scored(sample: dict[str, Any], metric_names: tuple[str, ...]) -> bool:
+    """Whether a line fits the "scored" layout: (log-likelihood, is-greedy) pairs and numeric metrics."""
+    pairs = sample.get("filtered_resps")
+    if not (isinstance(pairs, list) and pairs):
+        return False
+    for pair in pairs:
+        if not (isinstance(pair, list) and len(pair) == 2 and isinstance(pair[0], str | int | float)):
+            return False
+        if isinstance(pair[0], bool) or pair[1] not in (None, True, False, "True", "False", "true", "false"):
+            return False
+    listed = sample.get("metrics")
+    if listed is not None and not (isinstance(listed, list) and all(isinstance(n, str) for n in listed)):
+        return False
+    return all(isinstance(sample.get(name, 0.0), int | float) for name in metric_names)
+
+
+class Replan(Exception):
+    """``file`` must be read again, in a new transaction (DuckDB's is aborted by the refusal): a line
+    does not fit the "scored" layout (``what == "layout"``: read it as "json"), or lists a per-sample
+    metric its first line did not (``"metrics"``: read :func:`all_metric_names`)."""
+
+    def __init__(self, file: SamplesFile, what: str):
+        super().__init__(f"{file.path}: {what}")
+        self.file = file
+        self.what = what
+
+
+def insert(con: duckdb.DuckDBPyConnection, evaluation_id: int, file: SamplesFile) -> int:
+    """Insert one samples file's rows for ``evaluation_id`` (inside the caller's transaction); returns how many.
+
+    Raises InputError naming the line and the field when DuckDB refuses the
+    file, or :class:`Replan`.
+    """
+    try:
+        count = _insert(con, evaluation_id, file)
+    except duckdb.Error as exc:
+        if file.layout == "scored":
+            raise Replan(file, "layout") from None
+        if "ood-store: unknown metric" in str(exc):
+            raise Replan(file, "metrics") from None
+        raise explain(file, exc) from None
+    duplicates = con.execute(
+        sqlfiles.load("ood_store.ingest", "duplicate_samples"), {"evaluation_id": evaluation_id, "task": file.task}
+    ).fetchall()
+    if duplicates[0][0]:
+        raise explain(file, None)
+    return count
+
+
+def _insert(con: duckdb.DuckDBPyConnection, evaluation_id: int, file: SamplesFile) -> int:
+    names = file.metric_names or (_NO_METRIC,)
+    scored = file.layout == "scored"
+    sqlfiles.execute(con, sqlfiles.load("ood_store.ingest", "sample_macros"))
+    rows = con.execute(
+        sqlfiles.load("ood_store.ingest", "insert_samples_scored" if scored else "insert_samples"),
+        {
+            "path": str(file.path),
+            "columns": {**(_READ_SCORED if scored else _READ), **dict.fromkeys(names, "DOUBLE" if scored else "JSON")},
+            "metric_names": list(names),
+            "max_line_bytes": MAX_SAMPLE_LINE_BYTES,
+            "evaluation_id": evaluation_id,
+            "task": file.task,
+            **({} if scored else {"output_type": file.output_type}),
+        },
+    ).fetchall()
+    return int(rows[0][0])
+
+
+def all_metric_names(con: duckdb.DuckDBPyConnection, file: SamplesFile) -> tuple[str, ...]:
+    """Every per-sample metric a line of ``file`` lists (for a file whose lines differ)."""
+    rows = con.execute(
+        sqlfiles.load("ood_store.ingest", "listed_metrics"),
+        {"path": str(file.path), "max_line_bytes": MAX_SAMPLE_LINE_BYTES},
+    ).fetchall()
+    return _readable([*file.metric_names, *(name for (name,) in rows)])
+
+
+def _readable(names: list[str]) -> tuple[str, ...]:
+    """Metric keys the JSON reader can read as columns: not a fixed key, not empty, distinct ignoring case."""
+    seen: set[str] = set()
+    out = []
+    for name in names:
+        if name and name not in FIXED and name.lower() not in seen:
+            seen.add(name.lower())
+            out.append(name)
+    return tuple(out)
+
+
+def explain(file: SamplesFile, error: duckdb.Error | None) -> InputError:
+    """Why DuckDB refused ``file``: the first line that breaks a rule, found by reading it line by line."""
+    shown = str(file.path)
     seen: set[tuple[int, str]] = set()
-    for number, line in enumerate(data.splitlines(), start=1):
-        if not line.strip():
-            continue
-        where = f"line {number}"
-        sample = jsontext.loads(shown, where, line)
-        if not isinstance(sample, dict):
-            raise InputError(shown, where, "expected a JSON object")
-        doc_id = _doc_id(shown, where, sample.get("doc_id"))
-        filt = sample.get("filter", "none")
-        if not isinstance(filt, str):
-            raise InputError(shown, f"{where}: filter", f"expected a string, got {describe(filt)}")
-        if (doc_id, filt) in seen:
-            raise InputError(shown, f"{where}: doc_id", f"document {doc_id} appears twice under filter {filt!r}")
-        seen.add((doc_id, filt))
-        lls, greedy, response = _responses(shown, where, sample.get("filtered_resps"), output_type)
-        metrics, other = _metric_values(sample)
-        rows.append(
-            (
-                task,
-                doc_id,
-                filt,
-                _as_text(sample.get("target")),
-                lls,
-                greedy,
-                response,
-                metrics,
-                orjson.dumps(other).decode() if other else None,
-                _opt_str(sample.get("doc_hash")),
-                _opt_str(sample.get("prompt_hash")),
-                _opt_str(sample.get("target_hash")),
-            )
-        )
-    return pl.DataFrame(rows, schema=SAMPLE_SCHEMA, orient="row")
+    try:
+        with file.path.open("rb") as lines:
+            for number, line in enumerate(lines, start=1):
+                if not line.strip():
+                    continue
+                sample = _line(shown, number, line)
+                where = f"line {number}"
+                doc_id = _doc_id(shown, where, sample.get("doc_id"))
+                filt = sample.get("filter", "none")
+                if not isinstance(filt, str):
+                    raise InputError(shown, f"{where}: filter", f"expected a string, got {describe(filt)}")
+                if (doc_id, filt) in seen:
+                    raise InputError(
+                        shown, f"{where}: doc_id", f"document {doc_id} appears twice under filter {filt!r}"
+                    )
+                seen.add((doc_id, filt))
+                _check_responses(shown, where, sample.get("filtered_resps"), file.output_type)
+    except InputError as exc:
+        return exc
+    except OSError as exc:
+        return InputError(shown, None, f"cannot read: {exc.strerror}")
+    reason = "it changed while it was read" if error is None else first_line(error)
+    return InputError(shown, None, f"refused by DuckDB's JSON reader: {reason}")
+
+
+def _line(path: str, number: int, line: bytes) -> dict[str, Any]:
+    where = f"line {number}"
+    if len(line) > MAX_SAMPLE_LINE_BYTES:
+        raise InputError(path, where, f"longer than {MAX_SAMPLE_LINE_BYTES // 2**20} MB")
+    sample = jsontext.loads(path, where, line, too_large=False)
+    if not isinstance(sample, dict):
+        raise InputError(path, where, "expected a JSON object")
+    return sample
+
+
+def _metric_names(sample: dict[str, Any]) -> list[str]:
+    names = sample.get("metrics")
+    if isinstance(names, list) and all(isinstance(n, str) for n in names):
+        return names
+    return [key for key in sample if key not in FIXED]
 
 
 def _doc_id(path: str, where: str, raw: Any) -> int:
     value = None
     if isinstance(raw, int) and not isinstance(raw, bool):
         value = raw
-    elif isinstance(raw, str) and raw.strip().isdigit():
+    elif isinstance(raw, str) and raw.strip().isascii() and raw.strip().isdigit() and len(raw.strip()) <= 18:
         value = int(raw)
     if value is None or not 0 <= value < 2**63:
         raise InputError(path, f"{where}: doc_id", f"expected a document index, got {describe(raw)}")
     return value
 
 
-def _responses(path: str, where: str, raw: Any, output_type: str | None):
-    """(log-likelihoods, is_greedy, response text) from ``filtered_resps``."""
+def _check_responses(path: str, where: str, raw: Any, output_type: str | None) -> None:
+    """Log-likelihood responses must be numbers (or strings of numbers)."""
     if raw is None:
-        return None, None, None
-    if not isinstance(raw, list):
-        raw = [raw]
-    if output_type == "loglikelihood_rolling" or (raw and all(_is_pair(r) for r in raw)):
-        lls, greedy = [], []
-        for item in raw:
-            ll, g = (item[0], item[1]) if _is_pair(item) else (item, None)
-            lls.append(_float(path, f"{where}: filtered_resps", ll))
-            greedy.append(None if g is None else g in (True, "True", "true"))
-        return lls, (greedy if any(g is not None for g in greedy) else None), None
-    if all(isinstance(r, str) for r in raw):
-        return None, None, raw[0] if len(raw) == 1 else orjson.dumps(raw).decode()
-    return None, None, orjson.dumps(raw).decode()
+        return
+    items = raw if isinstance(raw, list) else [raw]
+    if output_type == "loglikelihood_rolling" or (items and all(_is_pair(r) for r in items)):
+        for item in items:
+            value = item[0] if _is_pair(item) else item
+            try:
+                float(value)
+            except (TypeError, ValueError):
+                raise InputError(
+                    path, f"{where}: filtered_resps", f"expected a log-likelihood, got {describe(value)}"
+                ) from None
 
 
 def _is_pair(item: Any) -> bool:
-    return isinstance(item, list | tuple) and len(item) == 2 and not isinstance(item[0], list | dict)
-
-
-def _float(path: str, field: str, raw: Any) -> float:
-    try:
-        value = float(raw)
-    except (TypeError, ValueError):
-        raise InputError(path, field, f"expected a log-likelihood, got {describe(raw)}") from None
-    return value
-
-
-def _metric_values(sample: dict) -> tuple[list[dict], dict]:
-    names = sample.get("metrics")
-    if not (isinstance(names, list) and all(isinstance(n, str) for n in names)):
-        names = [k for k in sample if k not in _FIXED]
-    numbers, other = [], {}
-    for name in names:
-        if name not in sample:
-            continue
-        value = _number(sample[name])
-        if value is None:
-            other[name] = sample[name]
-        else:
-            numbers.append({"key": name, "value": value})
-    return numbers, other
-
-
-def _number(raw: Any) -> float | None:
-    if isinstance(raw, bool):
-        return float(raw)
-    if isinstance(raw, int | float):
-        return float(raw)
-    if isinstance(raw, str):
-        try:
-            value = float(raw)
-        except ValueError:
-            return None
-        return value if math.isfinite(value) else None
-    return None
-
-
-def _as_text(raw: Any) -> str | None:
-    if raw is None or isinstance(raw, str):
-        return raw
-    return (
-        orjson.dumps(raw, option=orjson.OPT_SERIALIZE_NUMPY).decode() if not isinstance(raw, int | float) else str(raw)
-    )
-
-
-def _opt_str(raw: Any) -> str | None:
-    return None if raw is None else str(raw)
+    return isinstance(item, list) and len(item) == 2 and not isinstance(item[0], list | dict)
 
 
 def _glob_escape(text: str) -> str:

@@ -1,9 +1,11 @@
 """Writes validated EvaluationRecords into the store.
 
 Records are written in batches, set-based (a handful of statements per batch,
-not per file), each batch in one transaction. A file therefore goes in whole
-or not at all. Should a batch fail inside DuckDB, it is rolled back and its
-files are retried one per transaction, so that only the culprit is refused.
+not per file, plus one per samples file, which DuckDB streams from disk),
+each batch in one transaction. A file therefore goes in whole or not at all.
+Should DuckDB refuse a samples file, :class:`BatchRefused` says which record
+it belongs to; should a batch fail otherwise, the caller retries its files one
+per transaction, so that only the culprit is refused.
 """
 
 from __future__ import annotations
@@ -13,12 +15,15 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import duckdb
+import numpy as np
 import orjson
 import polars as pl
 
 from ood_store import __version__, sqlfiles
-from ood_store.ingest.records import EvaluationRecord
-from ood_store.store.runs import set_attributes
+from ood_store.errors import InputError
+from ood_store.ingest import samples as samples_files
+from ood_store.ingest.records import SCORE_SCHEMA, EvaluationRecord
+from ood_store.store.runs import fill_attributes, set_attributes
 from ood_store.store.transaction import transaction
 
 _EVALUATION_SCHEMA: dict[str, pl.DataType | type[pl.DataType]] = {
@@ -44,11 +49,26 @@ _EVALUATION_SCHEMA: dict[str, pl.DataType | type[pl.DataType]] = {
     "samples_files": pl.List(pl.String),
     "ingested_at": pl.Datetime("us"),
     "ood_store_version": pl.String,
+    "campaign": pl.String,
+    "source_format": pl.String,
     # for runs and checkpoints, not stored in evaluations
     "base_model": pl.String,
     "checkpoint_model": pl.String,
     "revision": pl.String,
 }
+
+
+class BatchRefused(Exception):
+    """The record at ``position`` of a batch cannot be written: ``error`` says why.
+
+    ``error`` is an InputError naming its samples file, or
+    :class:`~ood_store.ingest.samples.Replan`.
+    """
+
+    def __init__(self, position: int, error: InputError | samples_files.Replan):
+        super().__init__(str(error))
+        self.position = position
+        self.error = error
 
 
 def _sql(name: str) -> str:
@@ -58,10 +78,13 @@ def _sql(name: str) -> str:
 def write_batch(
     con: duckdb.DuckDBPyConnection,
     records: Sequence[EvaluationRecord],
-    attributes: Mapping[str, Any] | None = None,
-) -> list[int]:
-    """Insert the records (evaluations, runs, checkpoints, scores, samples) in one
-    transaction; returns their evaluation ids, in order."""
+    attributes: Mapping[str, Mapping[str, Any]] | None = None,
+) -> list[tuple[int, int]]:
+    """Insert the records (evaluations, runs, checkpoints, scores, samples) in one transaction.
+
+    ``attributes`` maps a run to the attributes to set on it. Returns each
+    record's evaluation id and number of sample rows, in order.
+    """
     if not records:
         return []
     now = dt.datetime.now(dt.UTC).replace(tzinfo=None)
@@ -71,24 +94,51 @@ def write_batch(
         _run(con, "new_evaluations", evaluations, _sql("write_runs"), {"now": now})
         _run(con, "new_evaluations", evaluations, _sql("write_checkpoints"))
         _run(con, "new_evaluations", evaluations, _sql("write_evaluations"))
-        scores = pl.concat(
-            [
-                r.scores_frame().with_columns(evaluation_id=pl.lit(i, pl.Int32))
-                for r, i in zip(records, ids, strict=True)
-            ]
-        )
+        scores = _scores_frame(records, ids)
+        _check_unique(scores, records, ids)
         _run(con, "new_scores", scores, _sql("insert_scores"))
-        samples = [
-            r.samples.with_columns(evaluation_id=pl.lit(i, pl.Int32))
-            for r, i in zip(records, ids, strict=True)
-            if r.samples is not None and r.samples.height
+        counts = [0] * len(records)
+        for position, (record, evaluation_id) in enumerate(zip(records, ids, strict=True)):
+            for file in record.samples:
+                try:
+                    counts[position] += samples_files.insert(con, evaluation_id, file)
+                except (InputError, samples_files.Replan) as exc:
+                    raise BatchRefused(position, exc) from None
+        for record in records:
+            if record.run_attributes:  # what another format's file says of its run, where the run has none
+                fill_attributes(con, record.identity.run, record.run_attributes)
+        for run, attrs in sorted((attributes or {}).items()):
+            set_attributes(con, run, attrs)
+    return list(zip(ids, counts, strict=True))
+
+
+def _scores_frame(records: Sequence[EvaluationRecord], ids: list[int]) -> pl.DataFrame:
+    """Every score of the batch in one frame, each with its evaluation's id (built column by column: faster)."""
+    columns = list(zip(*(row for record in records for row in record.scores), strict=True))
+    frame = pl.DataFrame(
+        [
+            pl.Series(name, column, dtype=dtype)
+            for (name, dtype), column in zip(SCORE_SCHEMA.items(), columns, strict=True)
         ]
-        if samples:
-            _run(con, "new_samples", pl.concat(samples), _sql("insert_samples"))
-        if attributes:
-            for run in sorted({r.identity.run for r in records}):
-                set_attributes(con, run, attributes)
-    return ids
+    )
+    repeated = np.repeat(np.asarray(ids, dtype=np.int32), [len(record.scores) for record in records])
+    return frame.with_columns(evaluation_id=pl.Series(repeated, dtype=pl.Int32))
+
+
+def _check_unique(scores: pl.DataFrame, records: Sequence[EvaluationRecord], ids: list[int]) -> None:
+    """(evaluation, task, metric, filter) is the grain of ``evaluation_scores``: a record with one twice is refused."""
+    twice = scores.filter(pl.struct(_KEY).is_duplicated())
+    if twice.is_empty():
+        return
+    evaluation_id, task, metric, filt = twice.select(_KEY).row(0)
+    position = ids.index(evaluation_id)
+    error = InputError(
+        records[position].display_path or records[position].path, f"{task}: {metric},{filt}", "appears twice"
+    )
+    raise BatchRefused(position, error)
+
+
+_KEY = ("evaluation_id", "task", "metric", "filter")
 
 
 def _evaluations_frame(records: Sequence[EvaluationRecord], ids: list[int], now: dt.datetime) -> pl.DataFrame:
@@ -116,9 +166,11 @@ def _evaluations_frame(records: Sequence[EvaluationRecord], ids: list[int], now:
                 "task_hashes": _json_or_null(record.task_hashes),
                 "task_versions": _json_or_null(record.task_versions),
                 "config": _json_or_null(record.config),
-                "samples_files": record.samples_files,
+                "samples_files": [str(file.path.resolve()) for file in record.samples],
                 "ingested_at": now,
                 "ood_store_version": __version__,
+                "campaign": record.campaign,
+                "source_format": record.source_format,
                 "base_model": ident.base_model,
                 "checkpoint_model": ident.model,
                 "revision": ident.revision,
@@ -136,7 +188,7 @@ def _run(con: duckdb.DuckDBPyConnection, name: str, frame: pl.DataFrame, sql: st
 
 
 def _json(value: Any) -> str:
-    """JSON text for a JSON column (NaN becomes null, as JSON has no NaN)."""
+    """JSON text for a JSON column (NaN and ±inf become null, as JSON has neither)."""
     try:
         return orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS, default=str).decode()
     except TypeError:  # integers beyond 64 bits, which orjson refuses: keep them as numbers

@@ -30,6 +30,11 @@ def _as_is(name: str) -> str | None:
     return None
 
 
+def mentions(text: str) -> list[str]:
+    """The parameters ``text`` mentions in backticks."""
+    return _MENTION.findall(text)
+
+
 def spell_mentions(text: str, spell: Callable[[str], str | None]) -> str:
     """``text`` with each parameter mentioned in backticks spelled by ``spell`` (None: left as written)."""
     return _MENTION.sub(lambda match: spell(match.group(1)) or match.group(0), text)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import difflib
+import re
+from collections.abc import Iterable, Sequence
 
 from ood_store.errors import OodStoreError
 
@@ -37,3 +39,28 @@ def split_names(values: Sequence[str] | str | None, parameter: str) -> tuple[str
     if not out:
         raise OodStoreError("no names given", parameter=parameter)
     return tuple(out)
+
+
+def did_you_mean(name: str, choices: Iterable[str], n: int = 3) -> str:
+    """``"; did you mean a, b?"`` with up to ``n`` of ``choices`` close to ``name`` (difflib), or ``""``.
+
+    The hint that ``evaluate`` and ``analyze`` add to an unknown task.
+
+    Examples
+    --------
+    >>> did_you_mean("lambada", ["lambada_openai", "piqa", "lambada_standard"])
+    '; did you mean lambada_openai, lambada_standard?'
+    >>> did_you_mean("xyz", ["piqa"])
+    ''
+    """
+    close = difflib.get_close_matches(name, list(choices), n=n)
+    return f"; did you mean {', '.join(close)}?" if close else ""
+
+
+def run_folder_name(run: str) -> str:
+    """A run as one folder name, as ``evaluate`` lays out lm-eval's files (``OUTPUT_DIR/<run>/step-N/``).
+
+    >>> run_folder_name("EleutherAI/pythia-160m")
+    'EleutherAI__pythia-160m'
+    """
+    return re.sub(r"[^\w.=+-]", "_", run.strip().replace("/", "__")) or "_"

@@ -34,7 +34,7 @@ class progress_bar:  # noqa: N801 - used like a function, as a context manager
                 self._progress.refresh()
         return self._advance
 
-    def _advance(self, n: int, description: str) -> None:
+    def _advance(self, n: float, description: str) -> None:
         if self._progress is not None:
             self._progress.update(self._task, advance=n, description=description, refresh=True)
 

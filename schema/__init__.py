@@ -66,13 +66,13 @@ def check_supported(version: int, where: str) -> None:
         )
 
 
-def migrate(con: duckdb.DuckDBPyConnection, where: str) -> list[int]:
-    """Bring a store up to the latest schema; returns the versions applied."""
+def migrate(con: duckdb.DuckDBPyConnection, where: str, upto: int | None = None) -> list[int]:
+    """Bring a store up to the latest schema (or to version ``upto``); returns the versions applied."""
     version = current_version(con)
     check_supported(version, where)
     applied = []
     for migration in migrations():
-        if migration.version <= version:
+        if migration.version <= version or (upto is not None and migration.version > upto):
             continue
         with transaction(con):
             con.execute(migration.sql)

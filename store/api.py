@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Unpack
 
@@ -18,7 +19,7 @@ import duckdb
 import polars as pl
 
 from ood_store import schema, sqlfiles
-from ood_store.errors import StoreError
+from ood_store.errors import InputError, StoreError
 from ood_store.store import query
 from ood_store.store.connection import DEFAULT_LOCK_TIMEOUT, connect, fetch_value
 
@@ -26,7 +27,10 @@ if TYPE_CHECKING:
     from ood_store.analysis.results import PartialCorrelations
     from ood_store.evaluate.options import EvaluateOptions
     from ood_store.evaluate.runner import EvaluateReport
+    from ood_store.export.eee import EeeExport, EeeSource
     from ood_store.ingest import IngestReport, Overrides
+    from ood_store.store.dump import DumpReport
+    from ood_store.store.merge import MergeReport
 
 DEFAULT_DB = "ood_store.duckdb"
 DB_ENV = "OOD_STORE_DB"
@@ -66,6 +70,8 @@ class Store:
         self.path = path
         self.read_only = read_only
         self.lock_timeout = lock_timeout
+        self._created = not read_only and not path.exists()
+        self._discard_if_empty = False  # set by an ingest that added nothing to the store it created
         self._con = connect(path, read_only=read_only, lock_timeout=lock_timeout)
         try:
             self.migrations_applied = self._prepare()
@@ -92,7 +98,12 @@ class Store:
         return bool(fetch_value(self._con, sqlfiles.load("ood_store.store", "count_tables")))
 
     def close(self) -> None:
+        """Close the store. A store this object created for an ingest that added nothing is removed."""
+        discard = self._discard_if_empty and self._holds_nothing()
         self._con.close()
+        if discard:
+            for leftover in (self.path, self.path.with_name(self.path.name + ".wal")):
+                leftover.unlink(missing_ok=True)
 
     @contextmanager
     def _released(self) -> Iterator[None]:
@@ -105,6 +116,12 @@ class Store:
             yield
         finally:
             self._con = connect(self.path, read_only=self.read_only, lock_timeout=self.lock_timeout)
+
+    def _holds_nothing(self) -> bool:
+        try:
+            return not fetch_value(self._con, sqlfiles.load("ood_store.store", "count_rows"))
+        except duckdb.Error:
+            return False
 
     def __enter__(self) -> Store:
         return self
@@ -155,22 +172,46 @@ class Store:
         paths: Iterable[str | os.PathLike[str]],
         *,
         overrides: Overrides | None = None,
+        campaign: str | None = None,
         attributes: Mapping[str, Any] | list[str] | None = None,
+        attribute_file: str | os.PathLike[str] | None = None,
         samples: bool = True,
         progress: bool = False,
+        wandb_map: Sequence[str] = (),
+        wandb_step: str | None = None,
+        wandb_config: str | os.PathLike[str] | None = None,
     ) -> IngestReport:
-        """Ingest lm-eval results files, folders or globs; see :func:`ood_store.ingest.ingest`."""
-        from ood_store.ingest import ingest
+        """Ingest results files (lm-eval, Every Eval Ever, inspect_ai, W&B history), folders or globs;
+        see :func:`ood_store.ingest.ingest`.
+
+        ``campaign`` names the evaluation campaign of every file (default: the
+        folder each file sits in); ``attribute_file`` is a CSV, TOML or YAML
+        file of run attributes by run name or glob
+        (:func:`~ood_store.store.attribute_rules.read_attribute_file`).
+        """
+        from ood_store.ingest import Overrides, ingest
+        from ood_store.store.attribute_rules import read_attribute_file
 
         self._require_writable("ingest")
-        return ingest(
+        rules = read_attribute_file(attribute_file) if attribute_file is not None else []
+        overrides = overrides or Overrides()
+        if campaign is not None:
+            overrides = replace(overrides, campaign=campaign)
+        report = ingest(
             self._con,
             [str(p) for p in paths],
             overrides=overrides,
             attributes=attributes,
+            attribute_rules=rules,
             samples=samples,
             progress=progress,
+            wandb_map=wandb_map,
+            wandb_step=wandb_step,
+            wandb_config=None if wandb_config is None else str(wandb_config),
         )
+        if self._created and not report.ingested:
+            self._discard_if_empty = True
+        return report
 
     def evaluate(
         self,
@@ -195,12 +236,90 @@ class Store:
         self._require_writable("evaluate")
         return evaluate(self, [str(c) for c in checkpoints], run=run, tasks=tasks, **options)
 
-    def set_run_attributes(self, run: str, attributes: Mapping[str, str]) -> None:
-        """Set attributes of an existing run (family, size, in_domain_task, seed, or any key)."""
-        from ood_store.store.runs import set_attributes
+    def set_run_attributes(
+        self,
+        run: str | None = None,
+        attributes: Mapping[str, Any] | Sequence[str] | None = None,
+        *,
+        match: str | None = None,
+        attribute_file: str | os.PathLike[str] | None = None,
+    ) -> list[str]:
+        """Set attributes (family, size, in_domain, seed, or any key) of existing runs, in one transaction.
+
+        Parameters
+        ----------
+        run
+            A run name; or ``match``, a glob over run names (``"EleutherAI/*-160m"``).
+        attributes
+            A mapping or ``KEY=VALUE`` strings, for ``run`` or ``match``.
+        attribute_file
+            A CSV, TOML or YAML file of attributes by run name or glob
+            (:func:`~ood_store.store.attribute_rules.read_attribute_file`), applied after ``attributes``.
+
+        Returns
+        -------
+        list of str
+            The runs changed. A run name or glob that matches no run is an
+            error, and then nothing changes.
+        """
+        from ood_store.store.attribute_rules import apply_rules, read_attribute_file, rule
 
         self._require_writable("set run attributes")
-        set_attributes(self._con, run, attributes)
+        if run is not None and match is not None:
+            raise InputError(None, None, "give a run or a glob (`match`), not both")
+        rules = []
+        pattern = match if match is not None else run
+        if pattern is not None:
+            rules.append(rule(pattern, attributes or {}))
+        elif attributes:
+            raise InputError(None, None, "which runs? give a run or a glob (`match`) for the attributes")
+        if attribute_file is not None:
+            rules.extend(read_attribute_file(attribute_file))
+        if not rules:
+            raise InputError(None, None, "nothing to set: give a run and attributes, or `attribute_file`")
+        if run is not None and match is None:  # a run name is never read as a glob
+            rules[0] = replace(rules[0], exact=True)
+        return apply_rules(self._con, rules, self.runs()["run"].to_list())
+
+    # -- moving results between stores -------------------------------------
+    def dump(self, folder: str | os.PathLike[str], *, progress: bool = False) -> DumpReport:
+        """Write every table as Parquet (partitioned by run where rows belong to evaluations) with a
+        manifest, into a new folder; see :func:`ood_store.store.dump.dump`."""
+        from ood_store.store.dump import dump
+
+        return dump(self._con, folder, progress=progress)
+
+    def load(self, folder: str | os.PathLike[str], *, prefer: str | None = None, progress: bool = False) -> MergeReport:
+        """Add a dump (:meth:`dump`, any schema version) to this store; see :mod:`ood_store.store.merge`.
+
+        Evaluations already here (same content hash) are not added twice; conflicting run
+        attributes are reported and this store's kept, unless ``prefer`` is ``"theirs"`` or ``"ours"``.
+        """
+        from ood_store.store.merge import load
+
+        self._require_writable("load a dump")
+        return load(self._con, self.path, folder, prefer=prefer, progress=progress)
+
+    def merge(self, other: str | os.PathLike[str], *, prefer: str | None = None) -> MergeReport:
+        """Add every result of another store file (opened read-only) to this one; the rules of :meth:`load`."""
+        from ood_store.store.merge import merge
+
+        self._require_writable("merge a store")
+        return merge(self._con, self.path, other, prefer=prefer)
+
+    def export_eee(
+        self,
+        folder: str | os.PathLike[str],
+        *,
+        runs: Sequence[str] | None = None,
+        source: EeeSource | None = None,
+    ) -> EeeExport:
+        """Write every evaluation (of ``runs``) as an Every Eval Ever file.
+
+        See :func:`ood_store.export.eee.export_eee`."""
+        from ood_store.export.eee import export_eee
+
+        return export_eee(self, folder, runs=runs, source=source)
 
     # -- saved analyses ----------------------------------------------------
     def save_analysis(self, name: str, result: PartialCorrelations, *, replace: bool = False) -> None:

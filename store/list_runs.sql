@@ -1,4 +1,5 @@
--- One row per run, with what the store holds for it.
+-- One row per run, with what the store holds for it; `campaigns` counts its checkpoints
+-- (distinct steps) by evaluation campaign, e.g. 'baseline: 10, zero-shot: 27'.
 SELECT
     r.run,
     r.base_model,
@@ -7,6 +8,13 @@ SELECT
     r.in_domain_task,
     r.seed,
     (SELECT count(*) FROM checkpoints c WHERE c.run = r.run) AS checkpoints,
+    (
+        SELECT string_agg(coalesce(campaign, '(none)') || ': ' || steps, ', ' ORDER BY campaign NULLS LAST)
+        FROM (
+            SELECT e.campaign, count(DISTINCT coalesce(e.step, -1)) AS steps
+            FROM evaluations e WHERE e.run = r.run GROUP BY e.campaign
+        )
+    ) AS campaigns,
     (SELECT min(step) FROM checkpoints c WHERE c.run = r.run) AS first_step,
     (SELECT max(step) FROM checkpoints c WHERE c.run = r.run) AS last_step,
     (SELECT count(*) FROM evaluations e WHERE e.run = r.run) AS evaluations,

@@ -66,6 +66,32 @@ def set_attributes(con: duckdb.DuckDBPyConnection, run: str, attributes: Mapping
     )
 
 
+#: The columns of ``runs`` that hold attributes, in the order run_values.sql reads them.
+_ATTRIBUTE_COLUMNS = ("base_model", "family", "size", "in_domain_task", "seed")
+
+
+def attributes_of(con: duckdb.DuckDBPyConnection, run: str, *, database: str = "main") -> dict[str, Any] | None:
+    """Every attribute run ``run`` has (its columns and free-form keys, none of them null); None without the run.
+
+    ``database="incoming"`` reads the store attached for a merge (:mod:`ood_store.store.merge`).
+    """
+    query = "incoming_run_values" if database == "incoming" else "run_values"
+    row = fetch_one(con, sqlfiles.load("ood_store.store", query), {"run": run})
+    if row is None:
+        return None
+    values = {name: value for name, value in zip(_ATTRIBUTE_COLUMNS, row[:-1], strict=True) if value is not None}
+    values.update({k: v for k, v in (orjson.loads(row[-1]) if row[-1] else {}).items() if v is not None})
+    return values
+
+
+def fill_attributes(con: duckdb.DuckDBPyConnection, run: str, attributes: Mapping[str, Any]) -> None:
+    """Set the attributes that run ``run`` does not have yet; those it has keep their values."""
+    current = attributes_of(con, run) or {}
+    missing = {k: v for k, v in parse_attributes(attributes).items() if current.get(k) is None and v is not None}
+    if missing:
+        set_attributes(con, run, missing)
+
+
 def _split(pair: str) -> tuple[str, str]:
     key, sep, value = pair.partition("=")
     if not sep:
@@ -92,25 +118,21 @@ def read_run_file(path: str | Path) -> tuple[str | None, dict[str, Any]]:
     run = data.pop("run", None)
     if run is not None and not (isinstance(run, str) and run.strip()):
         raise InputError(str(path), "run", "expected a non-empty string")
-    attributes = {**data, **nested}
-    for key, value in attributes.items():
-        if not isinstance(value, str | int | float | bool):
-            raise InputError(str(path), str(key), f"expected a string, number or boolean, got {type(value).__name__}")
     try:
-        return run, parse_attributes(attributes)
+        return run, scalar_attributes({**data, **nested})
     except InputError as exc:
         raise InputError(str(path), exc.field, exc.message) from None
 
 
-def load_run_file(path: str | Path, kind: str = "run file") -> dict[str, Any]:
-    """A run (or study) file's top-level table, parsed (TOML, or YAML for ``.yaml``/``.yml``); one-line errors
-    that call it ``kind``."""
+def load_run_file(path: str | Path, what: str = "run file") -> dict[str, Any]:
+    """A run file's (or, ``what`` says, another file's) top-level table, parsed (TOML, or YAML for
+    ``.yaml``/``.yml``); one-line errors."""
     path = Path(path)
     try:
         text = path.read_text("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         reason = getattr(exc, "strerror", None) or exc
-        raise InputError(str(path), None, f"cannot read the {kind}: {reason}") from None
+        raise InputError(str(path), None, f"cannot read the {what}: {reason}") from None
     try:
         if path.suffix.lower() in (".yaml", ".yml"):
             import yaml
@@ -121,10 +143,18 @@ def load_run_file(path: str | Path, kind: str = "run file") -> dict[str, Any]:
 
             data = tomllib.loads(text)
     except Exception as exc:  # TOMLDecodeError, YAMLError: both name the line
-        raise InputError(str(path), None, f"not a valid {kind}: {first_line(exc)}") from None
+        raise InputError(str(path), None, f"not a valid {what}: {first_line(exc)}") from None
     if not isinstance(data, dict):
         raise InputError(str(path), None, "expected a table of key = value pairs")
     return dict(data)
+
+
+def scalar_attributes(attributes: Mapping[str, Any]) -> dict[str, Any]:
+    """Attributes read from a file: scalar values only, checked and normalised by :func:`parse_attributes`."""
+    for key, value in attributes.items():
+        if not isinstance(value, str | int | float | bool):
+            raise InputError(None, str(key), f"expected a string, number or boolean, got {type(value).__name__}")
+    return parse_attributes(attributes)
 
 
 def run_attributes(store: Store, names: Sequence[str], parameter: str = "by") -> pl.DataFrame:

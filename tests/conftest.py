@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
 from pathlib import Path
 
 import duckdb
@@ -157,3 +158,126 @@ def analysis_db(tmp_path_factory) -> Path:
         # Saved as `ood-store analyze --save` saves it: the parameters come from the result.
         store.save_analysis(PYTHIA_ANALYSIS, partial_correlations(store, PYTHIA_IN_DOMAIN, PYTHIA_OOD))
     return db
+
+
+# The planted study of 24 runs (4 families x 2 sizes x 3 seeds) x 8 OOD testsets (ood_store/examples/planted.py).
+PLANTED_ANALYSIS = "planted"
+PLANTED_NAMES = FIXTURES / "planted-names.yaml"
+
+
+@pytest.fixture(scope="session")
+def planted_db(tmp_path_factory) -> Path:
+    """A store with the planted study ingested from its lm-eval files and its analysis saved (read-only for tests)."""
+    import ood_store
+    from ood_store.examples import planted
+
+    root = tmp_path_factory.mktemp("planted")
+    with ood_store.open(root / "store.duckdb") as store:
+        planted.build(store, root / "files")
+    return root / "store.duckdb"
+
+
+def sql_rows(db: Path, sql: str, *params) -> list[tuple]:
+    """The rows of ``sql`` on the store file ``db``, read with DuckDB alone (not ood-store)."""
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        return con.execute(sql, list(params)).fetchall()
+    finally:
+        con.close()
+
+
+def tool(name: str) -> str:
+    """The path of a TeX, poppler or pandoc tool; CI installs them (make latex), elsewhere a missing one skips."""
+    path = shutil.which(name)
+    if path is None:
+        if os.environ.get("CI"):
+            pytest.fail(f"{name} is not installed; CI installs it with `make latex`")
+        pytest.skip(f"{name} is not installed (make latex installs it)")
+    return path
+
+
+def pdflatex(folder: Path, name: str, text: str) -> str:
+    """Compile ``text`` as ``name.tex`` in ``folder`` with pdflatex (it must succeed); returns its log."""
+    (folder / f"{name}.tex").write_text(text)
+    run = subprocess.run(
+        [tool("pdflatex"), "-interaction=nonstopmode", "-halt-on-error", f"{name}.tex"],
+        cwd=folder, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stdout[-3000:]
+    return (folder / f"{name}.log").read_text(errors="replace")
+
+
+def pdf_text(folder: Path, name: str) -> str:
+    """The text of ``name.pdf`` as pdftotext -layout reads it."""
+    return subprocess.run([tool("pdftotext"), "-layout", f"{name}.pdf", "-"], cwd=folder, capture_output=True,
+                          text=True, check=True).stdout  # fmt: skip
+
+
+# The inspect_ai logs the inspect tests read: written by inspect_ai itself, offline (its mockllm
+# provider answers with the outputs given; the usage is given too, so that it counts no tokens).
+INSPECT_TARGETS = ("2", "4", "6", "8", "10", "12")
+INSPECT_ANSWERS = {"step100": ("2", "4", "x", "8", "x", "x"), "step200": ("2", "4", "6", "8", "x", "12")}
+
+
+@pytest.fixture(scope="session")
+def inspect_logs(tmp_path_factory) -> dict[str, Path]:
+    """Logs of one task scored by two scorers at two checkpoints (.eval at step 100, .eval and .json
+    at step 200, both named by a revision), one of a checkpoint folder, and one of an evaluation that
+    failed; name -> path."""
+    from inspect_ai import Task
+    from inspect_ai import eval as inspect_eval
+    from inspect_ai.dataset import Sample
+    from inspect_ai.model import ModelOutput, ModelUsage
+    from inspect_ai.scorer import includes, match
+    from inspect_ai.solver import generate, solver
+
+    root = tmp_path_factory.mktemp("inspect")
+    samples = [Sample(input=f"What is {i + 1} + {i + 1}?", target=t) for i, t in enumerate(INSPECT_TARGETS)]
+    task = Task(dataset=samples, solver=generate(), scorer=[match(), includes()], name="toy_add")
+
+    def outputs(answers):
+        out = []
+        for answer in answers:
+            output = ModelOutput.from_content("mockllm/model", f"The answer is {answer}")
+            output.usage = ModelUsage(input_tokens=8, output_tokens=4, total_tokens=12)
+            out.append(output)
+        return out
+
+    logs = {}
+    for name, revision, log_format in (("step100", "step100", "eval"), ("step200", "step200", "eval"),
+                                        ("step200-json", "step200", "json")):  # fmt: skip
+        folder = root / name
+        (log,) = inspect_eval(
+            task,
+            model="mockllm/model",
+            model_args={"revision": revision, "custom_outputs": outputs(INSPECT_ANSWERS[revision])},
+            log_dir=str(folder),
+            log_format=log_format,
+            display="none",
+        )
+        assert log.status == "success"
+        logs[name] = Path(log.location)
+
+    # a local checkpoint folder as the model: the path names run and step
+    (log,) = inspect_eval(
+        task,
+        model="mockllm/runs/opt-mnli-s1/checkpoint-500",
+        model_args={"custom_outputs": outputs(INSPECT_ANSWERS["step100"])},
+        log_dir=str(root / "checkpoint"),
+        display="none",
+    )
+    assert log.status == "success"
+    logs["checkpoint"] = Path(log.location)
+
+    @solver
+    def broken():
+        async def solve(state, generate):
+            raise RuntimeError("the model server went away")
+
+        return solve
+
+    failing = Task(dataset=samples[:1], solver=broken(), scorer=match(), name="toy_add")
+    (log,) = inspect_eval(failing, model="mockllm/model", log_dir=str(root / "failed"), display="none")
+    assert log.status == "error"
+    logs["failed"] = Path(log.location)
+    return logs

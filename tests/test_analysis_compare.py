@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import doctest
+from pathlib import Path
+
 import numpy as np
 import polars as pl
 import pytest
@@ -138,3 +141,122 @@ def test_bad_inputs():
         compare(table, by=["family"])
     with pytest.raises(AnalysisError, match="no run attribute 'size'"):
         compare(table, by=["size"], attributes=pl.DataFrame({"run": ["a", "b"], "family": ["x", "y"]}))
+
+
+# -- verdicts: never against the sign agreement and the pooled interval shown beside them ---------------------
+
+REFERENCE = Path(__file__).parent / "reference"
+
+
+def _reference_set(name: str) -> tuple[pl.DataFrame, dict]:
+    """A 20-run set of tests/reference/meta_input.csv as a partial-correlation table, and metafor's pooling of it."""
+    rows = pl.read_csv(REFERENCE / "meta_input.csv").filter(pl.col("set") == name)
+    table = pl.DataFrame(
+        {
+            "run": rows["run"],
+            "task_x": rows["task_x"],
+            "task_y": rows["task_y"],
+            "n": rows["n"],
+            "r": rows["r"],
+            "n_eff": rows["n_eff"].cast(pl.Float64),
+            "p_adj": rows["p_eff"],  # one pair per run: adjusted = unadjusted
+            "p_eff_adj": rows["p_eff"],
+            "edf_x": [2.0] * rows.height,
+            "edf_y": [2.0] * rows.height,
+        }
+    )
+    metafor = pl.read_csv(REFERENCE / "meta.csv").filter(pl.col("set") == name).row(0, named=True)
+    return table, metafor
+
+
+def test_nineteen_of_twenty_agreeing_with_a_clear_pooled_r_is_consistent():
+    """Issue 11: 19 of 20 runs positive, one non-significantly negative, pooled r 0.40 (p < 0.001), Q
+    significant. The old rule called it model-dependent; the runs and the pooled interval say consistent."""
+    table, metafor = _reference_set("agree19")
+    out = compare(table).table.row(0, named=True)
+    assert (out["runs"], out["n_positive"], out["n_negative"], out["n_sig_negative"]) == (20, 19, 1, 0)
+    assert out["sign_agreement"] == 0.95
+    assert out["r_pooled"] == pytest.approx(np.tanh(metafor["estimate"]), abs=1e-6)
+    assert out["ci_low"] == pytest.approx(np.tanh(metafor["ci_low"]), abs=1e-6) and out["ci_low"] > 0
+    assert out["p_pooled"] < 0.001 and out["q_p"] == pytest.approx(metafor["QEp"], abs=1e-6) and out["q_p"] < 0.05
+    assert out["verdict"] == "consistently positive"
+
+
+def test_eleven_of_twenty_is_not_consistent_whatever_the_pooled_interval():
+    """Issue 11: 11 of 20 negative (none significant), a pooled interval just below 0, Q not significant.
+    The old rule said consistently negative; with 55% sign agreement the verdict is mixed."""
+    table, metafor = _reference_set("split11")
+    out = compare(table).table.row(0, named=True)
+    assert (out["n_positive"], out["n_negative"], out["n_sig_positive"], out["n_sig_negative"]) == (9, 11, 0, 0)
+    assert out["sign_agreement"] == 0.55
+    assert out["ci_high"] == pytest.approx(np.tanh(metafor["ci_high"]), abs=1e-6) and out["ci_high"] < 0
+    assert out["q_p"] > 0.05
+    assert out["verdict"] == "mixed"
+    # the threshold is a parameter: at 55% it would be consistent, with a pooled interval through 0 no evidence
+    assert compare(table, agreement=0.55).table.row(0, named=True)["verdict"] == "consistently negative"
+    weaker = table.with_columns(pl.col("r") * 0.5)
+    assert compare(weaker).table.row(0, named=True)["verdict"] == "no evidence"
+    with pytest.raises(AnalysisError, match="agreement: must be more than 0.5 and at most 1"):
+        compare(table, agreement=0.5)
+
+
+def test_verdicts_never_contradict_the_numbers_beside_them():
+    """1000 random sets of 2 to 25 runs: each label holds by its definition on the row's own columns."""
+    rng = np.random.default_rng(11)
+    seen = set()
+    for trial in range(1000):
+        k = int(rng.integers(2, 26))
+        mean, spread = rng.normal(0, 0.3), rng.uniform(0, 0.5)
+        r = np.tanh(rng.normal(mean, spread, k)).round(3)
+        n = rng.integers(15, 80, k)
+        p = stats.t.sf(np.abs(r) * np.sqrt((n - 3) / (1 - r**2)), n - 3) * 2
+        table = _table([(f"run{i}", float(r[i]), int(n[i])) for i in range(k)], p_adj=list(p))
+        agreement = float(rng.choice([0.6, 0.8, 1.0]))
+        out = compare(table, inference="naive", agreement=agreement).table.row(0, named=True)
+        verdict, share = out["verdict"], out["sign_agreement"]
+        seen.add(verdict)
+        excludes_zero = out["ci_low"] > 0 or out["ci_high"] < 0
+        assert share == (out["n_positive"] if out["r_pooled"] > 0 else out["n_negative"]) / out["runs"], trial
+        if verdict.startswith("consistently"):
+            positive = verdict == "consistently positive"
+            assert (out["ci_low"] > 0) if positive else (out["ci_high"] < 0), trial
+            assert share >= agreement, trial
+            assert (out["n_sig_negative"] if positive else out["n_sig_positive"]) == 0, trial
+        elif verdict == "model-dependent":
+            both = out["n_sig_positive"] > 0 and out["n_sig_negative"] > 0
+            assert both or (out["q_p"] < 0.05 and share < agreement), trial
+        elif verdict == "mixed":
+            assert excludes_zero, trial
+        else:
+            assert verdict == "no evidence" and not excludes_zero, trial
+    assert seen == {"consistently positive", "consistently negative", "model-dependent", "mixed", "no evidence"}
+
+
+def test_the_signs_figure_and_the_compare_table_follow_the_verdict():
+    """The figure of issue 11 printed '9+ 11−' in bold as consistent: it reads the verdict, now mixed."""
+    from ood_store.export import figures, tables
+
+    for name, label, bold in (("split11", "9+ 11\u2212", False), ("agree19", "19+ 1\u2212", True)):
+        table, _ = _reference_set(name)
+        comparison = compare(table)
+        figure = figures.sign_agreement(comparison.table)
+        (ax,) = [axis for axis in figure.axes if axis.get_label() != "<colorbar>"][:1]
+        (text,) = [t for t in ax.texts if t.get_text() == label]
+        assert (text.get_fontweight() == "bold") is bold
+        assert not any(patch.get_hatch() for patch in ax.patches)  # neither is model-dependent
+        markdown = tables.compare_table(comparison.table).render("markdown")
+        assert ("mixed" in markdown) is not bold and ("consistently positive" in markdown) is bold
+
+
+def test_docstring_examples_run():
+    import importlib
+
+    names = (
+        "ood_store.analysis.verdicts",
+        "ood_store.analysis.results",
+        "ood_store.analysis.compare",
+        "ood_store.names",
+    )
+    for name in names:
+        result = doctest.testmod(importlib.import_module(name))
+        assert result.failed == 0 and result.attempted > 0, name

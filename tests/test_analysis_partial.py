@@ -362,8 +362,14 @@ def test_bad_options_are_analysis_errors():
     ]:
         with pytest.raises(AnalysisError, match=message):
             partial_correlations(frame, in_domain="mnli", **kwargs)
-    with pytest.raises(AnalysisError, match="task 'nli' has no 'acc' scores"):
+    # a task the frame does not have at all: the close names it has (difflib, as evaluate's hint)
+    with pytest.raises(AnalysisError, match=r"^no task 'nli' in the scores; did you mean mnli, anli\?$"):
         partial_correlations(frame, in_domain="nli")
+    with pytest.raises(AnalysisError, match="task 'hans' has no 'acc' scores"):
+        partial_correlations(frame.with_columns(metric=pl.lit("f1")).vstack(frame.with_columns(metric=pl.lit("acc"))
+                             .filter(pl.col("task") != "hans")), in_domain="mnli", ood=["hans", "rte"])  # fmt: skip
+    with pytest.raises(AnalysisError, match=r"^in_domain: not given \(a frame of scores has no run attributes"):
+        partial_correlations(frame)
     with pytest.raises(AnalysisError, match="no column"):
         partial_correlations(frame.drop("value"), in_domain="mnli")
 
@@ -386,3 +392,31 @@ def test_holm_equals_statsmodels_with_ties_and_extremes():
         np.testing.assert_allclose(inference.adjust(p, "holm"), multipletests(p, method="holm")[1], rtol=1e-15)
     with_nan = np.array([0.01, np.nan, 0.03])
     np.testing.assert_allclose(inference.adjust(with_nan, "holm"), [0.02, np.nan, 0.03])
+
+
+def test_block_length_of_a_residual_series_without_variance_warns_nothing():
+    """arch divides by zero on such a series (RuntimeWarning); the analysis leaves it out instead of printing."""
+    import warnings
+
+    from ood_store.analysis import bootstrap
+
+    walk = np.random.default_rng(0).normal(size=30).cumsum()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert bootstrap.block_length(np.c_[np.zeros(30), walk], "circular") == bootstrap.block_length(
+            walk[:, None], "circular"
+        )
+        assert bootstrap.block_length(np.zeros((30, 2)), "circular") == 1
+        partial_correlations(_frame(_random_run(9, n=30)), in_domain="mnli", bootstrap=20, residualizer="gam")
+
+
+@pytest.mark.parametrize(("bootstrap", "planned"), [(0, 1), (120, 1 + 3)])
+def test_progress_is_reported_per_run_and_per_chunk_of_resamples(bootstrap, planned):
+    data = _random_run(3, n=30)
+    data["rte"][:4] = np.nan  # two patterns of missing steps: two groups of pairs share the run's progress
+    steps: list[float] = []
+    options = partial_module.Options(in_domain="", bootstrap=bootstrap, residualizer="gam")
+    X = np.column_stack([data[t] for t in TASKS[1:]])
+    partial_module._pairs(data["mnli"][:, None], X, list(TASKS[1:]), options, "run", steps.append)
+    assert sum(steps) == pytest.approx(planned)
+    assert len(steps) == 2 * planned  # each group reports its share

@@ -80,7 +80,7 @@ def test_figures_from_analysis_mirror_tables_from_analysis(analysis_db):
     with ood_store.open(analysis_db, read_only=True) as store:
         grid = figures.from_analysis(store, PYTHIA_ANALYSIS, "grid")
         params = store.analysis(PYTHIA_ANALYSIS).params
-        with pytest.raises(AnalysisError, match="^kind: must be one of heatmap, grid, signs, not 'pie'$"):
+        with pytest.raises(AnalysisError, match="^kind: must be one of heatmap, grid, signs, forest, not 'pie'$"):
             figures.from_analysis(store, PYTHIA_ANALYSIS, "pie")
         with pytest.raises(AnalysisError, match="^runs: a heatmap draws one run, not 2$"):
             figures.from_analysis(store, PYTHIA_ANALYSIS, "heatmap", runs=list(RUNS[:2]))

@@ -6,6 +6,7 @@ import csv
 import io
 import json
 import math
+from pathlib import Path
 
 import pandas as pd
 import pingouin as pg
@@ -16,7 +17,11 @@ import ood_store
 from conftest import PYTHIA_SIZES, expected_pythia_rows, pythia_files, table_dump
 from ood_store.cli import main
 
+REFERENCE_DIR = Path(__file__).parent / "reference"
 IN_DOMAIN = "lambada_openai"
+NOT_GIVEN = (
+    "Error: --in-domain: not given, and no run has an in_domain attribute (set run attributes with --attr at ingest)"
+)
 OOD = ("arc_easy", "piqa", "sciq", "winogrande")
 REQUIRED = ("run", "task_x", "task_y", "n", "r", "ci_low", "ci_high", "p", "p_adj", "n_eff", "p_eff",
             "residualizer", "method")  # fmt: skip
@@ -172,15 +177,28 @@ def test_compare_by_a_run_attribute(runner, store_db):
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["analyze"], "Missing option '--in-domain'."),
+        (["analyze"], NOT_GIVEN),
         (["analyze", "--in-domain", "nope"], "Error: no task 'nope' in the store (see `ood-store tasks`)"),
+        (["analyze", "--in-domain", "lambada", "--ood", "piqa"],
+         "Error: no task 'lambada' in the store; did you mean lambada_openai? (see `ood-store tasks`)"),
+        (["analyze", "--in-domain", IN_DOMAIN, "--ood", "arc_esay,piqa"],
+         "Error: no task 'arc_esay' in the store; did you mean arc_easy? (see `ood-store tasks`)"),
+        (["analyze", "--in-domain", IN_DOMAIN, "--sensitivity", "--bootstrap", "10"],
+         "--sensitivity compares point estimates: leave out --save and --bootstrap."),
         (["analyze", "--in-domain", IN_DOMAIN, "--metric", "f1"],
          f"Error: task '{IN_DOMAIN}' has no 'f1' scores; it has: acc, ppl (choose with --metric)"),
         (["analyze", "--in-domain", IN_DOMAIN, "--run", "gpt-5"],
          "Error: --run: no run 'gpt-5' in the store (see `ood-store runs`)"),
         (["analyze", "--in-domain", IN_DOMAIN, "--ood", IN_DOMAIN],
          f"Error: --ood: '{IN_DOMAIN}' is the in-domain task; it cannot also be an OOD task"),
-        (["compare"], "Give either --in-domain (and the analysis options) or --analysis NAME."),
+        (["compare"], NOT_GIVEN),
+        (["compare", "--analysis", "x", "--in-domain", IN_DOMAIN],
+         "Give --analysis NAME or the analysis options (--in-domain ...), not both."),
+        (["compare", "--in-domain", IN_DOMAIN, "--between", "family"], "--between and --within go together."),
+        (["compare", "--in-domain", IN_DOMAIN, "--between", "family", "--within", "family"],
+         "Error: --within: 'family' is also --between; give two different attributes"),
+        (["compare", "--in-domain", IN_DOMAIN, "--between", "family", "--within", "size", "--by", "size"],
+         "--between compares groups with each other; it does not combine with --by."),
         (["compare", "--analysis", "nothing"], "Error: no saved analysis named 'nothing' (see `ood-store analyses`)"),
         (["compare", "--in-domain", IN_DOMAIN, "--by", "shots"],
          "Error: --by: no run has attribute 'shots' (set run attributes with --attr at ingest)"),
@@ -199,3 +217,127 @@ def test_user_errors_are_one_line(runner, store_db, args, message):
 
 def fresh_runs(csv_text: str) -> list[str]:
     return pl.read_csv(io.StringIO(csv_text))["run"].to_list()
+
+
+def test_analyze_takes_the_runs_in_domain_attribute_when_they_agree(runner, tmp_path):
+    db = tmp_path / "store.duckdb"
+    with ood_store.open(db) as store:
+        for size in PYTHIA_SIZES:
+            attributes = {"family": "pythia", "size": size, "in_domain": IN_DOMAIN}
+            assert store.ingest(pythia_files(size), attributes=attributes).ok
+    implicit = invoke(runner, db, "analyze", "--ood", "arc_easy,piqa", "--format", "csv", "--save", "implicit")
+    explicit = invoke(runner, db, "analyze", "--in-domain", IN_DOMAIN, "--ood", "arc_easy,piqa", "--format", "csv")
+    assert implicit.exit_code == 0, implicit.output
+    assert implicit.stdout == explicit.stdout
+    assert {row["in_domain"] for row in _csv(implicit.stdout)} == {IN_DOMAIN}
+    with ood_store.open(db) as store:
+        assert store.analysis("implicit").options.in_domain == IN_DOMAIN  # the saved parameters say which task
+        store.set_run_attributes("EleutherAI/pythia-v1.1-410m", {"in_domain": "sciq"})
+    # compare computes the same way; once the runs disagree, the error says how
+    compared = invoke(runner, db, "compare", "--ood", "arc_easy,piqa", "--run", "EleutherAI/pythia-v1.1-160m",
+                      "--run", "EleutherAI/pythia-v1.1-1.4b", "--format", "csv")  # fmt: skip
+    assert compared.exit_code == 0, compared.output
+    disagree = invoke(runner, db, "analyze", "--ood", "arc_easy,piqa")
+    assert disagree.exit_code == 1
+    assert disagree.output == (
+        "Error: --in-domain: not given, and the runs' in_domain attributes differ: "
+        "'lambada_openai' (2 runs), 'sciq' (1 run)\n"
+    )
+
+
+def test_analyze_sensitivity_reports_the_three_residualisers(runner, store_db):
+    base = ["analyze", "--in-domain", IN_DOMAIN, "--ood", ",".join(OOD), "--format", "csv"]
+    report = _csv(invoke(runner, store_db, *base, "--sensitivity").stdout)
+    assert len(report) == 18
+    assert list(report[0]) == list(ood_store.analysis.SENSITIVITY_COLUMNS)
+    for name, extra in (("linear", []), ("gam_gcv", ["--residualizer", "gam", "--smoothing", "gcv"]),
+                        ("gam_reml", ["--residualizer", "gam"])):  # fmt: skip
+        rows = {(r["run"], r["task_x"], r["task_y"]): r for r in _csv(invoke(runner, store_db, *base, *extra).stdout)}
+        for row in report:
+            analysed = rows[(row["run"], row["task_x"], row["task_y"])]
+            assert float(row[f"r_{name}"]) == float(analysed["r"])
+            assert float(row[f"p_{name}"]) == float(analysed["p_eff_adj"])
+    for row in report:
+        p = [float(row[f"p_{name}"]) < 0.05 for name in ("linear", "gam_gcv", "gam_reml")]
+        signs = {math.copysign(1, float(row[f"r_{name}"])) for name in ("linear", "gam_gcv", "gam_reml")}
+        assert (row["fragile"] == "true") == (len(set(p)) > 1 or (len(signs) > 1 and any(p)))
+    table = invoke(runner, store_db, "analyze", "--in-domain", IN_DOMAIN, "--ood", "arc_easy,piqa", "--sensitivity")
+    assert table.output.splitlines()[0].split() == [
+        "run",
+        "task_x",
+        "task_y",
+        "n",
+        "r_linear",
+        "r_gam_gcv",
+        "r_gam_reml",
+        "r_range",
+        "fragile",
+    ]
+
+
+def test_compare_agreement_threshold_from_the_cli(runner, store_db):
+    """With three runs, 2 of 3 sharing a sign pass a threshold of 0.6 but not the default 0.8."""
+    base = ["compare", "--in-domain", IN_DOMAIN, "--ood", ",".join(OOD), "--format", "csv"]
+    strict, loose = _csv(invoke(runner, store_db, *base).stdout), _csv(invoke(runner, store_db, *base, "--agreement",
+                                                                              "0.6").stdout)  # fmt: skip
+    changed = 0
+    for a, b in zip(strict, loose, strict=True):
+        assert (a["task_x"], a["task_y"], a["r_pooled"]) == (b["task_x"], b["task_y"], b["r_pooled"])
+        for row, threshold in ((a, 0.8), (b, 0.6)):
+            if row["verdict"].startswith("consistently"):
+                assert float(row["sign_agreement"]) >= threshold
+        changed += a["verdict"] != b["verdict"]
+    assert changed  # some pair with 2 of 3 runs agreeing and a pooled interval off 0
+
+
+def _planted_store(tmp_path, dataset: str):
+    """The planted model-versus-seed set of tests/reference as lm-eval v0.3 files, ingested with family and seed."""
+    series = pl.read_csv(REFERENCE_DIR / "series.csv").filter(pl.col("dataset") == dataset)
+    runs = pl.read_csv(REFERENCE_DIR / "runs.csv").filter(pl.col("dataset") == dataset)
+    folder = tmp_path / dataset
+    folder.mkdir()
+    db = tmp_path / f"{dataset}.duckdb"
+    with ood_store.open(db) as store:
+        for run, family, seed in runs.select("run", "family", "seed").iter_rows():
+            files = []
+            part = series.filter(pl.col("run") == run)
+            for (step,), rows in part.partition_by("step", as_dict=True).items():
+                scores = zip(rows["task"], rows["value"], strict=True)
+                doc = {
+                    "results": {task: {"acc": value, "acc_stderr": 0.01} for task, value in scores},
+                    "versions": dict.fromkeys(rows["task"], 0),
+                    "config": {"model": "hf-causal", "model_args": f"pretrained={run},revision=step{step}",
+                               "num_fewshot": 0, "batch_size": 1, "limit": None},
+                }  # fmt: skip
+                path = folder / f"{run}-{step}.json"
+                path.write_text(json.dumps(doc))
+                files.append(path)
+            assert store.ingest(files, attributes={"family": family, "seed": int(seed)}).ok
+    return db
+
+
+def test_compare_between_families_within_seeds_from_the_cli(runner, tmp_path):
+    """Planted +0.6 / -0.6 families with seed noise: they differ beyond seed variation, as metafor says."""
+    reference = pl.read_csv(REFERENCE_DIR / "subgroups.csv")
+    for dataset, verdict in (("planted-between", "differs by family beyond seed variation"),
+                             ("planted-seeds", "not shown to differ by family beyond seed variation")):  # fmt: skip
+        db = _planted_store(tmp_path, dataset)
+        for method in ("PM", "REML"):
+            result = invoke(runner, db, "compare", "--in-domain", "id", "--between", "family", "--within", "seed",
+                            "--tau2-method", method, "--format", "csv")  # fmt: skip
+            assert result.exit_code == 0, result.output
+            row = next(r for r in _csv(result.stdout) if (r["task_x"], r["task_y"]) == ("x", "y"))
+            expected = reference.filter(
+                (pl.col("dataset") == dataset) & (pl.col("method") == method) & (pl.col("task_x") == "x")
+                & (pl.col("task_y") == "y")
+            ).row(0, named=True)  # fmt: skip
+            assert row["verdict"] == verdict
+            assert float(row["q_between"]) == pytest.approx(expected["QM"], abs=1e-6)
+            assert float(row["p_between"]) == pytest.approx(expected["QMp"], abs=1e-6)
+            assert float(row["tau2_within"]) == pytest.approx(expected["tau2"], abs=1e-6)
+            assert float(row["q_within"]) == pytest.approx(expected["QE"], abs=1e-6)
+        text = invoke(runner, db, "compare", "--in-domain", "id", "--between", "family", "--within", "seed")
+        assert text.output.splitlines()[0].split() == [
+            "task_x", "task_y", "groups", "runs", "q_between", "p_between", "tau2_within", "p_within", "verdict",
+            "r:olmo", "r:opt",
+        ]  # fmt: skip

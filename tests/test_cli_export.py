@@ -81,7 +81,9 @@ def test_compare_and_sql_exports(runner, analysis_db, tmp_path):
 
 def test_standalone_latex_is_a_document(runner, analysis_db):
     result = export(runner, analysis_db, "--analysis", PYTHIA_ANALYSIS, "--standalone", "--label", "tab:x")
-    assert result.output.startswith("\\documentclass{article}") and result.output.endswith("\\end{document}\n")
+    assert result.output.startswith("\\documentclass[twocolumn]{article}") and result.output.endswith(
+        "\\end{document}\n"
+    )
     assert "\\label{tab:x}" in result.output
 
 
@@ -92,7 +94,7 @@ def test_standalone_latex_is_a_document(runner, analysis_db):
         (["--analysis", "nope"], "Error: no saved analysis named 'nope'"),
         (["--analysis", PYTHIA_ANALYSIS, "-o", "t.docx"], "t.docx: cannot tell the format from the extension"),
         (["--analysis", PYTHIA_ANALYSIS, "--format", "parquet"], "parquet writes a binary file"),
-        (["--sql", "SELECT 1", "--wide"], "--compare, --by and --wide need --analysis."),
+        (["--sql", "SELECT 1", "--wide"], "--compare, --by, --wide and --transpose need --analysis."),
         (["--analysis", PYTHIA_ANALYSIS, "--by", "size"], "--by needs --compare."),
         (["--analysis", PYTHIA_ANALYSIS, "--rename", "mnli"], "--rename: 'mnli': expected NAME=DISPLAY"),
         (["--analysis", PYTHIA_ANALYSIS, "--rename-file", "missing.yaml"], "missing.yaml: cannot read"),

@@ -116,3 +116,71 @@ def test_progress_bar_on_a_terminal(runner, db):
 def test_no_progress_bar_when_not_a_terminal(runner, db):
     result = runner.invoke(main, ["--db", str(db), "ingest", str(PYTHIA / "pythia-160m")], env={"TTY_COMPATIBLE": "0"})
     assert "ingesting" not in result.output
+
+
+def test_an_ingest_that_adds_nothing_leaves_no_new_store(runner, tmp_path):
+    db = tmp_path / "new.duckdb"
+    result = runner.invoke(main, ["--db", str(db), "ingest", str(tmp_path / "missing.json")])
+    assert result.exit_code == 1
+    assert not db.exists() and not db.with_name("new.duckdb.wal").exists()
+    with ood_store.open(db) as store:  # from Python too
+        assert not store.ingest([tmp_path / "missing.json"]).ok
+    assert not db.exists()
+
+
+def test_a_store_that_existed_is_kept_whatever_an_ingest_adds(runner, tmp_path):
+    db = tmp_path / "s.duckdb"
+    assert runner.invoke(main, ["--db", str(db), "init"]).exit_code == 0
+    runner.invoke(main, ["--db", str(db), "ingest", str(tmp_path / "missing.json")])
+    assert db.exists()
+
+
+def test_quiet_reports_problems_in_one_note_with_the_store_it_used(runner, tmp_path):
+    source = pythia_files("160m")[0]
+    doc = json.loads(source.read_text())
+    doc["results"]["arc_easy"]["acc"] += 0.1
+    (tmp_path / "rerun").mkdir()
+    (tmp_path / "rerun" / source.name).write_text(json.dumps(doc))
+    db = tmp_path / "my store.duckdb"
+    assert runner.invoke(main, ["--db", str(db), "ingest", "-q", str(source)]).output == ""
+    result = runner.invoke(main, ["--db", str(db), "ingest", "-q", str(tmp_path / "rerun")])
+    assert result.exit_code == 0
+    assert result.output == (
+        f"Note: 1 run now mixes campaigns; evaluations disagree on 1 score in 1 run "
+        f"(see ood-store --db '{db}' query \"SELECT * FROM score_conflicts\").\n"
+    )
+
+
+def test_paths_are_shown_as_they_were_given(runner, tmp_path, monkeypatch):
+    folder = tmp_path / "evals" / "zero-shot"
+    folder.mkdir(parents=True)
+    (folder / "broken.json").write_text(
+        '{"results": {"arc_easy": {"acc": "x"}}, "config": {"model_args": "pretrained=m"}}'
+    )
+    monkeypatch.chdir(tmp_path)
+    result = runner.invoke(main, ["--db", "s.duckdb", "ingest", "evals"])
+    assert result.exit_code == 1
+    assert result.output.splitlines()[-1] == (
+        '  evals/zero-shot/broken.json: results["arc_easy"]["acc"]: expected a number, got string "x"'
+    )
+
+
+def test_commands_are_imported_when_used():
+    """`main.commands` names every command without importing it; MODULES says where each one lives."""
+    import importlib
+    import subprocess
+    import sys
+
+    from ood_store.cli import MODULES
+
+    for name, module in MODULES.items():
+        commands = importlib.import_module(f"ood_store.cli.{module}").COMMANDS
+        assert name in [c.name for c in commands], (name, module)
+    defined = {c.name for m in set(MODULES.values()) for c in importlib.import_module(f"ood_store.cli.{m}").COMMANDS}
+    assert defined == set(MODULES)
+    heavy = ("scipy", "matplotlib", "statsmodels", "lm_eval")
+    probe = (
+        "import sys; from ood_store.cli import main; main.commands['ingest']; "
+        f"print(sorted(m for m in {heavy!r} if m in sys.modules))"
+    )
+    assert subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout == "[]\n"

@@ -104,3 +104,82 @@ def test_model_args_strings_parse_like_lm_eval():
     assert parse_model_args(None) == {}
     with pytest.raises(TypeError):
         parse_model_args(3)
+
+
+MODEL_ARGS = [
+    "pretrained=EleutherAI/pythia-160m,revision=step3000,dtype=float16",
+    "use_accelerate=True,pretrained=EleutherAI/pythia-v1.1-1.4b,revision=step0",
+    " pretrained='my,model' ,trust_remote_code=true,max_length=2048,temperature=0.7,x=None,y=",
+    "pretrained=a=b,peft=/runs/lora/checkpoint-5,batch=-3,lr=1e-4,big=" + "9" * 5000,
+    "",
+    ",,",
+]
+
+
+@pytest.mark.parametrize("text", MODEL_ARGS)
+def test_model_args_are_read_as_lm_eval_reads_them(text):
+    """ingest reads model_args without importing lm-eval; lm-eval's own parser is the reference."""
+    from lm_eval.utils import simple_parse_args_string
+
+    assert parse_model_args(text) == simple_parse_args_string(text)
+
+
+def test_model_args_of_every_fixture_as_lm_eval_reads_them():
+    import json
+
+    from lm_eval.utils import simple_parse_args_string
+
+    from conftest import FIXTURES
+
+    texts = {
+        json.loads(f.read_text()).get("config", {}).get("model_args")
+        for f in FIXTURES.rglob("*.json")
+        if f.name.startswith(("results", "1", "4", "7", "mmlu", "baseline"))
+    }
+    texts = {t for t in texts if isinstance(t, str)}
+    assert len(texts) > 80
+    for text in texts:
+        assert parse_model_args(text) == simple_parse_args_string(text), text
+
+
+def test_samples_file_names_as_lm_eval_reads_them():
+    from pathlib import Path
+
+    from lm_eval.utils import get_file_datetime, get_file_task_name
+
+    from ood_store.ingest.samples import results_beside, task_of
+
+    for name in (
+        "samples_toy_nli_yn_2026-12-02T10-30-50.239722.jsonl",
+        "samples_math_perturbed_full_2026-01-21T03-44-18.458309.jsonl",
+        "samples_arc_easy_2024-05-01T00-00-00.jsonl",
+    ):
+        path = Path("/x") / name
+        assert task_of(path) == get_file_task_name(name.removesuffix(".jsonl"))
+        assert results_beside(path) == Path("/x") / f"results_{get_file_datetime(name)}.json"
+
+
+@pytest.mark.parametrize(
+    ("folders", "campaign"),
+    [
+        (("evals", "pythia-v1", "pythia-160m", "zero-shot"), "zero-shot"),
+        (("outputs", "MedNLI", "0-shot", "EleutherAI__pythia-160m"), "0-shot"),  # lm-eval's model folder
+        (("lm-eval-results", "EleutherAI__pythia-160m", "step-3000", "EleutherAI__pythia-160m"), None),
+        (("lm-eval-results", "EleutherAI__pythia-160m", "final"), None),
+        (("runs", "ckpt", "checkpoint-500"), "ckpt"),
+        ((), None),
+    ],
+)
+def test_campaign_from_the_folders_a_file_sits_in(folders, campaign):
+    from ood_store.ingest.identity import campaign_of
+
+    identity = ident("pretrained=EleutherAI/pythia-160m,revision=step3000")
+    assert campaign_of(folders, identity, "EleutherAI/pythia-160m") == campaign
+
+
+def test_a_step_with_more_digits_than_a_step_can_have():
+    from ood_store.ingest.identity import StepTooLong
+
+    assert step_in("step" + "9" * 18) == 10**18 - 1
+    with pytest.raises(StepTooLong, match=r"step 9{20}\.\.\. \(5,000 digits\) is out of range"):
+        step_in("step" + "9" * 5000)

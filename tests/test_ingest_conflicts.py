@@ -88,7 +88,9 @@ def test_zero_and_five_shot_are_two_rows(tmp_path):
     assert rows == [(0, json.loads(MEDNLI.read_text())["results"]["MedNLI_0-shot"]["acc,none"]), (5, 0.8)]
 
 
-def test_cli_names_the_files_that_disagree(tmp_path, runner):
+def test_cli_groups_the_scores_that_disagree_by_run_and_campaign(tmp_path, runner):
+    """One line per run and pair of campaigns, and a hint that names the store it was given."""
+
     def newer(doc):
         doc["date"] += 10
         doc["results"]["MedNLI_0-shot"]["f1,none"] = 0.5
@@ -96,9 +98,15 @@ def test_cli_names_the_files_that_disagree(tmp_path, runner):
     path, _ = rerun(tmp_path, MEDNLI, "rerun", newer)
     db = tmp_path / "s.duckdb"
     assert runner.invoke(main, ["--db", str(db), "ingest", str(MEDNLI)]).exit_code == 0
-    result = runner.invoke(main, ["--db", str(db), "ingest", str(path)])
+    result = runner.invoke(main, ["--db", str(db), "ingest", "--campaign", "rerun", str(path)])
     assert result.exit_code == 0
-    assert "disagree on 1 score;" in result.output
-    line = next(line for line in result.output.splitlines() if "MedNLI_0-shot f1,none" in line)
-    assert str(MEDNLI.resolve()) in line and str(path.resolve()) in line
-    assert line.endswith(f"shown: {path.resolve()}")
+    run = json.loads(MEDNLI.read_text())["model_name"]
+    first = MEDNLI.parent.parent.name  # the folder above lm-eval's model folder names the first campaign
+    lines = result.output.splitlines()
+    assert (
+        "Evaluations of the same checkpoint disagree on 1 score; `scores` shows the newest evaluation's value:" in lines
+    )
+    assert f"  run {run}: 1 score at 1 step differ between campaigns {first} and rerun" in lines
+    assert f"  See them: ood-store --db {db} query \"SELECT * FROM score_conflicts WHERE run = '{run}'\"" in lines
+    quiet = runner.invoke(main, ["--db", str(db), "ingest", "-q", "--campaign", "rerun", str(path)])
+    assert quiet.output == ""  # nothing new: already present

@@ -127,21 +127,8 @@ def test_wrong_type_stderr(runner, seeded_db, copy_file):
     )
 
 
-def test_nan_value(runner, seeded_db, copy_file):
-    path = copy_file(PYTHIA_FILE)
-    doc = json.loads(path.read_text())
-    doc["results"]["arc_easy"]["acc"] = float("nan")
-    path.write_text(json.dumps(doc))  # the standard library writes NaN, as lm-eval does
-    assert "NaN" in path.read_text()
-    assert_rejected(runner, seeded_db, path, f'{path}: results["arc_easy"]["acc"]: value is NaN')
-
-
-def test_infinite_value(runner, seeded_db, copy_file):
-    path = copy_file(PYTHIA_FILE)
-    doc = json.loads(path.read_text())
-    doc["results"]["lambada_openai"]["ppl"] = float("inf")
-    path.write_text(json.dumps(doc))
-    assert_rejected(runner, seeded_db, path, f'{path}: results["lambada_openai"]["ppl"]: value is infinite')
+# NaN and Infinity values are data, not errors: tests/test_ingest_nonfinite.py. Numeric
+# literals that do not fit a DOUBLE (1e999) are: tests/test_ingest_limits.py.
 
 
 def test_nan_stderr_is_stored_as_null(db, copy_file):
@@ -158,7 +145,12 @@ def test_nan_stderr_is_stored_as_null(db, copy_file):
 
 def test_missing_results_key(runner, seeded_db, copy_file):
     path = edit_json(copy_file, PYTHIA_FILE, lambda d: d.pop("results"))
-    assert_rejected(runner, seeded_db, path, f"{path}: not an lm-eval results file (no top-level 'results' object)")
+    assert_rejected(
+        runner,
+        seeded_db,
+        path,
+        f"{path}: not a results file ood-store reads (lm-eval, Every Eval Ever, inspect_ai or W&B history)",
+    )
 
 
 def test_missing_model(runner, seeded_db, copy_file):
@@ -216,13 +208,23 @@ def test_folder_without_lm_eval_files(runner, seeded_db, tmp_path):
     (folder / "config.json").write_text('{"model_type": "opt"}')
     (folder / "notes.json").write_text('{"hello": 1}')
     (folder / "README.md").write_text("hi")
-    assert_rejected(runner, seeded_db, folder, f"{folder}: no lm-eval results files found")
+    assert_rejected(
+        runner,
+        seeded_db,
+        folder,
+        f"{folder}: no results files found (lm-eval, Every Eval Ever, inspect_ai or W&B history)",
+    )
 
 
 def test_empty_folder(runner, seeded_db, tmp_path):
     folder = tmp_path / "empty"
     folder.mkdir()
-    assert_rejected(runner, seeded_db, folder, f"{folder}: no lm-eval results files found")
+    assert_rejected(
+        runner,
+        seeded_db,
+        folder,
+        f"{folder}: no results files found (lm-eval, Every Eval Ever, inspect_ai or W&B history)",
+    )
 
 
 def test_missing_path(runner, seeded_db, tmp_path):
@@ -302,7 +304,7 @@ def test_non_lm_eval_json_in_a_folder_is_skipped(runner, db, tmp_path):
     result = runner.invoke(main, ["--db", str(db), "ingest", str(folder)])
     assert result.exit_code == 0, result.output
     assert "Ingested 1 file" in result.output
-    assert "Skipped 1 JSON file (not lm-eval results)." in result.output
+    assert "Skipped 1 file (not results in a format ood-store reads)." in result.output
 
 
 def test_python_api_reports_instead_of_raising(db, copy_file):

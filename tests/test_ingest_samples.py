@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import shutil
 
 import pytest
 
@@ -148,3 +150,69 @@ def test_non_numeric_per_sample_values_are_kept_as_json(tmp_path):
         assert doc_id == line["doc_id"]
         assert metrics == {"exact_match": line["exact_match"]}
         assert json.loads(other) == {"f1": line["f1"], "inst_level_strict_acc": [True, False]}
+
+
+def rows_of(db, task):
+    with ood_store.open(db, read_only=True) as s:
+        return s.query(
+            "SELECT * EXCLUDE (evaluation_id) FROM samples WHERE task = $t ORDER BY doc_id, filter", t=task
+        ).rows()
+
+
+def test_both_layouts_read_the_same_rows(tmp_path, monkeypatch):
+    """Log-likelihood files go in by the typed "scored" layout; read as "json" they give the same rows."""
+    from ood_store.ingest import samples as samples_module
+
+    plans = [samples_module.plan(p, "multiple_choice") for p in sorted(V0413.rglob("samples_toy_nli_*.jsonl"))]
+    assert {p.layout for p in plans} == {"scored"}
+    fast, generic = tmp_path / "fast.duckdb", tmp_path / "generic.duckdb"
+    with ood_store.open(fast) as s:
+        assert s.ingest([V0413]).ok
+    real = samples_module.plan
+    monkeypatch.setattr(samples_module, "plan", lambda *a, **k: dataclasses.replace(real(*a, **k), layout="json"))
+    with ood_store.open(generic) as s:
+        assert s.ingest([V0413]).ok
+    for task in ("toy_nli", "toy_nli_yn", "toy_gen"):
+        assert rows_of(fast, task) == rows_of(generic, task), task
+
+
+def copy_checkpoint(tmp_path):
+    folder = tmp_path / "out"
+    shutil.copytree(next(V0413.glob("toy-run__checkpoint-10")), folder)
+    return folder
+
+
+def test_a_line_that_leaves_the_scored_layout_is_read_as_json(tmp_path):
+    folder = copy_checkpoint(tmp_path)
+    samples = next(folder.glob("samples_toy_nli_2*.jsonl"))
+    lines = [json.loads(line) for line in samples.read_text().splitlines()]
+    lines[7]["filtered_resps"] = [[-3.5, True], [-1.25, None]]  # numbers and a null where lm-eval writes strings
+    lines[9]["acc"] = "0.5"
+    samples.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    with ood_store.open(tmp_path / "s.duckdb") as store:
+        assert store.ingest([folder]).ok
+        got = store.query(
+            "SELECT doc_id, loglikelihoods, is_greedy, metrics FROM samples WHERE task = 'toy_nli' ORDER BY doc_id"
+        ).rows()
+    assert got[7] == (
+        lines[7]["doc_id"],
+        [-3.5, -1.25],
+        [True, None],
+        {"acc": lines[7]["acc"], "acc_norm": lines[7]["acc_norm"]},
+    )
+    assert got[9][3] == {"acc": 0.5, "acc_norm": lines[9]["acc_norm"]}
+    assert [row[1] for row in got] == [[float(p[0]) for p in line["filtered_resps"]] for line in lines]
+
+
+def test_a_metric_that_only_later_lines_list(tmp_path):
+    folder = copy_checkpoint(tmp_path)
+    samples = next(folder.glob("samples_toy_gen_*.jsonl"))
+    lines = [json.loads(line) for line in samples.read_text().splitlines()]
+    lines[4]["metrics"] = ["exact_match", "chrf"]
+    lines[4]["chrf"] = 12.5
+    samples.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    with ood_store.open(tmp_path / "s.duckdb") as store:
+        assert store.ingest([folder]).ok
+        got = store.query("SELECT doc_id, metrics FROM samples WHERE task = 'toy_gen' ORDER BY doc_id").rows()
+    assert got[4] == (lines[4]["doc_id"], {"exact_match": lines[4]["exact_match"], "chrf": 12.5})
+    assert got[0] == (lines[0]["doc_id"], {"exact_match": lines[0]["exact_match"]})

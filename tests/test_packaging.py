@@ -53,6 +53,7 @@ def test_package_data(wheel_names):
         "ood_store/evaluate/suite/variants.sql",
         "ood_store/py.typed",
         "ood_store/schema/0001_init.sql",
+        "ood_store/ingest/eee_eval.schema.json",
     ):
         assert name in wheel_names
 

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import pdflatex
 from ood_store.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -60,13 +61,22 @@ def test_the_tour_runs_as_written(runner, tour_dir):
     # The LaTeX the README shows is the table the tour exported, less its provenance comments.
     exported = (tour_dir / "pythia-gam.tex").read_text().splitlines()
     assert blocks("latex") == ["\n".join(line for line in exported if not line.startswith("%")) + "\n"]
-    # The figure the README shows is the one the tour plotted (same kind and size), committed under docs/.
+    # The figures the README shows are the ones the tour plotted (same kind and size), committed under docs/.
     images = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", README)
-    assert images == ["docs/pythia-gam.png"]
+    assert images == ["docs/pythia-gam.png", "docs/planted-grid.png", "docs/planted-forest.png"]
     from PIL import Image
 
-    with Image.open(ROOT / images[0]) as shown, Image.open(tour_dir / "pythia-gam.png") as plotted:
-        assert shown.size == plotted.size
+    for image in images:
+        with Image.open(ROOT / image) as shown, Image.open(tour_dir / Path(image).name) as plotted:
+            assert shown.size == plotted.size, image
+    # The tables the README shows fit the page they are for: pdflatex finds no overfull box.
+    page = (
+        "\\documentclass[twocolumn]{article}\n"
+        "\\usepackage[letterpaper,textwidth=6.75in,textheight=9in,columnsep=0.25in]{geometry}\n"
+        "\\usepackage{booktabs}\n\\begin{document}\n\\input{pythia-gam}\n\\end{document}\n"
+    )
+    log = pdflatex(tour_dir, "readme-table", page)
+    assert "Overfull" not in log and "Float too large" not in log
     for block in blocks("python"):
         exec(compile(block, "README.md", "exec"), {})
 

@@ -29,6 +29,7 @@ def test_new_store_has_the_latest_schema(db):
         "runs": "BASE TABLE",
         "samples": "BASE TABLE",
         "schema_version": "BASE TABLE",
+        "campaign_scores": "VIEW",
         "samples_all": "VIEW",
         "score_conflicts": "VIEW",
         "scores": "VIEW",
@@ -148,14 +149,55 @@ def test_store_in_a_missing_folder(tmp_path, runner):
     assert (result.exit_code, result.output) == (1, f"Error: {db}: folder {db.parent} does not exist\n")
 
 
-def test_a_store_of_schema_2_gains_campaign_and_source_format(db, monkeypatch):
+def _store_of_schema(db, monkeypatch, version: int, *statements: str) -> list[int]:
+    """A store at schema ``version`` holding what ``statements`` insert (as ood-store then wrote it: today's
+    writer fills columns of later versions), opened again with every migration; returns those applied."""
     shipped = schema.migrations()
-    monkeypatch.setattr(schema, "migrations", lambda: shipped[:2])
+    monkeypatch.setattr(schema, "migrations", lambda: shipped[:version])
     with ood_store.open(db) as store:
-        assert store.ingest(pythia_files("160m")[:2]).ok
-        assert store.schema_version == 2
+        assert store.schema_version == version
+        for statement in statements:
+            store.connection.execute(statement)
+    before = table_dump(db)
     monkeypatch.setattr(schema, "migrations", lambda: shipped)
     with ood_store.open(db) as store:
-        assert 3 in store.migrations_applied
-        rows = store.query("SELECT campaign, source_format FROM evaluations").rows()
-    assert rows == [(None, "lm-eval"), (None, "lm-eval")]
+        applied = store.migrations_applied
+    assert table_dump(db)["evaluation_scores"] == before["evaluation_scores"]
+    return applied
+
+
+def test_a_store_of_schema_2_gains_campaign_and_source_format(db, monkeypatch):
+    applied = _store_of_schema(
+        db,
+        monkeypatch,
+        2,
+        "INSERT INTO evaluations (content_hash, source_path, run, identity_from, format, samples_files, "
+        "ingested_at, ood_store_version) VALUES ('h', '/x.json', 'r', 'model', 'v0.3', [], now()::TIMESTAMP, '0')",
+    )
+    assert 3 in applied
+    with ood_store.open(db, read_only=True) as store:
+        assert store.query("SELECT campaign, source_format FROM evaluations").rows() == [(None, "lm-eval")]
+
+
+def test_a_store_before_campaigns_keeps_its_scores_and_gains_campaign_views(db, monkeypatch):
+    """0005 makes `value` nullable (NaN is stored as NULL) and adds campaigns to the views; rows are kept."""
+    campaigns_version = next(m.version for m in schema.migrations() if m.name == "0005_campaigns.sql")
+    applied = _store_of_schema(
+        db,
+        monkeypatch,
+        campaigns_version - 1,
+        "INSERT INTO evaluations (content_hash, source_path, run, step, identity_from, format, samples_files, "
+        "ingested_at, ood_store_version, campaign) VALUES ('h', '/zero-shot/x.json', 'r', 1000, 'revision', "
+        "'v0.3', [], now()::TIMESTAMP, '0', 'zero-shot')",
+        "INSERT INTO evaluation_scores (evaluation_id, task, metric, filter, value, is_group) "
+        "SELECT evaluation_id, 'arc_easy', 'acc', 'none', 0.5, false FROM evaluations",
+    )
+    assert applied == [campaigns_version]
+    with ood_store.open(db, read_only=True) as store:
+        nullable = store.query(
+            "SELECT is_nullable FROM information_schema.columns WHERE table_name = 'evaluation_scores' "
+            "AND column_name = 'value'"
+        ).rows()
+        campaigns = store.query("SELECT DISTINCT campaign, value FROM scores").rows()
+    assert nullable == [("YES",)]
+    assert campaigns == [("zero-shot", 0.5)]

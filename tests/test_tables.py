@@ -9,10 +9,7 @@ from __future__ import annotations
 
 import doctest
 import json
-import os
 import re
-import shutil
-import subprocess
 
 import duckdb
 import polars as pl
@@ -21,7 +18,7 @@ from markdown_it import MarkdownIt
 from statsmodels.stats.multitest import multipletests
 
 import ood_store
-from conftest import PYTHIA_ANALYSIS, PYTHIA_SIZES
+from conftest import PYTHIA_ANALYSIS, PYTHIA_SIZES, pdf_text, pdflatex
 from ood_store.analysis import compare
 from ood_store.errors import AnalysisError, InputError, OodStoreError
 from ood_store.export import display, tables
@@ -120,7 +117,7 @@ def test_latex_is_booktabs_with_caption_label_and_provenance(store, analysis_db)
     spec = re.search(r"\\begin\{tabular\}\{(.*)\}\n", text)[1]
     assert "|" not in spec and r"\hline" not in text  # no vertical rules, no \hline
     assert re.sub(r"@\{\\hspace\{[^}]*\}\}", "", spec) == "lllrrrr"  # text left, numbers right
-    assert r"\caption{My caption Stars: $p_{\mathrm{eff,adj}}$ $<$ 0.05" in text
+    assert r"\caption{My caption Stars: $^{*}$ $p_{\mathrm{eff,adj}}$ $<$ 0.05, $^{**}$ $<$ 0.01" in text
     assert r"\label{tab:mine}" in text
     comments = dict(line[2:].split(": ", 1) for line in text.splitlines() if line.startswith("% ") and ": " in line)
     assert comments["analysis"] == PYTHIA_ANALYSIS
@@ -155,28 +152,11 @@ def test_wide_latex_is_runs_by_pairs(store, analysis_db):
             assert split_stars(cell) == (f"{row['r']:.3f}", stars(row["p_eff_adj"]))
 
 
-def latex_tool(name: str) -> str:
-    """The path of a TeX or poppler tool; CI installs them (make latex), elsewhere a missing one skips."""
-    path = shutil.which(name)
-    if path is None:
-        if os.environ.get("CI"):
-            pytest.fail(f"{name} is not installed; CI installs it with `make latex`")
-        pytest.skip(f"{name} is not installed (make latex installs it)")
-    return path
-
-
 def compile_latex(folder, name: str, text: str) -> str:
-    """Compile ``text`` with pdflatex and return the text of the PDF (pdftotext -layout)."""
-    (folder / f"{name}.tex").write_text(text)
-    run = subprocess.run(
-        [latex_tool("pdflatex"), "-interaction=nonstopmode", "-halt-on-error", f"{name}.tex"],
-        cwd=folder, capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
-    assert run.returncode == 0, run.stdout[-2000:]
-    assert "Overfull" not in run.stdout or name == "wide"  # the long table fits the page
-    pdf = subprocess.run([latex_tool("pdftotext"), "-layout", f"{name}.pdf", "-"], cwd=folder, capture_output=True,
-                         text=True, check=True)  # fmt: skip
-    return pdf.stdout
+    """Compile ``text`` with pdflatex, with no overfull box, and return the text of the PDF (pdftotext -layout)."""
+    log = pdflatex(folder, name, text)
+    assert "Overfull" not in log, log
+    return pdf_text(folder, name)
 
 
 def test_latex_compiles_and_prints_the_numbers(store, analysis_db, tmp_path):
@@ -194,7 +174,7 @@ def test_latex_compiles_and_prints_the_numbers(store, analysis_db, tmp_path):
 def test_latex_fragment_compiles_in_a_document(store, tmp_path):
     names = {"arc_easy": "ARC & easy_1%", "sciq": "SciQ #2 {x}"}  # characters LaTeX treats specially
     names |= {run: run.rsplit("-", 1)[1] for run in RUNS}
-    fragment = tables.from_analysis(store, PYTHIA_ANALYSIS, wide=True, mark="bold", names=names).to_latex()
+    fragment = tables.from_analysis(store, PYTHIA_ANALYSIS, transpose=True, mark="bold", names=names).to_latex()
     (tmp_path / "table.tex").write_text(fragment)
     document = "\\documentclass{article}\n\\usepackage{booktabs}\n\\begin{document}\n\\input{table}\n\\end{document}\n"
     page = compile_latex(tmp_path, "wide", document)

@@ -17,6 +17,7 @@ from typing import Any
 from ood_store.errors import InputError, OodStoreError, first_line
 from ood_store.evaluate.executors import ExecutorSettings, require_extra
 from ood_store.evaluate.workdir import WorkDir
+from ood_store.names import did_you_mean
 
 DEFAULT_UNITS_PER_TASK = 4
 DEFAULT_TIMEOUT_MIN = 240
@@ -29,10 +30,7 @@ class SlurmExecutor:
         valid = self.submitit.SlurmExecutor._valid_parameters()
         for key in settings.slurm_params:
             if key not in valid:
-                import difflib
-
-                close = difflib.get_close_matches(key, sorted(valid), n=3)
-                hint = f"; did you mean {', '.join(close)}?" if close else ""
+                hint = did_you_mean(key, sorted(valid))
                 raise InputError(
                     None, key, f"not an sbatch parameter that submitit knows{hint}", parameter="slurm_params"
                 )

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import importlib
 import warnings
+from collections.abc import Iterator, MutableMapping
 from pathlib import Path
 
 import click
@@ -81,12 +83,62 @@ def main(ctx: click.Context, db: Path, lock_timeout: float) -> None:
     ctx.obj = Settings(db, lock_timeout, source not in (None, click.core.ParameterSource.DEFAULT))
 
 
-def _register() -> None:
-    from ood_store.cli import analyze, demo, evaluate, export, ingest, init, listings, plot, query, suite, work
+#: Each command and the module of ``ood_store.cli`` that defines it (in its ``COMMANDS``).
+MODULES = {
+    "init": "init",
+    "ingest": "ingest",
+    "evaluate": "evaluate",
+    "collect": "work",
+    "status": "work",
+    "query": "query",
+    "runs": "listings",
+    "tasks": "listings",
+    "analyze": "analyze",
+    "compare": "analyze",
+    "analyses": "analyze",
+    "export": "export",
+    "export-eee": "eee",
+    "plot": "plot",
+    "dump": "stores",
+    "load": "stores",
+    "merge": "stores",
+    "suite": "suite",
+    "demo": "demo",
+}
 
-    for module in (init, ingest, evaluate, work, query, listings, analyze, export, plot, suite, demo):
-        for command in module.COMMANDS:
-            main.add_command(command)
+
+class _Commands(MutableMapping[str, click.Command]):
+    """``main.commands``: every command's name at once, each module imported when one of its commands is used.
+
+    ``ood-store ingest`` then starts without importing the statistics and the
+    plotting libraries (SciPy, statsmodels, matplotlib: a second of start-up).
+    """
+
+    def __init__(self, modules: dict[str, str]):
+        self._modules = dict(modules)
+        self._loaded: dict[str, click.Command] = {}
+
+    def __getitem__(self, name: str) -> click.Command:
+        if name not in self._loaded:
+            if name not in self._modules:
+                raise KeyError(name)
+            for command in importlib.import_module(f"ood_store.cli.{self._modules[name]}").COMMANDS:
+                self._loaded[command.name or ""] = command
+        return self._loaded[name]
+
+    def __setitem__(self, name: str, command: click.Command) -> None:
+        self._loaded[name] = command
+        self._modules.setdefault(name, "")
+
+    def __delitem__(self, name: str) -> None:
+        self._modules.pop(name)
+        self._loaded.pop(name, None)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._modules)
+
+    def __len__(self) -> int:
+        return len(self._modules)
 
 
-_register()
+main.commands = _Commands(MODULES)

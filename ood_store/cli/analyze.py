@@ -8,24 +8,34 @@ from dataclasses import fields
 import click
 import polars as pl
 
-from ood_store.analysis import Options, compare
+from ood_store.analysis import Options, between_groups, compare
 from ood_store.analysis.bootstrap import BOOTSTRAP_KINDS
 from ood_store.analysis.inference import ADJUST_METHODS
+from ood_store.analysis.meta import TAU2_METHODS
 from ood_store.analysis.partial import METHODS, compute
-from ood_store.analysis.residuals import RESIDUALIZERS
+from ood_store.analysis.residuals import GAM_DF, GAM_MIN_DF, RESIDUALIZERS, SMOOTHING
+from ood_store.analysis.sensitivity import sensitivity_of
+from ood_store.analysis.verdicts import AGREEMENT
 from ood_store.cli.options import alpha_option, choice, inference_option
 from ood_store.cli.output import emit, output_options
 
 # What --format table/markdown/latex show unless --all-columns; csv, json and parquet always carry every column.
 ANALYZE_SUMMARY = ("run", "task_x", "task_y", "n", "r", "ci_low", "ci_high", "p_adj", "n_eff", "p_eff_adj", "reason")
 COMPARE_SUMMARY = ("task_x", "task_y", "runs", "sign_agreement", "r_pooled", "ci_low", "ci_high", "i2", "verdict")
+BETWEEN_SUMMARY = ("task_x", "task_y", "groups", "runs", "q_between", "p_between", "tau2_within", "p_within", "verdict")
+SENSITIVITY_SUMMARY = ("run", "task_x", "task_y", "n", "r_linear", "r_gam_gcv", "r_gam_reml", "r_range", "fragile")
 _TEXT_TABLES = ("table", "markdown", "latex")
 
 
 def analysis_options(fn):
     """The options that define a partial-correlation analysis, shared by ``analyze`` and ``compare``."""
     options = [
-        click.option("--in-domain", "in_domain", metavar="TASK", help="The in-domain task: the control."),
+        click.option(
+            "--in-domain",
+            "in_domain",
+            metavar="TASK",
+            help="The in-domain task: the control.  [default: the runs' in_domain attribute, if they agree]",
+        ),
         click.option(
             "--ood",
             multiple=True,
@@ -40,8 +50,9 @@ def analysis_options(fn):
             "--residualizer",
             RESIDUALIZERS,
             "linear",
-            "How the in-domain score is regressed out: OLS line, or a penalised spline (GAM, penalty by GCV).",
+            "How the in-domain score is regressed out: OLS line, or a penalised spline (GAM).",
         ),
+        choice("--smoothing", SMOOTHING, "reml", "How the GAM's smoothing parameter is chosen: REML or GCV, as mgcv."),
         choice("--method", METHODS, "pearson", "Pearson on the residuals, or Spearman on ranks."),
         choice("--adjust", ADJUST_METHODS, "holm", "Multiple-testing adjustment over the pairs of each run."),
         click.option(
@@ -59,9 +70,26 @@ def analysis_options(fn):
         ),
         choice("--bootstrap-kind", BOOTSTRAP_KINDS, "circular", "Circular or stationary block bootstrap."),
         click.option("--seed", type=int, default=0, show_default=True, help="Seed of the bootstrap."),
-        click.option("--gam-df", type=click.IntRange(min=5), default=8, show_default=True, help="GAM basis size."),
+        click.option(
+            "--gam-df",
+            type=click.IntRange(min=GAM_MIN_DF),
+            default=GAM_DF,
+            show_default=True,
+            help="GAM basis dimension, intercept included (mgcv's k).",
+        ),
         click.option(
             "--confidence", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.95, show_default=True
+        ),
+        click.option(
+            "--campaign",
+            metavar="NAME",
+            help="Only the evaluations of this campaign (see `ood-store runs`).  [default: all, newest per step]",
+        ),
+        click.option(
+            "--where",
+            multiple=True,
+            metavar="KEY=VALUE",
+            help="Only runs with this attribute (family, size, in_domain, seed, any key; VALUE a glob). Repeatable.",
         ),
     ]
     for option in reversed(options):
@@ -72,14 +100,15 @@ def analysis_options(fn):
 def _analysis_kwargs(fn):
     """Collects the analysis options (one per field of :class:`Options`) into one ``options`` argument.
 
-    ``options`` is None without ``--in-domain``.
+    Without ``--in-domain`` its ``in_domain`` is None: the analysis takes the runs' attribute.
     """
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
         values = {f.name: kwargs.pop("filter_" if f.name == "filter" else f.name) for f in fields(Options)}
         values["ood"], values["runs"] = tuple(values["ood"]) or None, tuple(values["runs"]) or None
-        kwargs["options"] = None if values["in_domain"] is None else Options(**values)
+        values["where"] = tuple(values["where"]) or None
+        kwargs["options"] = Options(**values)
         return fn(*args, **kwargs)
 
     return wrapper
@@ -103,12 +132,28 @@ _all_columns = click.option(
 @analysis_options
 @click.option("--save", metavar="NAME", help="Save the result in the store under NAME (for export and plots).")
 @click.option("--replace", is_flag=True, help="With --save: overwrite an analysis of the same name.")
+@click.option(
+    "--sensitivity",
+    is_flag=True,
+    help="Instead of the table: r and adjusted p under the line, the GAM by GCV and by REML, fragile pairs flagged.",
+)
+@alpha_option("With --sensitivity: the level at which adjusted p-values count as significant.")
+@inference_option()
 @_all_columns
 @output_options
 @_analysis_kwargs
 @click.pass_obj
 def analyze(
-    settings, options: Options | None, save: str | None, replace: bool, all_columns: bool, output_format, output
+    settings,
+    options: Options,
+    save: str | None,
+    replace: bool,
+    sensitivity: bool,
+    alpha: float,
+    inference: str,
+    all_columns: bool,
+    output_format,
+    output,
 ):
     """Partial correlations between OOD tasks with the in-domain score regressed out, run by run.
 
@@ -117,13 +162,21 @@ def analyze(
     correlated. Besides the naive test (p, p_adj) it reports the effective
     sample size of the two autocorrelated residual series (n_eff) and the
     test on it (p_eff, p_eff_adj); see the README for when to trust which.
+    --sensitivity reports instead how far each r depends on the residualiser,
+    and flags the pairs whose significance does (fragile).
 
     \b
     Example:
       ood-store analyze --in-domain lambada_openai --ood arc_easy,piqa,sciq --save pythia-lambada
+      ood-store analyze --in-domain lambada_openai --ood arc_easy,piqa,sciq --sensitivity
     """
-    if options is None:
-        raise click.UsageError("Missing option '--in-domain'.")
+    if sensitivity:
+        if save is not None or options.bootstrap:
+            raise click.UsageError("--sensitivity compares point estimates: leave out --save and --bootstrap.")
+        with settings.open(read_only=True) as store:
+            report = sensitivity_of(store, options, alpha=alpha, inference=inference, progress=True)
+        emit(summary_view(report.table, output_format, SENSITIVITY_SUMMARY, all_columns), output_format, output)
+        return
     with settings.open(read_only=save is None) as store:
         result = compute(store, options, progress=True)
         if save is not None:
@@ -142,6 +195,20 @@ def analyze(
     metavar="ATTR",
     help="Compare runs within groups of this run attribute (family, size, in_domain, seed, or any --attr key).",
 )
+@click.option(
+    "--agreement",
+    type=click.FloatRange(0.5, 1, min_open=True),
+    default=AGREEMENT,
+    show_default=True,
+    help="Share of runs that must share the pooled r's sign for a 'consistently ...' verdict.",
+)
+@click.option(
+    "--between",
+    metavar="ATTR",
+    help="Instead: does r differ between groups of runs of this attribute (e.g. family) beyond --within variation?",
+)
+@click.option("--within", metavar="ATTR", help="With --between: what tells runs of a group apart (e.g. seed).")
+@choice("--tau2-method", TAU2_METHODS, "PM", "With --between: the estimator of the within-group variance tau².")
 @alpha_option("Significance level of the per-run tests, pooled intervals and heterogeneity tests.")
 @inference_option()
 @_all_columns
@@ -149,24 +216,59 @@ def analyze(
 @_analysis_kwargs
 @click.pass_obj
 def compare_command(
-    settings, options: Options | None, analysis_name, by, alpha, inference, all_columns, output_format, output
+    settings,
+    options: Options,
+    analysis_name,
+    by,
+    agreement,
+    between,
+    within,
+    tau2_method,
+    alpha,
+    inference,
+    all_columns,
+    output_format,
+    output,
 ):
     """Compare partial correlations across runs: per-run r, sign agreement, pooled r, heterogeneity, verdict.
 
     Takes the same options as `analyze` (or --analysis NAME for a saved
     one). For each pair of OOD tasks it pools the runs' r by a random-effects
     meta-analysis on Fisher z and gives a verdict: consistently positive,
-    consistently negative, model-dependent or no evidence.
+    consistently negative, model-dependent, mixed or no evidence (README:
+    "Across runs"). With --between ATTR --within ATTR it asks instead whether
+    r differs between groups of runs (models) beyond the variation within
+    them (seeds): a mixed-effects meta-analysis, Q between groups against tau²
+    within.
 
     \b
     Example:
       ood-store compare --in-domain mnli --by family
+      ood-store compare --in-domain mnli --between family --within seed
     """
-    if (options is None) == (analysis_name is None):
-        raise click.UsageError("Give either --in-domain (and the analysis options) or --analysis NAME.")
+    if analysis_name is not None and options.in_domain is not None:
+        raise click.UsageError("Give --analysis NAME or the analysis options (--in-domain ...), not both.")
+    if (between is None) != (within is None):
+        raise click.UsageError("--between and --within go together.")
+    if between is not None and by:
+        raise click.UsageError("--between compares groups with each other; it does not combine with --by.")
     with settings.open(read_only=True) as store:
-        analysed = store.analysis(analysis_name) if options is None else compute(store, options, progress=True)
-        result = compare(analysed, by=list(by) or None, attributes=store, alpha=alpha, inference=inference)
+        analysed = store.analysis(analysis_name) if analysis_name else compute(store, options, progress=True)
+        if between is not None:
+            groups = between_groups(
+                analysed,
+                between=between,
+                within=within,
+                attributes=store,
+                alpha=alpha,
+                inference=inference,
+                tau2_method=tau2_method,
+            )
+            emit(summary_view(groups.table, output_format, BETWEEN_SUMMARY, all_columns), output_format, output)
+            return
+        result = compare(
+            analysed, by=list(by) or None, attributes=store, alpha=alpha, inference=inference, agreement=agreement
+        )
     summary = (*by, *COMPARE_SUMMARY)
     emit(summary_view(result.table, output_format, summary, all_columns), output_format, output)
 

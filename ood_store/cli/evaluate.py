@@ -10,12 +10,15 @@ from typing import Any
 import click
 
 from ood_store.cli.counts import n
+from ood_store.cli.options import attr_file_option
 from ood_store.errors import InputError
 from ood_store.evaluate.executors import NAMES
 from ood_store.evaluate.plan import run_folder
 from ood_store.evaluate.runner import EvaluateReport, EvaluationInterrupted
+from ood_store.evaluate.study import load as load_study
 from ood_store.evaluate.suite.labels import NEUTRAL_SCHEMES
 from ood_store.evaluate.suite.variant import PATTERNS, Variant, from_run_file, variant_of
+from ood_store.store.attribute_rules import attributes_for, for_run, read_attribute_file
 from ood_store.store.runs import parse_attributes, read_run_file
 
 
@@ -47,6 +50,7 @@ from ood_store.store.runs import parse_attributes, read_run_file
     type=click.Path(dir_okay=False, path_type=Path),
     help="A TOML (or .yaml) file with the run's name (`run = ...`) and attributes (`family = ...`).",
 )
+@attr_file_option
 @click.option(
     "--include-path",
     "include_paths",
@@ -141,6 +145,7 @@ def evaluate(
     study,
     attributes,
     run_file,
+    attribute_file,
     pattern,
     verbalizer,
     neutral,
@@ -167,12 +172,14 @@ def evaluate(
     """
     attrs: dict[str, Any] | list[str] | None
     given = {"pattern": pattern, "verbalizer": verbalizer, "neutral": neutral}
+    rules = read_attribute_file(attribute_file) if attribute_file else []
     if study is None:
         file_run, file_attrs = read_run_file(run_file) if run_file else (None, {})
         run = run or file_run
         if not run:
             raise InputError("--run", None, "name the run with --run NAME (or `run = ...` in --run-file)")
-        attrs = {**file_attrs, **parse_attributes(list(attributes))} or None  # checked before anything runs
+        # checked before anything runs; --attr wins over --attr-file, which wins over --run-file
+        attrs = {**file_attrs, **for_run(run, rules), **parse_attributes(list(attributes))} or None
         variant = variant_of(from_run_file(run_file) if run_file else {}, given)
     elif run_file is not None:
         raise InputError(
@@ -181,6 +188,8 @@ def evaluate(
     else:
         attrs = list(attributes) or None  # refused with a study, by the library
         variant = variant_of(given)  # given here, it replaces every run's [suite]
+        if rules:  # the file's attributes of each run win over the study's
+            study = load_study(study).with_attributes(lambda name: attributes_for(name, rules))
     if not verbose and "tqdm" not in sys.modules:  # tqdm reads TQDM_* settings when it is imported
         os.environ.setdefault("TQDM_DISABLE", "1")  # keeps lm-eval.log free of progress bars
     no_samples = options.pop("no_samples")

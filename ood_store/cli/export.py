@@ -6,7 +6,15 @@ from pathlib import Path
 
 import click
 
-from ood_store.cli.options import alpha_option, choice, inference_option, order_by_option, rename_options
+from ood_store.cli.flags import spelled
+from ood_store.cli.options import (
+    alpha_option,
+    choice,
+    inference_option,
+    order_by_option,
+    rename_options,
+    width_option,
+)
 from ood_store.export import display, formats, tables
 
 
@@ -19,6 +27,14 @@ from ood_store.export import display, formats, tables
     "--wide",
     is_flag=True,
     help="One row per run, one column of r per pair (with --compare: add each run's r).",
+)
+@click.option(
+    "--transpose", is_flag=True, help="A wide table the other way round: one row per pair, one column per run."
+)
+@click.option(
+    "--compact",
+    is_flag=True,
+    help="Testsets as two-letter codes (a key in the caption), run names less what they share, numbers as .35.",
 )
 @click.option(
     "-f",
@@ -43,50 +59,62 @@ from ood_store.export import display, formats, tables
 @alpha_option("With --compare: the level of the verdicts and pooled intervals.")
 @click.option("--caption", help="Table caption.  [default: says what the analysis is and what the marks mean]")
 @click.option("--label", help="LaTeX label.  [default: tab:partial-correlations]")
+@width_option("page", "LaTeX: the text width the table must fit; export warns when it does not.")
+@click.option("--landscape", is_flag=True, help="LaTeX: the table turned sideways on its own page (rotating).")
+@click.option("--split", is_flag=True, help="LaTeX: as many tables as it takes to fit the width.")
 @click.option("--standalone", is_flag=True, help="LaTeX: a whole document that compiles on its own.")
 @rename_options
 @order_by_option
 @click.pass_obj
-def export(settings, analysis_name, sql, compared, by, wide, output_format, output, digits, mark, inference, alpha,
-           caption, label, standalone, rename, rename_file, order_by):  # fmt: skip
+def export(settings, analysis_name, sql, compared, by, wide, transpose, compact, output_format, output, digits, mark,
+           inference, alpha, caption, label, width, landscape, split, standalone, rename, rename_file,
+           order_by):  # fmt: skip
     """Export a saved analysis (or its comparison, or any query) as a table for a paper.
 
     LaTeX tables use booktabs, align their numbers and mark significant r by
     the adjusted p; every file carries its provenance (ood-store version,
-    analysis and parameters, store) as a comment or metadata.
+    analysis and parameters, store) as a comment or metadata. A LaTeX table
+    too wide for the page (--width) is written all the same, with a warning
+    that names the options that make it fit (--transpose, --compact,
+    --landscape, --digits, --split); one taller than a page is a longtable.
 
     \b
     Examples:
       ood-store export --analysis pythia-gam -o table.tex
-      ood-store export --analysis pythia-gam --wide --rename arc_easy=ARC-e --format markdown
+      ood-store export --analysis pythia-gam --wide --transpose --rename arc_easy=ARC-e --format markdown
       ood-store export --analysis pythia-gam --compare -o pooled.csv
       ood-store export --sql "SELECT * FROM scores WHERE task = 'mnli'" -o mnli.parquet
     """
     if (analysis_name is None) == (sql is None):
         raise click.UsageError("Give either --analysis NAME or --sql SQL.")
-    if sql is not None and (compared or wide or by):
-        raise click.UsageError("--compare, --by and --wide need --analysis.")
+    if sql is not None and (compared or wide or by or transpose):
+        raise click.UsageError("--compare, --by, --wide and --transpose need --analysis.")
     if by and not compared:
         raise click.UsageError("--by needs --compare.")
     output_format = (output_format or (tables.format_of(output) if output else "latex")).lower()
     if formats.is_binary(output_format) and output is None:
         raise click.UsageError(f"--format {output_format} writes a binary file: give it one with -o FILE")
     names = display.names(rename, rename_file)
-    layout = {"digits": digits, "names": names, "caption": caption, "label": label}
+    layout = {"digits": digits, "names": names, "caption": caption, "label": label, "landscape": landscape,
+              "split": split, **({"width": width} if width is not None else {})}  # fmt: skip
     with settings.open(read_only=True) as store:
         if sql is not None:
             table = tables.from_query(store, sql, **layout)
         else:
             table = tables.from_analysis(
-                store, analysis_name, compared=compared, by=by, wide=wide, mark=mark, inference=inference,
-                alpha=alpha, order_by=order_by or None, **layout,
+                store, analysis_name, compared=compared, by=by, wide=wide, transpose=transpose, compact=compact,
+                mark=mark, inference=inference, alpha=alpha, order_by=order_by or None, **layout,
             )  # fmt: skip
     if output is None:
         text = table.render(output_format, standalone=standalone)
         click.echo(text, nl=not text.endswith("\n"))
-        return
-    table.write(output, output_format, standalone=standalone)
-    click.echo(f"Wrote {table.frame.height} rows as {output_format} to {output}.", err=True)
+    else:
+        table.write(output, output_format, standalone=standalone)
+        click.echo(f"Wrote {table.frame.height} rows as {output_format} to {output}.", err=True)
+    if output_format == "latex":
+        fit = table.fit()
+        if not fit.fits:
+            click.echo(f"Warning: {spelled(fit.message())}.", err=True)
 
 
 COMMANDS = [export]

@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import shlex
+
 import click
 
 from ood_store.cli.flags import spelled
+from ood_store.cli.options import attr_file_option
 from ood_store.ingest import IngestReport, Overrides
+from ood_store.ingest.report import ConflictGroup, MixGroup
+from ood_store.store.attribute_rules import read_attribute_file
 from ood_store.store.runs import parse_attributes
 
-# How many disagreeing keys to name before summarising the rest.
-_CONFLICTS_SHOWN = 10
+# How many groups of disagreeing scores (or of runs that mix campaigns) to name before summarising the rest.
+_SHOWN = 10
 
 
 @click.command()
@@ -20,76 +25,189 @@ _CONFLICTS_SHOWN = 10
     "--model", help="Treat the files as evaluations of this model path or repo (run and step derive from it)."
 )
 @click.option(
+    "--campaign",
+    metavar="NAME",
+    help="The evaluation campaign of these files.  [default: the folder each file sits in, e.g. zero-shot]",
+)
+@click.option(
     "--attr",
     "attributes",
     multiple=True,
     metavar="KEY=VALUE",
     help="Set a run attribute (family, size, in_domain, seed, or any key) on the runs of these files. Repeatable.",
 )
+@attr_file_option
 @click.option("--no-samples", is_flag=True, help="Skip the samples_<task>_<ts>.jsonl files beside results files.")
-@click.option("-q", "--quiet", is_flag=True, help="No progress bar; print only problems.")
+@click.option(
+    "--wandb-map",
+    multiple=True,
+    metavar="PATTERN[=TASK:METRIC]",
+    help="W&B histories: columns that are scores, e.g. 'eval/{task}_{metric}' or 'eval/hans_acc=hans:acc'. "
+    "Repeatable; the first that matches wins.  [default: eval/{task}/{metric}, eval/{task}_{metric}]",
+)
+@click.option("--wandb-step", metavar="COLUMN", help="W&B histories: the step column.  [default: _step]")
+@click.option(
+    "--wandb-config",
+    type=click.Path(exists=True, dir_okay=False),
+    help="W&B histories: the run's config.yaml or config.json (its keys become run attributes).  "
+    "[default: the one beside the history file]",
+)
+@click.option("-q", "--quiet", is_flag=True, help="No progress bar; print only problems, in one line where it can.")
 @click.pass_obj
-def ingest(settings, paths, run, step, model, attributes, no_samples, quiet) -> None:
-    """Ingest lm-eval results files, folders (searched recursively) or globs.
+def ingest(settings, paths, run, step, model, campaign, attributes, attribute_file, no_samples, wandb_map, wandb_step,
+           wandb_config, quiet) -> None:  # fmt: skip
+    """Ingest results files, folders (searched recursively) or globs.
 
+    Reads lm-eval results files, Every Eval Ever JSON, inspect_ai logs (.eval,
+    .json) and W&B run histories (.csv, .parquet with a _step column).
     Run and step come from each file's model_args (revision=stepN, or a path
     ending in checkpoint-N / step-N / global_stepN); --run, --step and
-    --model override them. Files already in the store are left alone. A file
-    with a problem is rejected whole and named with the reason; the exit
-    status is then 1.
+    --model override them. The campaign is the folder a file sits in
+    (zero-shot/, five-shot/, ...) unless --campaign names it. Files already in
+    the store are left alone. A file with a problem is rejected whole and
+    named with the reason; the exit status is then 1.
     """
     attrs = parse_attributes(list(attributes))  # checked before the store is opened
+    if attribute_file is not None:
+        read_attribute_file(attribute_file)
     with settings.open() as store:
         report = store.ingest(
             paths,
-            overrides=Overrides(run=run, step=step, model=model),
+            overrides=Overrides(run=run, step=step, model=model, campaign=campaign),
             attributes=attrs,
+            attribute_file=attribute_file,
             samples=not no_samples,
             progress=not quiet,
+            wandb_map=wandb_map,
+            wandb_step=wandb_step,
+            wandb_config=wandb_config,
         )
-    _summarise(report, settings.db, quiet)
+    hint = f"ood-store --db {shlex.quote(str(settings.db))}"
+    (_quietly if quiet else _summarise)(report, settings.db, hint)
     if not report.ok:
         raise SystemExit(1)
 
 
-def _summarise(report: IngestReport, db, quiet: bool) -> None:
+def _summarise(report: IngestReport, db, hint: str) -> None:
     ingested = report.ingested
-    if not quiet:
-        scores = sum(f.scores for f in ingested)
-        samples = sum(f.samples for f in ingested)
-        runs = len({f.run for f in ingested})
-        click.echo(
-            f"Ingested {_files(len(ingested))} into {db}: {scores:,} scores, {samples:,} samples, "
-            f"{runs} run{'s' if runs != 1 else ''}."
-        )
-        click.echo(f"Already present: {_files(len(report.present))}.")
-        if report.skipped:
-            n = len(report.skipped)
-            click.echo(f"Skipped {n:,} JSON file{'s' if n != 1 else ''} (not lm-eval results).")
-    if report.conflicts:
-        click.echo(
-            f"Evaluations of the same checkpoint disagree on {len(report.conflicts):,} "
-            f"score{'s' if len(report.conflicts) != 1 else ''}; `scores` shows the newest evaluation's value:",
-            err=True,
-        )
-        for c in report.conflicts[:_CONFLICTS_SHOWN]:
-            values = ", ".join(f"{v:g} ({p})" for v, p in c.values)
-            click.echo(f"  {c.run} step {c.step} {c.task} {c.metric},{c.filter}: {values}; shown: {c.chosen}", err=True)
-        if len(report.conflicts) > _CONFLICTS_SHOWN:
-            click.echo(
-                f"  ... and {len(report.conflicts) - _CONFLICTS_SHOWN:,} more: "
-                "ood-store query 'SELECT * FROM score_conflicts'",
-                err=True,
-            )
+    scores = sum(f.scores for f in ingested)
+    non_finite = sum(f.non_finite for f in ingested)
+    samples = sum(f.samples for f in ingested)
+    runs = len({f.run for f in ingested})
+    odd = f" ({non_finite:,} of them NaN or infinite)" if non_finite else ""
+    click.echo(
+        f"Ingested {_files(len(ingested))} into {db}: {scores:,} scores{odd}, {samples:,} samples, "
+        f"{runs} run{'s' if runs != 1 else ''}."
+    )
+    click.echo(f"Already present: {_files(len(report.present))}.")
+    if report.skipped:
+        n = len(report.skipped)
+        click.echo(f"Skipped {n:,} file{'s' if n != 1 else ''} (not results in a format ood-store reads).")
+    _mixes(report.mix_groups(), hint)
+    _conflicts(report.conflict_groups(), len(report.conflicts), hint)
+    for warning in report.file_warnings:
+        click.echo(f"Warning: {spelled(warning)}", err=True)
     rejected = report.rejected
-    if rejected or not quiet:
-        click.echo(f"Rejected: {_files(len(rejected))}{':' if rejected else '.'}", err=bool(rejected))
+    click.echo(f"Rejected: {_files(len(rejected))}{':' if rejected else '.'}", err=bool(rejected))
     for outcome in rejected:
         click.echo(f"  {spelled(outcome.reason or '')}", err=True)
 
 
+def _quietly(report: IngestReport, db, hint: str) -> None:
+    """-q: the rejected files, and one line for everything else worth knowing."""
+    notes = []
+    mixed = {run for group in report.mix_groups() for run in group.runs}
+    if mixed:
+        notes.append(f"{_n(len(mixed), 'run')} now mix{'es' if len(mixed) == 1 else ''} campaigns")
+    if report.conflicts:
+        runs = len({c.run for c in report.conflicts})
+        notes.append(f"evaluations disagree on {_n(len(report.conflicts), 'score')} in {_n(runs, 'run')}")
+    if report.file_warnings:
+        notes.append(_n(len(report.file_warnings), "warning"))
+    if notes:
+        see = f"{hint} query {_shell_text('SELECT * FROM score_conflicts')}" if report.conflicts else f"{hint} runs"
+        click.echo(f"Note: {'; '.join(notes)} (see {see}).", err=True)
+    rejected = report.rejected
+    if rejected:
+        click.echo(f"Rejected: {_files(len(rejected))}:", err=True)
+    for outcome in rejected:
+        click.echo(f"  {spelled(outcome.reason or '')}", err=True)
+
+
+def _mixes(groups: list[MixGroup], hint: str) -> None:
+    """One line per set of campaigns that runs now mix, saying what this ingest added."""
+    if not groups:
+        return
+    for group in groups[:_SHOWN]:
+        first = group.mixes[0]
+        old = [name for name in group.campaigns if name not in group.added]
+        if len(group.added) == 1 and old and len(group.mixes) == 1:
+            new = group.added[0]
+            only = dict(zip(group.campaigns, first.only, strict=True))[new]
+            had = ", ".join(f"{count:,} from {_campaign(name)}" for name, count in first.campaigns if name != new)
+            line = f"Campaign {_campaign(new)} adds {_n(only, 'checkpoint')} to run {first.run}, which had {had}."
+        else:
+            counts = ", ".join(f"{_campaign(name)} {count:,}" for name, count in first.campaigns)
+            which = f"run {first.run}" if len(group.mixes) == 1 else f"{len(group.mixes)} runs"
+            example = f"{counts}" if len(group.mixes) == 1 else f"e.g. {first.run}: {counts}"
+            line = f"Checkpoints of {which} come from campaigns {_campaigns(group.campaigns)} ({example})."
+        click.echo(line)
+    if len(groups) > _SHOWN:
+        click.echo(f"  ... and {len(groups) - _SHOWN:,} more.")
+    click.echo(
+        f"Their series mix campaigns unless an analysis picks one with {spelled('`campaign`')} NAME "
+        f"(checkpoints per campaign: {hint} runs)."
+    )
+
+
+def _conflicts(groups: list[ConflictGroup], total: int, hint: str) -> None:
+    if not groups:
+        return
+    click.echo(
+        f"Evaluations of the same checkpoint disagree on {_n(total, 'score')}; "
+        "`scores` shows the newest evaluation's value:",
+        err=True,
+    )
+    for group in groups[:_SHOWN]:
+        at = f"{_n(group.scores, 'score')} at {_n(group.steps, 'step')}"
+        if len(group.campaigns) > 1:
+            click.echo(f"  run {group.run}: {at} differ between campaigns {_campaigns(group.campaigns)}", err=True)
+        else:
+            what = f"campaign {_campaign(group.campaigns[0])}" if group.campaigns[0] is not None else "no campaign"
+            click.echo(f"  run {group.run}: {at} differ between evaluations of {what}", err=True)
+    if len(groups) > _SHOWN:
+        click.echo(f"  ... and {len(groups) - _SHOWN:,} more.", err=True)
+    runs = {g.run for g in groups}
+    where = f" WHERE run = {_sql_text(next(iter(runs)))}" if len(runs) == 1 else ""
+    click.echo(f"  See them: {hint} query {_shell_text('SELECT * FROM score_conflicts' + where)}", err=True)
+
+
+def _campaigns(names: tuple[str | None, ...]) -> str:
+    shown = [_campaign(name) for name in names]
+    return shown[0] if len(shown) == 1 else ", ".join(shown[:-1]) + " and " + shown[-1]
+
+
+def _campaign(name: str | None) -> str:
+    return "(none)" if name is None else name
+
+
+def _shell_text(text: str) -> str:
+    """``text`` as one shell word: in double quotes when that needs no escapes (SQL's quotes are single)."""
+    if any(c in text for c in '"$`\\!'):
+        return shlex.quote(text)
+    return f'"{text}"'
+
+
+def _sql_text(value: str) -> str:
+    return "'" + value.replace("'", "''") + "'"
+
+
 def _files(n: int) -> str:
-    return f"{n:,} file{'s' if n != 1 else ''}"
+    return _n(n, "file")
+
+
+def _n(count: int, noun: str) -> str:
+    return f"{count:,} {noun}{'s' if count != 1 else ''}"
 
 
 COMMANDS = [ingest]

@@ -65,3 +65,38 @@ order_by_option = click.option(
     metavar="ATTR",
     help="Order runs by these run attributes (repeatable).  [default: family, size, seed]",
 )
+
+
+class Width(click.ParamType):
+    """A width: ``page``, ``column``, a TeX length (``6.5in``, ``16cm``, ``455pt``) or inches, as inches."""
+
+    name = "width"
+
+    def convert(self, value, param, ctx):
+        from ood_store.errors import OodStoreError
+        from ood_store.export.page import inches
+
+        try:
+            return inches(value)
+        except OodStoreError as exc:
+            self.fail(exc.message, param, ctx)
+
+
+def width_option(default: str, what: str = "Figure width; the height follows."):
+    """``--width page|column|LENGTH``: how wide a figure or table is (a bare number is inches)."""
+    return click.option(
+        "--width",
+        type=Width(),
+        metavar="page|column|LENGTH",
+        help=f"{what} page (6.75in), column (3.25in), a TeX length (16cm, 455pt) or inches.  [default: {default}]",
+    )
+
+
+#: ``--attr-file FILE`` (``ingest``, ``evaluate``, ``runs set``): see :mod:`ood_store.store.attribute_rules`.
+attr_file_option = click.option(
+    "--attr-file",
+    "attribute_file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    metavar="FILE",
+    help="Run attributes by run name or glob: a CSV (header run,KEY,...), TOML or YAML file.",
+)

@@ -6,7 +6,15 @@ from pathlib import Path
 
 import click
 
-from ood_store.cli.options import alpha_option, bundle, inference_option, order_by_option, rename_options
+from ood_store.cli.options import (
+    alpha_option,
+    bundle,
+    choice,
+    inference_option,
+    order_by_option,
+    rename_options,
+    width_option,
+)
 from ood_store.export import display, figures
 
 _output = click.option(
@@ -29,13 +37,18 @@ _no_note = click.option(
 )
 
 
-def _width(default: str):
-    return click.option(
-        "--width",
-        type=click.FloatRange(1.0, 30.0),
-        metavar="INCHES",
-        help=f"Figure width; the height follows.  [default: {default}]",
-    )
+_runs = click.option(
+    "--run", "runs", multiple=True, metavar="RUN", help="Only these runs (repeatable).  [default: all]"
+)
+
+
+def _figure_file(width: str):
+    """``--width`` (``width`` its default, in words) and ``-o FILE``: the figure's size and file."""
+    return bundle(width_option(width), _output)
+
+
+#: The saved analysis, runs and tasks that a figure draws.
+_selection = bundle(_analysis, _runs, _tasks)
 
 
 @click.group()
@@ -51,12 +64,23 @@ def plot() -> None:
       ood-store plot grid --analysis pythia-gam -o pythia-gam.png
       ood-store plot curves --analysis pythia-gam --run EleutherAI/pythia-v1.1-410m -o curves.pdf
       ood-store plot signs --analysis pythia-gam -o signs.svg
+      ood-store plot grid --analysis study --rows family --cols size -o grid.pdf
+      ood-store plot forest --analysis study --color-by family -o forest.pdf
     """
 
 
 def _write(figure: figures.PaperFigure, output: Path) -> None:
     figure.save(output)
     click.echo(f"Wrote {figure.description} to {output}.", err=True)
+
+
+def _from_analysis(settings, kind: str, output: Path, rename, rename_file, **options) -> None:
+    """Draw figure ``kind`` of a saved analysis (``options`` go to :func:`figures.from_analysis`) and write it."""
+    figures.file_format(output)
+    names = display.names(rename, rename_file)
+    with settings.open(read_only=True) as store:
+        figure = figures.from_analysis(store, options.pop("analysis_name"), kind, names=names, **options)
+    _write(figure, output)
 
 
 @plot.command()
@@ -66,47 +90,77 @@ def _write(figure: figures.PaperFigure, output: Path) -> None:
 @_test
 @rename_options
 @_no_note
-@_width("3.25, one column")
-@_output
+@_figure_file("3.25, one column")
 @click.pass_obj
 def heatmap(settings, analysis_name, run, tasks, alpha, inference, rename, rename_file, no_note, width, output):
     """One run's partial correlations between OOD tasks: a lower-triangle heatmap, r in each cell.
 
     Pairs that are not significant (adjusted p >= --alpha) are faded.
     """
-    figures.file_format(output)
-    names = display.names(rename, rename_file)
-    with settings.open(read_only=True) as store:
-        figure = figures.from_analysis(
-            store, analysis_name, "heatmap", runs=[run] if run else None, tasks=tasks or None, alpha=alpha,
-            inference=inference, names=names, note=not no_note, width=width,
-        )  # fmt: skip
-    _write(figure, output)
+    _from_analysis(
+        settings, "heatmap", output, rename, rename_file, analysis_name=analysis_name, runs=[run] if run else None,
+        tasks=tasks or None, alpha=alpha, inference=inference, note=not no_note, width=width,
+    )  # fmt: skip
 
 
 @plot.command()
-@_analysis
-@click.option("--run", "runs", multiple=True, metavar="RUN", help="Only these runs (repeatable).  [default: all]")
-@_tasks
+@_selection
 @_test
 @rename_options
 @order_by_option
-@click.option("--ncols", type=click.IntRange(min=1), help="Panels per row.  [default: up to 4 in one row]")
+@click.option("--ncols", type=click.IntRange(min=1), help="Panels per row.  [default: as many as fit the page]")
+@click.option("--rows", metavar="ATTR", help="One row of panels per value of this run attribute (family, size, ...).")
+@click.option("--cols", metavar="ATTR", help="One column of panels per value of this run attribute.")
+@choice(
+    "--seeds",
+    figures.SEEDS,
+    "pool",
+    "With --rows/--cols: the runs that share a panel (the seeds) pooled into one heatmap, or each drawn.",
+)
+@click.option("--full-titles", is_flag=True, help="Keep whole run names as titles (by default, less what all share).")
 @_no_note
-@_width("6.75, the full page; less for few runs")
-@_output
+@_figure_file("6.75in, the full page; less for few runs")
 @click.pass_obj
-def grid(settings, analysis_name, runs, tasks, alpha, inference, rename, rename_file, order_by, ncols, no_note, width,
-         output):  # fmt: skip
-    """A heatmap per run side by side with one colour bar: do the partial correlations generalise across runs?"""
-    figures.file_format(output)
-    names = display.names(rename, rename_file)
-    with settings.open(read_only=True) as store:
-        figure = figures.from_analysis(
-            store, analysis_name, "grid", runs=runs or None, tasks=tasks or None, alpha=alpha, inference=inference,
-            names=names, order_by=order_by or None, ncols=ncols, note=not no_note, width=width,
-        )  # fmt: skip
-    _write(figure, output)
+def grid(settings, analysis_name, runs, tasks, alpha, inference, rename, rename_file, order_by, ncols, rows, cols,
+         seeds, full_titles, no_note, width, output):  # fmt: skip
+    """A heatmap per run with one colour bar: do the partial correlations generalise across runs?
+
+    Panels wrap into rows for the page, every row with its task labels; with
+    --rows and --cols they are faceted by run attributes instead. Runs
+    without a finite r are left out and named in the note.
+    """
+    _from_analysis(
+        settings, "grid", output, rename, rename_file, analysis_name=analysis_name, runs=runs or None,
+        tasks=tasks or None, alpha=alpha, inference=inference, order_by=order_by or None, ncols=ncols, rows=rows,
+        cols=cols, seeds=seeds, short_titles=not full_titles, note=not no_note, width=width,
+    )  # fmt: skip
+
+
+@plot.command()
+@_selection
+@click.option(
+    "--color-by",
+    metavar="ATTR",
+    help="Colour each run's points by this run attribute.  [default: family, where runs have one]",
+)
+@_test
+@rename_options
+@order_by_option
+@_no_note
+@_figure_file("3.25in, one column")
+@click.pass_obj
+def forest(settings, analysis_name, runs, tasks, color_by, alpha, inference, rename, rename_file, order_by, no_note,
+           width, output):  # fmt: skip
+    """Per pair of OOD tasks, each run's r as a point and the pooled r with its interval: a forest plot.
+
+    The pooled r, its interval and the verdict are those of `ood-store
+    compare`; points are filled where the run's own adjusted p is below --alpha.
+    """
+    _from_analysis(
+        settings, "forest", output, rename, rename_file, analysis_name=analysis_name, runs=runs or None,
+        tasks=tasks or None, color_by=color_by, alpha=alpha, inference=inference, order_by=order_by or None,
+        note=not no_note, width=width,
+    )  # fmt: skip
 
 
 @plot.command()
@@ -124,8 +178,7 @@ def grid(settings, analysis_name, runs, tasks, alpha, inference, rename, rename_
 @click.option("--num-fewshot", type=int, help="Shot count, when tasks were evaluated at several.")
 @click.option("--logx", is_flag=True, help="Steps on a log scale (for log-spaced checkpoints).")
 @rename_options
-@_width("3.25, one column")
-@_output
+@_figure_file("3.25, one column")
 @click.pass_obj
 def curves(settings, run, analysis_name, tasks, in_domain, metric, filter_, num_fewshot, logx, rename, rename_file,
            width, output):  # fmt: skip
@@ -144,7 +197,7 @@ def curves(settings, run, analysis_name, tasks, in_domain, metric, filter_, num_
 
 @plot.command()
 @_analysis
-@click.option("--run", "runs", multiple=True, metavar="RUN", help="Only these runs (repeatable).  [default: all]")
+@_runs
 @click.option(
     "--by",
     multiple=True,
@@ -155,8 +208,7 @@ def curves(settings, run, analysis_name, tasks, in_domain, metric, filter_, num_
 @_test
 @rename_options
 @_no_note
-@_width("3.25 for one panel; up to 6.75 for several")
-@_output
+@_figure_file("3.25 for one panel; up to 6.75 for several")
 @click.pass_obj
 def signs(settings, analysis_name, runs, by, tasks, alpha, inference, rename, rename_file, no_note, width, output):
     """How many runs agree on the sign of each pair's partial correlation, as a lower-triangle matrix.
@@ -164,14 +216,10 @@ def signs(settings, analysis_name, runs, by, tasks, alpha, inference, rename, re
     Cells count the runs with r > 0 and r < 0; pairs that `compare` calls
     model-dependent are hatched, consistent ones in bold.
     """
-    figures.file_format(output)
-    names = display.names(rename, rename_file)
-    with settings.open(read_only=True) as store:
-        figure = figures.from_analysis(
-            store, analysis_name, "signs", runs=runs or None, by=by or None, tasks=tasks or None, alpha=alpha,
-            inference=inference, names=names, note=not no_note, width=width,
-        )  # fmt: skip
-    _write(figure, output)
+    _from_analysis(
+        settings, "signs", output, rename, rename_file, analysis_name=analysis_name, runs=runs or None,
+        by=by or None, tasks=tasks or None, alpha=alpha, inference=inference, note=not no_note, width=width,
+    )  # fmt: skip
 
 
 COMMANDS = [plot]

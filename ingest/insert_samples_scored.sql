@@ -1,0 +1,48 @@
+-- The rows of one samples file of a log-likelihood task ($path, task $task) into `samples`: the fast
+-- layout of insert_samples.sql, for files whose first line holds (log-likelihood, is-greedy) pairs
+-- and numeric per-sample metrics. The JSON reader parses those into typed columns itself
+-- (filtered_resps VARCHAR[][], metrics VARCHAR[], each metric DOUBLE), which is most of the speed.
+-- A line that does not fit this layout stops the statement with error('ood-store: layout'), and the
+-- file is read again with insert_samples.sql, which reads every line as lm-eval may have written it;
+-- doc_id, filter and target are read the same way in both (sample_macros.sql).
+INSERT INTO samples BY NAME
+WITH typed AS (
+    SELECT
+        ood_doc_id(doc_id) AS doc_id,
+        ood_filter(filter) AS filter,
+        ood_target(target) AS target,
+        filtered_resps AS pairs,
+        list_transform(filtered_resps, lambda x: TRY_CAST(x[1] AS DOUBLE)) AS loglikelihoods,
+        list_transform(filtered_resps, lambda x:
+            CASE WHEN x[2] IN ('True', 'true') THEN true WHEN x[2] IN ('False', 'false') THEN false END
+        ) AS greedy,
+        metrics AS listed,
+        metric_values, doc_hash, prompt_hash, target_hash
+    FROM ood_sample_lines($path, $columns, $metric_names, $max_line_bytes)
+)
+SELECT
+    $evaluation_id AS evaluation_id,
+    $task AS task,
+    CASE
+        WHEN doc_id IS NULL THEN error('ood-store: doc_id')
+        WHEN filter IS NULL THEN error('ood-store: filter')
+        WHEN pairs IS NULL OR len(pairs) = 0 OR list_bool_or(list_transform(pairs, lambda x:
+            len(x) <> 2 OR x[1] IS NULL OR x[1][1] IN ('[', '{')
+            OR (x[2] IS NOT NULL AND x[2] NOT IN ('True', 'true', 'False', 'false'))
+        )) THEN error('ood-store: layout')
+        WHEN list_bool_or(list_transform(loglikelihoods, lambda v: v IS NULL)) THEN error('ood-store: layout')
+        WHEN listed IS NOT NULL AND (list_bool_or(list_transform(listed, lambda n: n IS NULL))
+            OR NOT list_has_all($metric_names, listed)) THEN error('ood-store: layout')
+        ELSE doc_id
+    END AS doc_id,
+    filter,
+    target,
+    loglikelihoods,
+    CASE WHEN list_bool_or(list_transform(greedy, lambda g: g IS NOT NULL)) THEN greedy END AS is_greedy,
+    NULL AS response,
+    map_from_entries(list_filter(
+        map_entries(metric_values), lambda e: e.value IS NOT NULL AND (listed IS NULL OR list_contains(listed, e.key))
+    )) AS metrics,
+    NULL AS metrics_other,
+    doc_hash, prompt_hash, target_hash
+FROM typed;

@@ -1,0 +1,127 @@
+"""What an ingest did: one outcome per file, the scores evaluations disagree on, the runs that mix campaigns.
+
+The groupings (:meth:`IngestReport.conflict_groups`, :meth:`IngestReport.mix_groups`)
+are what a summary prints: one line per run and pair of campaigns, not per score.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+Status = Literal["ingested", "present", "rejected", "skipped"]
+
+
+@dataclass(frozen=True)
+class FileOutcome:
+    path: str
+    status: Status
+    reason: str | None = None  # why it was rejected, or which evaluation it duplicates
+    evaluation_id: int | None = None
+    run: str | None = None
+    step: int | None = None
+    scores: int = 0
+    samples: int = 0
+    evaluations: int = 1  # a W&B history holds one per step
+    campaign: str | None = None
+    non_finite: int = 0  # scores stored as NULL (NaN) or ±inf
+    warnings: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Conflict:
+    """A (run, step, task, num_fewshot, metric, filter) key on which evaluations disagree."""
+
+    run: str
+    step: int | None
+    task: str
+    num_fewshot: int | None
+    metric: str
+    filter: str
+    values: list[tuple[float | None, str]]  # (value, source path), in ingest order; None for NaN
+    chosen: str  # the source path whose value `scores` shows
+    campaigns: tuple[str | None, ...] = ()  # of each value
+    chosen_campaign: str | None = None
+
+
+@dataclass(frozen=True)
+class CampaignMix:
+    """A run whose checkpoints come from several campaigns, this ingest having added to some of them."""
+
+    run: str
+    campaigns: tuple[tuple[str | None, int], ...]  # each campaign of the run and its checkpoints (distinct steps)
+    added: tuple[str | None, ...]  # the campaigns this ingest added evaluations to
+    only: tuple[int, ...]  # for each of ``campaigns``, its checkpoints at steps no other campaign has
+
+
+@dataclass
+class IngestReport:
+    files: list[FileOutcome] = field(default_factory=list)
+    conflicts: list[Conflict] = field(default_factory=list)
+    campaign_mixes: list[CampaignMix] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)  # about the ingest as a whole (not one file)
+
+    def _with(self, status: Status) -> list[FileOutcome]:
+        return [f for f in self.files if f.status == status]
+
+    # The files by outcome: written, already in the store, refused, or not lm-eval files.
+    ingested = property(lambda self: self._with("ingested"))
+    present = property(lambda self: self._with("present"))
+    rejected = property(lambda self: self._with("rejected"))
+    skipped = property(lambda self: self._with("skipped"))
+
+    @property
+    def ok(self) -> bool:
+        return not self.rejected
+
+    @property
+    def file_warnings(self) -> list[str]:
+        """Every file's warnings (values stored with less than the file says), then the ingest's own."""
+        return [w for f in self.files for w in f.warnings] + self.warnings
+
+    def conflict_groups(self) -> list[ConflictGroup]:
+        """The conflicts by run and the campaigns whose evaluations disagree, largest first."""
+        groups: dict[tuple[str, tuple[str | None, ...]], list[Conflict]] = {}
+        for conflict in self.conflicts:
+            campaigns = tuple(sorted(set(conflict.campaigns), key=campaign_order))
+            groups.setdefault((conflict.run, campaigns), []).append(conflict)
+        out = [
+            ConflictGroup(run, campaigns, len(items), len({c.step for c in items}))
+            for (run, campaigns), items in groups.items()
+        ]
+        return sorted(out, key=lambda g: (-g.scores, g.run, [campaign_order(c) for c in g.campaigns]))
+
+    def mix_groups(self) -> list[MixGroup]:
+        """The runs that mix campaigns, by which campaigns they mix and which this ingest added to."""
+        groups: dict[tuple[tuple[str | None, ...], tuple[str | None, ...]], list[CampaignMix]] = {}
+        for mix in self.campaign_mixes:
+            groups.setdefault((tuple(c for c, _ in mix.campaigns), mix.added), []).append(mix)
+        return [MixGroup(names, added, tuple(mixes)) for (names, added), mixes in groups.items()]
+
+
+@dataclass(frozen=True)
+class ConflictGroup:
+    """``scores`` keys at ``steps`` steps of ``run`` on which evaluations of ``campaigns`` disagree."""
+
+    run: str
+    campaigns: tuple[str | None, ...]
+    scores: int
+    steps: int
+
+
+@dataclass(frozen=True)
+class MixGroup:
+    """Runs whose checkpoints come from ``campaigns``, this ingest having added to ``added`` of them."""
+
+    campaigns: tuple[str | None, ...]
+    added: tuple[str | None, ...]
+    mixes: tuple[CampaignMix, ...]
+
+    @property
+    def runs(self) -> tuple[str, ...]:
+        return tuple(mix.run for mix in self.mixes)
+
+
+def campaign_order(campaign: str | None) -> tuple[bool, str]:
+    """Campaigns by name, no campaign (None) last."""
+    return campaign is None, campaign or ""

@@ -1,0 +1,26 @@
+-- What both layouts of a samples insert share (insert_samples.sql, insert_samples_scored.sql): the
+-- lines of a file as DuckDB's JSON reader reads them, and the keys read the same way in both.
+-- Temporary macros, created on the writing connection before each samples file is inserted.
+
+-- The lines of the samples file `path`, the keys of `cols` as columns (the reader skips every other
+-- key of a line), and `metric_values`: the per-sample metric keys `names` as a MAP.
+CREATE OR REPLACE TEMP MACRO ood_sample_lines(path, cols, names, max_bytes) AS TABLE
+SELECT *, map(names, list_value(*COLUMNS(lambda c: list_contains(names, c)))) AS metric_values
+FROM read_json(path, format = 'newline_delimited', records = true, columns = cols, maximum_object_size = max_bytes);
+
+-- doc_id: an integer, or a string of digits, in 0 .. 2^63 (NULL: not a document index).
+CREATE OR REPLACE TEMP MACRO ood_doc_id(j) AS CASE json_type(j)
+    WHEN 'UBIGINT' THEN TRY_CAST(j AS BIGINT)
+    WHEN 'VARCHAR' THEN TRY_CAST(nullif(regexp_extract(j ->> '$', '^\s*([0-9]{1,18})\s*$', 1), '') AS BIGINT)
+END;
+
+-- filter: a string, 'none' when absent (NULL: not a string).
+CREATE OR REPLACE TEMP MACRO ood_filter(j) AS
+    CASE WHEN j IS NULL THEN 'none' WHEN json_type(j) = 'VARCHAR' THEN j ->> '$' END;
+
+-- target as text: a string as it is, True/False as Python writes them, anything else as JSON.
+CREATE OR REPLACE TEMP MACRO ood_target(j) AS CASE json_type(j)
+    WHEN 'VARCHAR' THEN j ->> '$'
+    WHEN 'BOOLEAN' THEN CASE WHEN CAST(j AS BOOLEAN) THEN 'True' ELSE 'False' END
+    ELSE CAST(j AS VARCHAR)
+END;

@@ -1,0 +1,67 @@
+"""Checked values for the importers of other formats: each problem is an InputError naming the file and field."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import math
+from typing import Any
+
+from ood_store.errors import InputError
+from ood_store.ingest.jsontext import describe, shown
+
+
+def finite(path: str, field: str, raw: Any) -> float:
+    """A score: a finite number."""
+    if isinstance(raw, bool) or not isinstance(raw, int | float):
+        raise InputError(path, field, f"expected a number, got {describe(raw)}")
+    value = float(raw)
+    if not math.isfinite(value):
+        raise InputError(path, field, f"value is {'NaN' if math.isnan(value) else 'infinite'}")
+    return value
+
+
+def optional_finite(path: str, field: str, raw: Any) -> float | None:
+    """A standard error: a number, or nothing (null, NaN)."""
+    if raw is None:
+        return None
+    value = float(raw) if isinstance(raw, int | float) and not isinstance(raw, bool) else None
+    if value is None:
+        raise InputError(path, field, f"expected a number, got {describe(raw)}")
+    return value if math.isfinite(value) else None
+
+
+def count(path: str, field: str, raw: Any, *, limit: int = 2**63) -> int | None:
+    """A count (shots, documents, a step): an integer from 0 below ``limit``, given as a number or as digits."""
+    if raw is None:
+        return None
+    value = None
+    if isinstance(raw, int) and not isinstance(raw, bool):
+        value = raw
+    elif isinstance(raw, float) and raw.is_integer():
+        value = int(raw)
+    elif isinstance(raw, str) and raw.strip().isascii() and raw.strip().isdigit():
+        value = int(raw) if len(raw.strip()) <= 19 else limit  # int() refuses over 4,300 digits
+    if value is None:
+        raise InputError(path, field, f"expected an integer, got {describe(raw)}")
+    if not 0 <= value < limit:
+        raise InputError(path, field, f"{shown(raw) if isinstance(raw, str) else json.dumps(raw)} is out of range")
+    return value
+
+
+def timestamp(path: str, field: str, raw: Any) -> dt.datetime | None:
+    """A time in UTC (naive): Unix seconds (a number or its text) or ISO 8601 text."""
+    if raw is None or raw == "":
+        return None
+    try:
+        if isinstance(raw, int | float) and not isinstance(raw, bool):
+            return dt.datetime.fromtimestamp(raw, dt.UTC).replace(tzinfo=None)
+        if isinstance(raw, str):
+            try:
+                return dt.datetime.fromtimestamp(float(raw), dt.UTC).replace(tzinfo=None)
+            except ValueError:
+                parsed = dt.datetime.fromisoformat(raw.replace("Z", "+00:00"))
+                return parsed.astimezone(dt.UTC).replace(tzinfo=None) if parsed.tzinfo else parsed
+    except (OverflowError, OSError, ValueError):
+        pass
+    raise InputError(path, field, f"expected Unix seconds or an ISO 8601 time, got {describe(raw)}")

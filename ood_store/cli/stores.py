@@ -1,0 +1,105 @@
+"""``ood-store dump``, ``load`` and ``merge``: moving results between stores, and publishing them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from ood_store.store.merge import PREFER, MergeReport
+
+_prefer = click.option(
+    "--prefer",
+    type=click.Choice(PREFER),
+    help="Settle values the stores disagree on: take theirs, or keep ours without reporting failure.  "
+    "[default: keep ours, list the conflicts, exit status 1]",
+)
+
+
+def _plural(n: int, word: str, words: str | None = None) -> str:
+    return f"{n:,} {word if n == 1 else words or word + 's'}"
+
+
+@click.command()
+@click.argument("folder", type=click.Path(file_okay=False, path_type=Path))
+@click.option("-q", "--quiet", is_flag=True, help="No progress bar, no summary.")
+@click.pass_obj
+def dump(settings, folder: Path, quiet: bool) -> None:
+    """Write every table of the store as Parquet into FOLDER (new or empty), with a manifest.
+
+    Tables of evaluations, scores and samples are partitioned by run
+    (FOLDER/evaluation_scores/run=NAME/data_0.parquet); manifest.json lists the
+    schema and ood-store versions, each table's rows and every file's sha256.
+    `ood-store load FOLDER` adds it to another store; DuckDB, Polars and pandas
+    read the files as they are.
+    """
+    with settings.open(read_only=True) as store:
+        report = store.dump(folder, progress=not quiet)
+    if not quiet:
+        scores = report.tables["evaluation_scores"].rows
+        evaluations = report.tables["evaluations"].rows
+        runs = report.tables["runs"].rows
+        click.echo(
+            f"Dumped {settings.db} to {folder}: {_plural(evaluations, 'evaluation')}, {_plural(scores, 'score')}, "
+            f"{_plural(runs, 'run')} in {_plural(len(report.tables), 'table')} "
+            f"(schema version {report.schema_version})."
+        )
+
+
+@click.command()
+@click.argument("folder", type=click.Path(file_okay=False, path_type=Path))
+@_prefer
+@click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
+@click.pass_obj
+def load(settings, folder: Path, prefer: str | None, quiet: bool) -> None:
+    """Add the dump in FOLDER (from `ood-store dump`, of this or an older schema) to the store.
+
+    Evaluations already in the store (same content hash) are not added again,
+    so loading twice adds nothing. Runs, checkpoints and saved analyses are
+    reconciled: a value the two disagree on is listed and the store's own kept,
+    unless --prefer says otherwise. Everything goes in in one transaction.
+    """
+    with settings.open() as store:
+        report = store.load(folder, prefer=prefer, progress=not quiet)
+    _summarise("Loaded", report, settings.db)
+
+
+@click.command()
+@click.argument("other", type=click.Path(dir_okay=False, path_type=Path))
+@_prefer
+@click.pass_obj
+def merge(settings, other: Path, prefer: str | None) -> None:
+    """Add every result of the store OTHER (opened read-only) to the store; the rules of `ood-store load`."""
+    with settings.open() as store:
+        report = store.merge(other, prefer=prefer)
+    _summarise("Merged", report, settings.db)
+
+
+def _summarise(verb: str, report: MergeReport, db: Path) -> None:
+    analyses = report.analyses_added + report.analyses_replaced
+    click.echo(
+        f"{verb} {report.source} into {db}: {_plural(report.evaluations_added, 'evaluation')} "
+        f"({_plural(report.scores_added, 'score')}, {_plural(report.samples_added, 'sample')}), "
+        f"{_plural(report.runs_added, 'run')}, {_plural(report.checkpoints_added, 'checkpoint')}, "
+        f"{_plural(len(analyses), 'analysis', 'analyses')}."
+    )
+    click.echo(
+        f"Already present: {_plural(report.evaluations_present, 'evaluation')}, "
+        f"{_plural(len(report.analyses_present), 'analysis', 'analyses')}."
+    )
+    if report.runs_updated:
+        click.echo(f"Updated the attributes of {_plural(report.runs_updated, 'run')}.")
+    if report.conflicts:
+        how = (
+            f"settled by --prefer {report.prefer}"
+            if report.prefer
+            else "this store's values kept; choose with --prefer theirs|ours"
+        )
+        click.echo(f"Conflicts: {len(report.conflicts):,} ({how}):", err=True)
+        for conflict in report.conflicts:
+            click.echo(f"  {conflict.describe(report.source)}", err=True)
+    if not report.ok:
+        raise SystemExit(1)
+
+
+COMMANDS = [dump, load, merge]

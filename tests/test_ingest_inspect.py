@@ -1,0 +1,120 @@
+"""inspect_ai logs, written by inspect_ai itself (conftest's inspect_logs), read through its evals_df.
+
+Expected values come from the logs' JSON, read here with the json module: the .json log
+directly, the .eval logs (zip archives) through their header.json."""
+
+from __future__ import annotations
+
+import json
+import zipfile
+
+import pytest
+
+import ood_store
+from conftest import table_dump
+from ood_store.cli import main
+
+pytestmark = pytest.mark.xdist_group("inspect")
+
+
+def header(path) -> dict:
+    if path.suffix == ".json":
+        return json.loads(path.read_text())
+    # .eval members are zstd-compressed; importing inspect_ai (the fixture did) teaches zipfile to read them
+    with zipfile.ZipFile(path) as archive:
+        return json.loads(archive.read("header.json"))
+
+
+def expected_scores(doc: dict, run: str, step: int) -> set[tuple]:
+    """(run, step, task, metric, filter, value, stderr, n) from a log's results, by this module's reading
+    of the convention: every metric of every scorer, the scorer as the filter, stderr attached."""
+    rows = set()
+    for score in doc["results"]["scores"]:
+        metrics = {key: metric["value"] for key, metric in score["metrics"].items()}
+        stderr = metrics.pop("stderr", None)
+        for metric, value in metrics.items():
+            rows.add((run, step, doc["eval"]["task"], metric, score["name"], value, stderr, score["scored_samples"]))
+    return rows
+
+
+SCORES_SQL = "SELECT run, step, task, metric, filter, value, stderr, n_samples FROM scores"
+
+
+def test_json_and_eval_logs_give_the_scores_the_logs_hold(db, inspect_logs):
+    logs = [inspect_logs["step100"], inspect_logs["step200-json"]]
+    with ood_store.open(db) as store:
+        report = store.ingest(logs)
+        assert report.ok, report.rejected
+        got = set(store.query(SCORES_SQL).rows())
+        evaluations = store.query(
+            "SELECT step, source_format, model_type, model_name, identity_from FROM evaluations ORDER BY step"
+        ).rows()
+    run = "model"  # mockllm/model without its provider
+    expected = expected_scores(json.loads(inspect_logs["step200-json"].read_text()), run, 200)
+    expected |= expected_scores(header(inspect_logs["step100"]), run, 100)
+    assert got == expected
+    # the two scorers' accuracies, as planted by the answers: 3 and 5 of 6 right at the end of the answer
+    match_accuracy = {(r[1], r[5]) for r in got if r[3] == "accuracy" and r[4] == "match"}
+    assert match_accuracy == {(100, 0.5), (200, 5 / 6)}
+    assert evaluations == [(step, "inspect", "mockllm", "mockllm/model", "revision") for step in (100, 200)]
+
+
+def test_an_eval_log_and_its_json_twin_give_the_same_scores(tmp_path, inspect_logs):
+    def scores(path, name):
+        with ood_store.open(tmp_path / f"{name}.duckdb") as store:
+            assert store.ingest([path]).ok
+            return set(store.query(SCORES_SQL).rows())
+
+    assert scores(inspect_logs["step200"], "eval") == scores(inspect_logs["step200-json"], "json")
+
+
+def test_a_checkpoint_folder_as_the_model_gives_run_and_step(db, inspect_logs):
+    with ood_store.open(db) as store:
+        assert store.ingest([inspect_logs["checkpoint"]]).ok
+        rows = store.query("SELECT run, step, identity_from, model_name FROM evaluations").rows()
+    assert rows == [("runs/opt-mnli-s1", 500, "path", "mockllm/runs/opt-mnli-s1/checkpoint-500")]
+
+
+def test_a_failed_evaluation_is_rejected_naming_its_status(runner, db, inspect_logs):
+    with ood_store.open(db) as store:
+        assert store.ingest([inspect_logs["step100"]]).ok
+    before = table_dump(db)
+    path = inspect_logs["failed"]
+    result = runner.invoke(main, ["--db", str(db), "ingest", str(path)])
+    assert result.exit_code == 1
+    assert (
+        f"  {path}: status: 'error', not 'success': the evaluation did not finish: "
+        "RuntimeError('the model server went away')"
+    ) in result.output.splitlines()
+    assert table_dump(db) == before
+
+
+def test_ingesting_a_log_again_adds_nothing(db, inspect_logs, runner):
+    path = str(inspect_logs["step100"])
+    first = runner.invoke(main, ["--db", str(db), "ingest", path])
+    before = table_dump(db)
+    again = runner.invoke(main, ["--db", str(db), "ingest", path])
+    assert first.exit_code == again.exit_code == 0
+    assert "Already present: 1 file." in again.output
+    assert table_dump(db) == before
+
+
+def test_a_log_inspect_ai_cannot_read_is_one_line(runner, db, tmp_path, inspect_logs):
+    broken = tmp_path / "cut.eval"
+    broken.write_bytes(inspect_logs["step100"].read_bytes()[:2000])
+    result = runner.invoke(main, ["--db", str(db), "ingest", str(broken)])
+    assert result.exit_code == 1
+    lines = [line for line in result.output.splitlines() if line.startswith(f"  {broken}: ")]
+    assert len(lines) == 1 and "inspect_ai cannot read the log" in lines[0]
+    assert "Traceback" not in result.output
+
+
+def test_without_the_inspect_extra_a_log_is_one_line_naming_the_extra(runner, db, inspect_logs, monkeypatch):
+    import sys
+
+    path = inspect_logs["step100"]
+    monkeypatch.setitem(sys.modules, "inspect_ai.analysis", None)  # as if inspect_ai were not installed
+    result = runner.invoke(main, ["--db", str(db), "ingest", str(path)])
+    assert result.exit_code == 1
+    expected = f"  {path}: reading inspect_ai logs needs inspect_ai: pip install 'ood-store[inspect]'"
+    assert expected in result.output.splitlines()

@@ -1,0 +1,172 @@
+"""Non-finite values are data (NaN stored as NULL, ±Infinity as is), analyses leave them out and say so;
+a list-valued ``config.num_fewshot`` maps to the tasks in order.
+
+Each case copies a real lm-eval file and writes the values with Python's json module,
+as lm-eval does (it writes NaN and Infinity as those bare tokens).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pingouin as pg
+import polars as pl
+import pytest
+
+import ood_store
+from conftest import V04, pythia_files
+from ood_store.analysis import partial_correlations
+from ood_store.cli import main
+
+LEADERBOARD = next((V04 / "csabakecskemeti").rglob("results_*.json"))
+
+
+def write(path, doc):
+    path.write_text(json.dumps(doc))  # allow_nan: NaN, Infinity, -Infinity as lm-eval writes them
+    return path
+
+
+def test_infinity_and_nan_beside_valid_scores_are_stored(tmp_path, runner):
+    """The case of the issue: "mae,none": Infinity and "mae_stderr,none": NaN in a real 0.4 file."""
+    doc = json.loads(LEADERBOARD.read_text())
+    doc["results"]["mae_task"] = {"alias": "mae_task", "mae,none": math.inf, "mae_stderr,none": math.nan}
+    doc["results"]["leaderboard_ifeval"]["prompt_level_loose_acc,none"] = -math.inf
+    doc["results"]["leaderboard_musr_murder_mysteries"]["acc_norm,none"] = math.nan
+    path = write(tmp_path / LEADERBOARD.name, doc)
+    assert "Infinity" in path.read_text() and "NaN" in path.read_text()
+    db = tmp_path / "s.duckdb"
+    result = runner.invoke(main, ["--db", str(db), "ingest", str(path)])
+    assert result.exit_code == 0, result.output
+    expected = {
+        (task, *key.rsplit(",", 1)): value
+        for task, entry in doc["results"].items()
+        for key, value in entry.items()
+        if "," in key and "_stderr," not in key
+    }
+    assert f"{len(expected):,} scores (3 of them NaN or infinite)" in result.output.splitlines()[0]
+    with ood_store.open(db, read_only=True) as store:
+        rows = store.query("SELECT task, metric, filter, value, stderr FROM scores").rows()
+    got = {(t, m, f): v for t, m, f, v, _ in rows}
+    assert got.keys() == expected.keys()
+    for key, value in expected.items():
+        if math.isnan(value):
+            assert got[key] is None, key  # NaN is stored as NULL
+        else:
+            assert got[key] == value, key  # finite values and ±inf as the file says
+    stderr = {(t, m): e for t, m, _, _, e in rows}
+    assert got[("mae_task", "mae", "none")] == math.inf and stderr[("mae_task", "mae")] is None
+
+
+def test_a_nan_value_differs_from_a_number_in_the_conflict_report(tmp_path):
+    source = pythia_files("160m")[0]
+    doc = json.loads(source.read_text())
+    for folder in ("a", "b"):
+        (tmp_path / folder).mkdir()
+    first = write(tmp_path / "a" / source.name, doc)
+    doc["results"]["arc_easy"]["acc"] = math.nan
+    second = write(tmp_path / "b" / source.name, doc)
+    with ood_store.open(tmp_path / "s.duckdb") as store:
+        report = store.ingest([first, second])
+        conflicts = store.query("SELECT task, metric, value_list FROM score_conflicts").rows()
+    original = json.loads(source.read_text())["results"]["arc_easy"]["acc"]
+    assert conflicts == [("arc_easy", "acc", [original, None])]
+    assert [(c.task, c.metric) for c in report.conflicts] == [("arc_easy", "acc")]
+
+
+def test_analyses_leave_non_finite_scores_out_and_say_so(tmp_path, copy_file):
+    """Two steps of arc_easy are +Infinity and NaN: pairs with arc_easy use the other 25 checkpoints."""
+    files = pythia_files("160m")
+    copies = [copy_file(f) for f in files]
+    docs = [json.loads(f.read_text()) for f in copies]
+    docs[5]["results"]["arc_easy"]["acc"] = math.inf
+    docs[9]["results"]["arc_easy"]["acc"] = math.nan
+    for path, doc in zip(copies, docs, strict=True):
+        write(path, doc)
+    with ood_store.open(tmp_path / "s.duckdb") as store:
+        assert store.ingest(copies).ok
+        table = partial_correlations(store, "lambada_openai", ["arc_easy", "piqa", "sciq"]).table
+    rows = {(r["task_x"], r["task_y"]): r for r in table.to_dicts()}
+    assert rows[("arc_easy", "piqa")]["n"] == 25 and rows[("piqa", "sciq")]["n"] == 27
+    assert rows[("arc_easy", "piqa")]["note"] == "non-finite scores treated as missing: 2 of arc_easy"
+    assert rows[("arc_easy", "piqa")]["reason"] is None
+    assert rows[("piqa", "sciq")]["reason"] is None and rows[("piqa", "sciq")]["note"] is None
+    # the same partial correlation by pingouin, on the JSON with those two checkpoints left out
+    kept = [d for i, d in enumerate(docs) if i not in (5, 9)]
+    frame = pl.DataFrame(
+        {t: [d["results"][t]["acc"] for d in kept] for t in ("lambada_openai", "arc_easy", "piqa")}
+    ).to_pandas()
+    expected = pg.partial_corr(frame, x="arc_easy", y="piqa", covar="lambada_openai")["r"].iloc[0]
+    assert rows[("arc_easy", "piqa")]["r"] == pytest.approx(expected, abs=1e-12)
+
+
+def test_list_valued_num_fewshot_maps_to_the_tasks_in_order(tmp_path):
+    source = pythia_files("410m")[0]
+    doc = json.loads(source.read_text())
+    tasks = list(doc["results"])
+    doc["config"]["num_fewshot"] = [i % 3 for i in range(len(tasks))]
+    path = write(tmp_path / source.name, doc)
+    with ood_store.open(tmp_path / "s.duckdb") as store:
+        report = store.ingest([path])
+        shots = dict(store.query("SELECT DISTINCT task, num_fewshot FROM scores").rows())
+        evaluation = store.query("SELECT num_fewshot FROM evaluations").rows()
+    assert report.ok and not report.file_warnings
+    assert shots == {task: i % 3 for i, task in enumerate(tasks)}
+    assert evaluation == [(None,)]  # not one count for every task
+
+
+def test_a_list_of_shots_that_does_not_match_the_tasks_stores_null_with_a_warning(tmp_path, runner):
+    source = pythia_files("410m")[0]
+    doc = json.loads(source.read_text())
+    doc["config"]["num_fewshot"] = [0, 5]
+    path = write(tmp_path / source.name, doc)
+    db = tmp_path / "s.duckdb"
+    result = runner.invoke(main, ["--db", str(db), "ingest", str(path)])
+    assert result.exit_code == 0, result.output
+    tasks = len(doc["results"])
+    warning = f"Warning: {path}: config.num_fewshot: 2 shot counts for {tasks} tasks; shots stored as NULL"
+    assert warning in result.output.splitlines()
+    with ood_store.open(db, read_only=True) as store:
+        assert store.query("SELECT DISTINCT num_fewshot FROM scores").rows() == [(None,)]
+
+
+def test_numbers_are_the_same_whichever_parser_reads_the_file(tmp_path):
+    """A file with NaN is read by the standard library, one without by orjson: the scores agree."""
+    source = pythia_files("1.4b")[3]
+    doc = json.loads(source.read_text())
+    plain = write(tmp_path / "plain.json", doc)
+    doc["results"]["extra"] = {"acc": math.nan}
+    with_nan = write(tmp_path / "with_nan.json", doc)
+    with ood_store.open(tmp_path / "s.duckdb") as store:
+        assert store.ingest([plain, with_nan]).ok
+        rows = store.query(
+            "SELECT e.source_path, s.task, s.metric, s.value, s.stderr FROM scores_all s "
+            "JOIN evaluations e USING (evaluation_id) WHERE s.task <> 'extra'"
+        ).rows()
+    by_file: dict[str, dict] = {}
+    for path, *key, value, stderr in rows:
+        by_file.setdefault(path, {})[tuple(key)] = (value, stderr)
+    first, second = by_file.values()
+    assert first == second and len(first) == sum(
+        1 for e in json.loads(source.read_text())["results"].values() for k in e if not k.endswith("_stderr")
+    )
+    assert np.isnan(doc["results"]["extra"]["acc"])
+
+
+def test_a_pair_left_with_too_few_checkpoints_says_why_in_reason(tmp_path, copy_file):
+    """Six checkpoints, two of them NaN for arc_easy: four are left, fewer than a line needs."""
+    copies = [copy_file(f) for f in pythia_files("410m")[:6]]
+    for path in (copies[1], copies[4]):
+        doc = json.loads(path.read_text())
+        doc["results"]["arc_easy"]["acc"] = math.nan
+        write(path, doc)
+    with ood_store.open(tmp_path / "s.duckdb") as store:
+        assert store.ingest(copies).ok
+        [row] = partial_correlations(store, "lambada_openai", ["arc_easy", "piqa"]).table.to_dicts()
+    assert row["n"] == 4 and math.isnan(row["r"])
+    assert row["reason"] == (
+        "too few checkpoints: n=4, the linear residualizer needs at least 5; "
+        "non-finite scores treated as missing: 2 of arc_easy"
+    )
+    assert row["note"] is None
