@@ -26,7 +26,7 @@ from ood_store.evaluate.checkpoints import Checkpoint, resolve
 from ood_store.evaluate.suite.variant import Variant
 from ood_store.evaluate.tasklist import task_list_of, task_source
 from ood_store.evaluate.workdir import Unit
-from ood_store.names import run_folder_name
+from ood_store.names import run_folder_name, unit_folder_name
 
 DEFAULT_OUTPUT_DIR = Path("lm-eval-results")
 
@@ -166,7 +166,7 @@ def _unit(
         task_source=source,
         options=options,
         dtype=request.dtype,
-        output=str(run_folder(output_dir, request.run).resolve() / step / digest),
+        output=str(run_folder(output_dir, request.run).resolve() / step / unit_folder_name(digest)),
         samples=request.samples,
         attributes=request.attributes,
         log_to_file=log_to_file,

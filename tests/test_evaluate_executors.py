@@ -114,7 +114,9 @@ def test_every_executor_stores_the_same_rows(inline, toy_run, tmp_path, monkeypa
     assert sorted(p.stem for p in attempt.glob("*.json")) == sorted(m["unit"] for m in markers)  # one claim each
     with ood_store.open(db, read_only=True) as store:
         source = store.query("SELECT source_path FROM evaluations ORDER BY step")["source_path"].to_list()
+        campaigns = store.query("SELECT DISTINCT campaign FROM evaluations").rows()
     assert sorted(source) == sorted(m["results"] for m in markers)
+    assert campaigns == [(None,)]  # evaluate's own layout (RUN/step-N/unit-HASH/MODEL/) names no campaign
 
 
 def test_detach_returns_at_once_and_collect_stores_what_the_workers_finished(inline, toy_run, tmp_path, runner):

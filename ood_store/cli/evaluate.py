@@ -85,7 +85,7 @@ from ood_store.store.runs import parse_attributes, read_run_file
 @click.option(
     "--output-dir",
     type=click.Path(file_okay=False, path_type=Path),
-    help="Where lm-eval's results and samples files are kept (OUTPUT_DIR/RUN/step-N/UNIT/).  "
+    help="Where lm-eval's results and samples files are kept (OUTPUT_DIR/RUN/step-N/unit-HASH/).  "
     "[default: lm-eval-results]",
 )
 @click.option(
