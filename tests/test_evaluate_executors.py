@@ -174,12 +174,12 @@ def test_slurm_gets_one_job_array_with_the_sbatch_directives_asked_for(toy_run, 
         tool.chmod(0o755)
     monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
     report = _evaluate(
-        tmp_path / "store.duckdb", toy_run, tmp_path, executor="slurm", detach=True, units_per_task=2,
-        slurm_partition="gpu", gpus_per_task=1, timeout_min=90, max_parallel=3, slurm_params=["qos=high", "mem=32G"],
+        tmp_path / "store.duckdb", toy_run, tmp_path, executor="slurm", detach=True, units_per_task=1,
+        slurm_partition="gpu", gpus_per_task=1, timeout_min=90, max_parallel=2, slurm_params=["qos=high", "mem=32G"],
     )  # fmt: skip
-    assert report.jobs == "Slurm job array 4242: 2 tasks of up to 2 units"
+    assert report.jobs == "Slurm job array 4242: 3 tasks of up to 1 unit"
     assert [c.status for c in report.checkpoints] == ["submitted"] * len(TOY_STEPS)
     directives = [line for line in (tmp_path / "submitted.sh").read_text().splitlines() if line.startswith("#SBATCH")]
-    for expected in ("--partition=gpu", "--gpus-per-node=1", "--time=90", "--array=0-1%3", "--qos=high", "--mem=32G",
+    for expected in ("--partition=gpu", "--gpus-per-node=1", "--time=90", "--array=0-2%2", "--qos=high", "--mem=32G",
                      "--ntasks-per-node=1", "--job-name=ood-store"):  # fmt: skip
         assert f"#SBATCH {expected}" in directives, (expected, directives)

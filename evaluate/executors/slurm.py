@@ -71,7 +71,8 @@ class SlurmExecutor:
             raise OodStoreError(f"the Slurm job array could not be submitted: {first_line(exc)}") from None
         array = str(jobs[0].job_id).split("_")[0] if jobs else "?"
         where = f"Slurm job array {array}" if cluster == "slurm" else "submitit's local executor (no Slurm here)"
-        return SubmititJobs(jobs, f"{where}: {tasks} task{'s' if tasks != 1 else ''} of up to {per_task} units")
+        units_each = f"{per_task} unit{'s' if per_task != 1 else ''}"
+        return SubmititJobs(jobs, f"{where}: {tasks} task{'s' if tasks != 1 else ''} of up to {units_each}")
 
 
 class SubmititJobs:
