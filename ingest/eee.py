@@ -41,7 +41,7 @@ from ood_store.errors import InputError
 from ood_store.ingest.identity import Identity, Overrides, identify
 from ood_store.ingest.jsontext import describe, optional_text
 from ood_store.ingest.records import EvaluationRecord, ScoreRow
-from ood_store.ingest.values import count, finite, optional_finite, timestamp
+from ood_store.ingest.values import count, optional_score_value, score_value, timestamp
 
 SCHEMA_VERSION = "0.3.0"
 SOURCE_FORMAT = "eee"
@@ -183,8 +183,8 @@ def _scores(path: str, results: list[dict[str, Any]]) -> list[ScoreRow]:
                 num_fewshot=_shots(path, where, generation.get(SHOTS)),
                 metric=metric,
                 filter=filt,
-                value=finite(path, f"{where}.score_details.score", score["score"]),
-                stderr=optional_finite(
+                value=score_value(path, f"{where}.score_details.score", score["score"]),
+                stderr=optional_score_value(
                     path,
                     f"{where}.score_details.uncertainty.standard_error.value",
                     (uncertainty.get("standard_error") or {}).get("value"),

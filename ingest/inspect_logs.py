@@ -26,7 +26,7 @@ from typing import Any
 from ood_store.errors import InputError, first_line
 from ood_store.ingest.identity import Identity, Overrides, identify
 from ood_store.ingest.records import EvaluationRecord, ScoreRow
-from ood_store.ingest.values import finite, optional_finite, timestamp
+from ood_store.ingest.values import optional_score_value, score_value, timestamp
 
 SOURCE_FORMAT = "inspect"
 
@@ -142,7 +142,7 @@ def _scores(shown: str, task: str, raw: list[dict[str, Any]], row: dict[str, Any
         scorer = score["scorer"]
         filt = scorer if len(reducers[scorer]) == 1 else f"{scorer}/{score['reducer']}"
         metrics: dict[str, Any] = score["metrics"]
-        stderr = optional_finite(shown, f"{where}.metrics.stderr", metrics.get("stderr"))
+        stderr = optional_score_value(shown, f"{where}.metrics.stderr", metrics.get("stderr"))
         n = score.get("scored_samples") or row.get("completed_samples")
         for metric, value in metrics.items():
             if metric == "stderr" and len(metrics) > 1:
@@ -153,7 +153,7 @@ def _scores(shown: str, task: str, raw: list[dict[str, Any]], row: dict[str, Any
                     num_fewshot=None,
                     metric=metric,
                     filter=filt,
-                    value=finite(shown, f"{where}.metrics.{metric}", value),
+                    value=score_value(shown, f"{where}.metrics.{metric}", value),
                     stderr=stderr if metric != "stderr" else None,
                     n_samples=int(n) if n is not None else None,
                     is_group=False,

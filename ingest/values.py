@@ -11,24 +11,23 @@ from ood_store.errors import InputError
 from ood_store.ingest.jsontext import describe, shown
 
 
-def finite(path: str, field: str, raw: Any) -> float:
-    """A score: a finite number."""
+def score_value(path: str, field: str, raw: Any) -> float | None:
+    """A score, by the rule of lm-eval files: a number; NaN is stored as NULL (None), ±Infinity as it is.
+
+    An integer too large for a DOUBLE is a bad value, not infinity.
+    """
     if isinstance(raw, bool) or not isinstance(raw, int | float):
         raise InputError(path, field, f"expected a number, got {describe(raw)}")
-    value = float(raw)
-    if not math.isfinite(value):
-        raise InputError(path, field, f"value is {'NaN' if math.isnan(value) else 'infinite'}")
-    return value
+    try:
+        value = float(raw)
+    except OverflowError:
+        raise InputError(path, field, f"{str(raw)[:20]}... does not fit a DOUBLE") from None
+    return None if math.isnan(value) else value
 
 
-def optional_finite(path: str, field: str, raw: Any) -> float | None:
-    """A standard error: a number, or nothing (null, NaN)."""
-    if raw is None:
-        return None
-    value = float(raw) if isinstance(raw, int | float) and not isinstance(raw, bool) else None
-    if value is None:
-        raise InputError(path, field, f"expected a number, got {describe(raw)}")
-    return value if math.isfinite(value) else None
+def optional_score_value(path: str, field: str, raw: Any) -> float | None:
+    """A standard error: as :func:`score_value`, or nothing (null)."""
+    return None if raw is None else score_value(path, field, raw)
 
 
 def count(path: str, field: str, raw: Any, *, limit: int = 2**63) -> int | None:

@@ -47,7 +47,7 @@ from ood_store.errors import InputError
 from ood_store.ingest.identity import Identity, Overrides
 from ood_store.ingest.jsontext import describe
 from ood_store.ingest.records import EvaluationRecord, ScoreRow
-from ood_store.ingest.values import count, finite, timestamp
+from ood_store.ingest.values import count, score_value, timestamp
 
 SOURCE_FORMAT = "wandb"
 SUFFIXES = (".csv", ".parquet")
@@ -194,9 +194,9 @@ def read_history(
 
 def _by_step(
     shown: str, frame: Any, step_column: str, mapped: dict[str, tuple[str, str]]
-) -> dict[int, tuple[dict[tuple[str, str], float], Any]]:
+) -> dict[int, tuple[dict[tuple[str, str], float | None], Any]]:
     """step -> ({(task, metric): value}, the latest _timestamp), checking every value on the way."""
-    steps: dict[int, tuple[dict[tuple[str, str], float], Any]] = {}
+    steps: dict[int, tuple[dict[tuple[str, str], float | None], Any]] = {}
     stamps = frame.get_column("_timestamp").to_list() if "_timestamp" in frame.columns else [None] * frame.height
     step_values = frame.get_column(step_column).to_list()
     columns = {c: frame.get_column(c).to_list() for c in mapped}
@@ -213,7 +213,7 @@ def _by_step(
         assert step is not None
         values, when = steps.setdefault(step, ({}, None))
         for column, raw in present.items():
-            value = finite(shown, f"{column}, row {row + 1}", raw)
+            value = score_value(shown, f"{column}, row {row + 1}", raw)
             target = mapped[column]
             if target in values and values[target] != value:
                 raise InputError(shown, column, f"step {step} has two different values ({values[target]!r}, {value!r})")

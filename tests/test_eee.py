@@ -192,3 +192,23 @@ def test_without_the_eee_extra_an_eee_file_is_one_line_naming_the_extra(runner, 
     assert result.exit_code == 1
     expected = f"  {EXAMPLE}: reading Every Eval Ever files needs jsonschema: pip install 'ood-store[eee]'"
     assert expected in result.output.splitlines()
+
+
+def test_non_finite_scores_follow_the_lm_eval_rule(db, tmp_path):
+    # The same rule as lm-eval files: NaN is stored as NULL, Infinity as it is, a literal beyond a DOUBLE is refused.
+    doc = json.loads(EXAMPLE.read_text())
+    first, second = doc["evaluation_results"][:2]
+    first["score_details"]["score"], second["score_details"]["score"] = float("nan"), float("inf")
+    folder = tmp_path / "nonfinite"
+    folder.mkdir()
+    path = folder / EXAMPLE.name
+    path.write_text(json.dumps(doc))  # json writes NaN and Infinity, as lm-eval does
+    overflow = tmp_path / "overflow.json"
+    overflow.write_text(EXAMPLE.read_text().replace('"score": 0.31', '"score": 1' + "0" * 400, 1))
+    with ood_store.open(db) as store:
+        report = store.ingest([path, overflow])
+        values = dict(store.query("SELECT task, value FROM scores").rows())
+    assert [f.path for f in report.ingested] == [str(path)]
+    [rejected] = report.rejected
+    assert rejected.path == str(overflow) and "does not fit a DOUBLE" in (rejected.reason or "")
+    assert values[first["evaluation_name"]] is None and values[second["evaluation_name"]] == float("inf")
