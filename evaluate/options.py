@@ -1,36 +1,111 @@
-"""The keywords of :func:`ood_store.evaluate.runner.evaluate` besides ``run`` and ``tasks``, as one typed dict.
+"""The keywords of :func:`ood_store.evaluate.runner.evaluate`, as one typed dict, and the checks of its per-run options.
 
-``Store.evaluate(checkpoints, run=..., tasks=..., **options)`` is typed with it
-(``Unpack[EvaluateOptions]``), so that the keywords are spelled out once, in
-the runner's signature, and checked against it by the tests. Importing this
+``Store.evaluate(checkpoints, run=..., tasks=..., **options)`` is typed with
+:class:`EvaluateOptions` (``Unpack[EvaluateOptions]``), so that the keywords
+are spelled out once, in the runner's signature, and checked against it by the
+tests. The checks (:func:`check`) are the same for keyword arguments and study
+files: each returns the value as the runner uses it, or raises
+:class:`~ood_store.errors.InputError` naming the parameter. Importing this
 module loads nothing of lm-eval.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypedDict
 
+from ood_store.errors import InputError
+from ood_store.evaluate.study import Study
 from ood_store.evaluate.suite.variant import Variant
 
 
 class EvaluateOptions(TypedDict, total=False):
     """See :func:`ood_store.evaluate.runner.evaluate` for each keyword and its default."""
 
-    output_dir: str | Path
+    study: str | os.PathLike[str] | Study | None
+    output_dir: str | Path | None
+    work_dir: str | Path | None
     include_paths: Sequence[str | Path]
     data_dir: str | Path | None
     variant: Variant | None
     base_model: str | None
-    batch_size: int | str
+    batch_size: int | str | None
     device: str | None
     dtype: str | None
     num_fewshot: int | None
     limit: int | float | None
-    samples: bool
+    samples: bool | None
     force: bool
     attributes: Mapping[str, Any] | list[str] | None
+    lm_eval_kwargs: Mapping[str, Any] | None
+    executor: str | None
+    workers: int | None
+    units_per_task: int | None
+    slurm_partition: str | None
+    gpus_per_task: float | None
+    timeout_min: int | None
+    max_parallel: int | None
+    slurm_params: Mapping[str, Any] | list[str] | None
+    ray_address: str | None
+    detach: bool
     progress: bool
     log_to_file: bool
-    lm_eval_kwargs: Mapping[str, Any] | None
+
+
+def batch_size(value: Any) -> int | str:
+    """A positive number, ``auto`` or ``auto:N`` (lm-eval's forms); digits in a string count as a number."""
+    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+        return value
+    text = str(value).strip() if isinstance(value, str) else None
+    if text is not None:
+        if text.isdigit() and int(text) > 0:
+            return int(text)
+        if text == "auto" or (text.startswith("auto:") and text[5:].isdigit()):
+            return text
+    raise InputError(None, None, f"expected a positive number, auto or auto:N, got {value!r}", parameter="batch_size")
+
+
+def limit(value: Any) -> int | float:
+    """Documents per task: a whole number, or a fraction below 1."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
+        raise InputError(None, None, f"expected a number above 0, got {value!r}", parameter="limit")
+    return int(value) if value >= 1 and value == int(value) else value
+
+
+def num_fewshot(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise InputError(None, None, f"expected a whole number, 0 or more, got {value!r}", parameter="num_fewshot")
+    return value
+
+
+def flag(name: str, value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise InputError(None, None, f"expected true or false, got {value!r}", parameter=name)
+    return value
+
+
+def text(name: str, value: Any) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise InputError(None, None, f"expected a non-empty string, got {value!r}", parameter=name)
+    return value
+
+
+_CHECKS = {
+    "batch_size": batch_size,
+    "limit": limit,
+    "num_fewshot": num_fewshot,
+    "samples": lambda v: flag("samples", v),
+    "device": lambda v: text("device", v),
+    "dtype": lambda v: text("dtype", v),
+    "base_model": lambda v: text("base_model", v),
+}
+
+
+def check(name: str, value: Any) -> Any:
+    """``value`` of option ``name`` checked (None stays None); options without a check here pass as given."""
+    if value is None:
+        return None
+    checker = _CHECKS.get(name)
+    return value if checker is None else checker(value)

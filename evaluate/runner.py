@@ -1,97 +1,165 @@
-"""``evaluate``: run lm-eval on every checkpoint of a run and fill the store, resumably.
+"""``evaluate``: run lm-eval on every checkpoint of a run (or of every run of a study) and fill the store, resumably.
 
-For each checkpoint, in step order: the (step, task) pairs already in the
-store are skipped (unless ``force``); the model is loaded once and evaluated
-on all remaining tasks in one ``lm_eval.simple_evaluate`` call; lm-eval's
-results and samples files are written in its standard layout under
-``output_dir/<run>/step-<N>/``; and that results file is ingested (the same
-path as ``ood-store ingest``) in its own transaction, before the next
-checkpoint starts. A crash therefore loses at most the checkpoint in flight,
-and the store can be rebuilt from ``output_dir`` with ``ood-store ingest``.
+Three roles, matching DuckDB's rule of one writing process:
+
+1. **Plan** (:mod:`~ood_store.evaluate.plan`): from the checkpoints, tasks and
+   the store, the pending units (one checkpoint with all its pending tasks),
+   written to the work folder (:mod:`~ood_store.evaluate.workdir`).
+2. **Work** (:mod:`~ood_store.evaluate.worker`): workers evaluate units with
+   lm-eval and write its standard files and a completion marker; they never
+   open the store. Where they run is the executor's business
+   (:mod:`~ood_store.evaluate.executors`): ``inline`` in this process,
+   ``local`` processes, a Slurm job array, Ray.
+3. **Collect** (:mod:`~ood_store.evaluate.collect`): this process ingests each
+   finished unit in a commit of its own, holding the store only for that
+   commit; while workers run, other processes can read the store between commits.
+
+A crash anywhere loses at most the units in flight; running the same command
+again evaluates only what is neither stored nor finished.
 """
 
 from __future__ import annotations
 
 import os
-import sys
 import time
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager, redirect_stderr, redirect_stdout
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-import duckdb
-
-from ood_store import sqlfiles
-from ood_store.errors import InputError, OodStoreError
-from ood_store.evaluate.checkpoints import Checkpoint, resolve
+from ood_store.errors import InputError
+from ood_store.evaluate import executors, options
+from ood_store.evaluate.collect import Collected, collect
+from ood_store.evaluate.harness import require_eval_extra
+from ood_store.evaluate.plan import DEFAULT_OUTPUT_DIR, Plan, RunRequest, check_run, plan, run_exists, step_name
+from ood_store.evaluate.study import Study
+from ood_store.evaluate.study import load as load_study
 from ood_store.evaluate.suite.variant import Variant
-from ood_store.evaluate.tasklist import TaskList, task_list
-from ood_store.ingest import ingest
-from ood_store.ingest.identity import Overrides
-from ood_store.names import run_folder_name
+from ood_store.evaluate.tasklist import TaskObjects
+from ood_store.evaluate.workdir import Unit, WorkDir
+from ood_store.evaluate.worker import run_unit
 from ood_store.progress import progress_bar
+from ood_store.store.api import Store
 from ood_store.store.runs import parse_attributes, set_attributes
 
-DEFAULT_OUTPUT_DIR = Path("lm-eval-results")
+#: How often the driver looks for finished units while workers run elsewhere.
+POLL_S = 0.5
+
+Status = Literal["evaluated", "skipped", "failed", "submitted", "pending"]
 
 
 @dataclass(frozen=True)
 class CheckpointOutcome:
     checkpoint: str  # the folder or REPO@REVISION
     step: int | None
-    status: Literal["evaluated", "skipped"]
-    tasks: list[str]  # the task names evaluated (empty when skipped)
+    status: Status  # evaluated (and stored), skipped (in the store already), failed, submitted (detach), pending
+    tasks: list[str]  # the task names evaluated (or to evaluate)
     results_file: str | None = None
     evaluation_id: int | None = None
     scores: int = 0
     samples: int = 0
     seconds: float = 0.0
+    run: str = ""
+    unit: str | None = None  # the unit's id in the work folder
+    error: str | None = None  # failed: why
 
 
 @dataclass
 class EvaluateReport:
-    run: str
+    runs: list[str]
     checkpoints: list[CheckpointOutcome] = field(default_factory=list)
     built_in_tasks: bool = False  # whether lm-eval's built-in task index was needed
+    output_dir: Path = DEFAULT_OUTPUT_DIR
+    work_dir: Path | None = None
+    executor: str = "inline"
+    jobs: str | None = None  # what the executor started, e.g. "Slurm job array 4242: 10 tasks of up to 4 units"
+
+    @property
+    def run(self) -> str:
+        """The run evaluated (the first, for a study)."""
+        return self.runs[0] if self.runs else ""
+
+    def _with(self, status: Status) -> list[CheckpointOutcome]:
+        return [c for c in self.checkpoints if c.status == status]
 
     @property
     def evaluated(self) -> list[CheckpointOutcome]:
-        return [c for c in self.checkpoints if c.status == "evaluated"]
+        return self._with("evaluated")
 
     @property
     def skipped(self) -> list[CheckpointOutcome]:
-        return [c for c in self.checkpoints if c.status == "skipped"]
+        return self._with("skipped")
+
+    @property
+    def failed(self) -> list[CheckpointOutcome]:
+        return self._with("failed")
+
+    @property
+    def submitted(self) -> list[CheckpointOutcome]:
+        return self._with("submitted")
+
+    @property
+    def pending(self) -> list[CheckpointOutcome]:
+        return self._with("pending")
+
+
+class EvaluationInterrupted(KeyboardInterrupt):
+    """Ctrl-C during :func:`evaluate`; ``report`` says what was stored before it (the rest is ``pending``)."""
+
+    def __init__(self, report: EvaluateReport):
+        super().__init__("evaluation interrupted")
+        self.report = report
+
+
+def default_work_dir(output_dir: str | Path) -> Path:
+    """The work folder beside ``output_dir``: ``lm-eval-results`` -> ``lm-eval-results-work``."""
+    output_dir = Path(output_dir)
+    return output_dir.with_name(f"{output_dir.name}-work")
 
 
 def evaluate(
-    con: duckdb.DuckDBPyConnection,
-    checkpoints: Sequence[str],
+    store: Store,
+    checkpoints: Sequence[str] = (),
     *,
-    run: str,
-    tasks: Sequence[str],
-    output_dir: str | Path = DEFAULT_OUTPUT_DIR,
+    run: str | None = None,
+    tasks: Sequence[str] = (),
+    study: str | os.PathLike[str] | Study | None = None,
+    output_dir: str | Path | None = None,
+    work_dir: str | Path | None = None,
     include_paths: Sequence[str | Path] = (),
     data_dir: str | Path | None = None,
     variant: Variant | None = None,
     base_model: str | None = None,
-    batch_size: int | str = "auto",
+    batch_size: int | str | None = None,
     device: str | None = None,
     dtype: str | None = None,
     num_fewshot: int | None = None,
     limit: int | float | None = None,
-    samples: bool = True,
+    samples: bool | None = None,
     force: bool = False,
     attributes: Mapping[str, Any] | list[str] | None = None,
+    lm_eval_kwargs: Mapping[str, Any] | None = None,
+    executor: str | None = None,
+    workers: int | None = None,
+    units_per_task: int | None = None,
+    slurm_partition: str | None = None,
+    gpus_per_task: float | None = None,
+    timeout_min: int | None = None,
+    max_parallel: int | None = None,
+    slurm_params: Mapping[str, Any] | list[str] | None = None,
+    ray_address: str | None = None,
+    detach: bool = False,
     progress: bool = False,
     log_to_file: bool = False,
-    lm_eval_kwargs: Mapping[str, Any] | None = None,
 ) -> EvaluateReport:
-    """Evaluate checkpoints of one run on tasks with lm-eval's ``hf`` model and store the results.
+    """Evaluate checkpoints with lm-eval's ``hf`` model and store the results: one run, or every run of a study.
 
     Parameters
     ----------
+    store
+        The store (opened for writing). While workers run, its connection is
+        closed and the store is opened for each commit only, so that other
+        processes can read it; it is open again when this returns.
     checkpoints
         Checkpoint folders, folders of checkpoints (``checkpoint-N``, ``step-N``, ...),
         globs, or ``HF_REPO@REVISION``; see :mod:`ood_store.evaluate.checkpoints`.
@@ -100,237 +168,306 @@ def evaluate(
     tasks
         lm-eval task, group or tag names (comma-separated lists allowed): the
         ``ood_nli`` suite, tasks in ``include_paths``, or lm-eval's built-in tasks.
+    study
+        A study file (or a loaded :class:`~ood_store.evaluate.study.Study`)
+        naming many runs, each with its checkpoints, tasks, options and
+        attributes, instead of ``checkpoints``, ``run`` and ``attributes``. The
+        lm-eval options below, when given, apply to every run and win over the
+        file; the executor options win over its ``[executor]`` table.
     output_dir
-        Where lm-eval's results and samples files are kept: ``output_dir/<run>/step-<N>/``.
+        Where lm-eval's results and samples files are kept:
+        ``output_dir/<run>/step-<N>/<unit>/`` (default ``lm-eval-results``).
+    work_dir
+        The work folder (plan, completion markers, job logs), on storage every
+        worker sees; default: beside ``output_dir`` (``lm-eval-results-work``).
     include_paths
         Folders of your own lm-eval task YAMLs.
     data_dir
         Read the ood_nli suite from JSONL exports here instead of the hub.
     variant
         The ood_nli suite's prompt variant: pattern, verbalisers, neutral scheme
-        (default: the suite's own); its key is part of the suite's task names.
+        (default: the suite's own; a study's runs: their ``[suite]`` tables); its
+        key is part of the suite's task names.
     base_model
         The base model of PEFT adapter checkpoints (default: from ``adapter_config.json``).
     batch_size, device, dtype, num_fewshot, limit
-        As for lm-eval (``dtype`` goes into ``model_args``); ``device`` defaults to
-        ``cuda`` when there is a GPU, else ``cpu``.
+        As for lm-eval (``batch_size`` default ``auto``; ``dtype`` goes into
+        ``model_args``); ``device`` defaults, in each worker, to ``cuda`` when it
+        sees a GPU, else ``cpu``.
     samples
-        Log and store per-sample rows (``log_samples``).
+        Log and store per-sample rows (``log_samples``; default true).
     force
         Evaluate (run, step, task) combinations that the store already holds.
     attributes
         Run attributes (``family``, ``size``, ``in_domain``, ``seed``, any key).
+    lm_eval_kwargs
+        Further keyword arguments for ``lm_eval.simple_evaluate``.
+    executor
+        Where workers run: ``inline`` (this process, the default), ``local``
+        (worker processes here), ``slurm`` (a job array through submitit), ``ray``.
+    workers
+        ``local`` and ``ray``: how many workers (default: one per GPU, or one).
+    units_per_task
+        ``slurm``: units (checkpoints) per array task (default 4).
+    slurm_partition, timeout_min, max_parallel, slurm_params
+        ``slurm``: the partition, each array task's time limit in minutes
+        (default 240), how many array tasks run at once
+        (``slurm_array_parallelism``), and further sbatch parameters
+        (``{"qos": "high"}`` or ``["qos=high"]``).
+    gpus_per_task
+        GPUs per worker (``local``, ``slurm``; ``ray``: ``num_gpus``, fractions allowed).
+    ray_address
+        ``ray``: the cluster (``auto``, ``HOST:PORT``, ``ray://HOST:PORT``);
+        default: a Ray instance started on this machine.
+    detach
+        Submit the workers and return without waiting (not ``inline``);
+        ``ood-store collect WORK_DIR`` stores what they finish.
     progress
-        Show a progress bar over checkpoints × tasks on standard error when it is a terminal.
+        Show a progress bar over units × tasks on standard error when it is a terminal.
     log_to_file
         Send what lm-eval writes to standard output and error while it
         evaluates a checkpoint (its log, warnings, progress bars, messages of
         programs it runs) to ``lm-eval.log`` beside that checkpoint's results.
-    lm_eval_kwargs
-        Further keyword arguments for ``lm_eval.simple_evaluate``.
 
     Returns
     -------
     EvaluateReport
-        One outcome per checkpoint: evaluated (with its results file and
-        evaluation id) or skipped because the store held all its tasks.
+        One outcome per checkpoint: evaluated (stored, with its results file
+        and evaluation id), skipped because the store held all its tasks,
+        failed (with the error), or submitted (``detach``).
+
+    Raises
+    ------
+    EvaluationInterrupted
+        On Ctrl-C (a ``KeyboardInterrupt``), after storing what had finished;
+        its ``report`` says what was stored.
     """
-    if not run or not run.strip():
-        raise InputError(None, None, "the run needs a name", parameter="run")
-    attrs = parse_attributes(attributes) if attributes else None
-    resolved = resolve(list(checkpoints), base_model)
-    require_eval_extra("evaluate")
-    report = EvaluateReport(run)
-    with task_list(tasks, include_paths, data_dir, variant, num_fewshot) as catalogue:
-        report.built_in_tasks = catalogue.built_in
-        done = _evaluated(con, run, num_fewshot)
-        plan = [(c, _pending(catalogue, c.step, done, force)) for c in resolved]
-        total = len(resolved) * len(catalogue.names)
-        with progress_bar(progress, total, f"evaluating {run}") as advance:
-            for checkpoint, pending in plan:
-                where = _step_name(checkpoint.step)
-                if not pending:
-                    report.checkpoints.append(CheckpointOutcome(checkpoint.label, checkpoint.step, "skipped", []))
-                    advance(len(catalogue.names), f"{where}: already in the store")
-                    continue
-                advance(len(catalogue.names) - len(pending), where)
-                outcome = _evaluate_one(
-                    con,
-                    checkpoint,
-                    pending,
-                    catalogue,
-                    run=run,
-                    output_dir=Path(output_dir),
-                    attrs=attrs,
-                    samples=samples,
-                    options={
-                        "batch_size": batch_size,
-                        "device": device or default_device(),
-                        "num_fewshot": num_fewshot,
-                        "limit": limit,
-                        "log_samples": samples,
-                        **(lm_eval_kwargs or {}),
-                    },
-                    dtype=dtype,
-                    log_to_file=log_to_file,
+    given = {
+        "tasks": list(tasks) or None,
+        "include_paths": [str(Path(p).resolve()) for p in include_paths] or None,
+        "data_dir": None if data_dir is None else str(Path(data_dir).resolve()),
+        "variant": variant,
+        "base_model": base_model,
+        "batch_size": batch_size,
+        "device": device,
+        "dtype": dtype,
+        "num_fewshot": num_fewshot,
+        "limit": limit,
+        "samples": samples,
+        "lm_eval_kwargs": None if lm_eval_kwargs is None else dict(lm_eval_kwargs),
+    }
+    overrides = {name: options.check(name, value) for name, value in given.items() if value is not None}
+    executor_options: dict[str, Any] = {
+        "workers": workers,
+        "units_per_task": units_per_task,
+        "slurm_partition": slurm_partition,
+        "gpus_per_task": gpus_per_task,
+        "timeout_min": timeout_min,
+        "max_parallel": max_parallel,
+        "slurm_params": executors.slurm_params(slurm_params) if slurm_params else None,
+        "ray_address": ray_address,
+    }
+    if study is not None:
+        for name, value in (("checkpoints", checkpoints), ("run", run), ("attributes", attributes)):
+            if value:
+                raise InputError(
+                    None,
+                    None,
+                    "not with `study`: a study names its runs, their checkpoints and attributes",
+                    parameter=name,
                 )
-                report.checkpoints.append(outcome)
-                advance(len(pending), f"{where}: stored")
-    if attrs and not report.evaluated and _run_exists(con, run):
-        set_attributes(con, run, attrs)  # attributes given again for a run that is complete
+        loaded = study if isinstance(study, Study) else load_study(study)
+        requests = loaded.requests(overrides)
+        executor, executor_options = _with_study_executor(loaded.executor, executor, executor_options)
+        output_dir = output_dir or loaded.output_dir
+        work_dir = work_dir or loaded.work_dir
+    else:
+        attrs = parse_attributes(attributes) if attributes else None
+        if not checkpoints:
+            raise InputError(None, None, "no checkpoints given", parameter="checkpoints")
+        if "tasks" not in overrides:
+            raise InputError(None, None, "no task names given", parameter="tasks")
+        requests = [
+            RunRequest(run=check_run(run), checkpoints=[str(c) for c in checkpoints], attributes=attrs, **overrides)
+        ]
+    chosen = executors.settings(executor, **executor_options)
+    if detach and chosen.name == "inline":
+        raise InputError(
+            None, None, "the inline executor runs in this process: choose local, slurm or ray", parameter="detach"
+        )
+    backend = None if chosen.name == "inline" else executors.create(chosen)
+    require_eval_extra("evaluate")
+    output = Path(output_dir or DEFAULT_OUTPUT_DIR)
+    work = WorkDir(work_dir or default_work_dir(output))
+    planned = plan(
+        store.connection, requests, store=store.path.resolve(), output_dir=output, force=force, log_to_file=log_to_file
+    )
+    if planned.units:
+        if backend is not None:
+            backend.check()
+        work.create()
+    for request in planned.complete_runs:  # attributes given again for a run that is complete
+        if request.attributes and run_exists(store.connection, request.run):
+            set_attributes(store.connection, request.run, request.attributes)
+    report = EvaluateReport(
+        runs=[r.run for r in requests],
+        built_in_tasks=planned.built_in_tasks,
+        output_dir=output,
+        work_dir=work.path,
+        executor=chosen.name,
+    )
+    outcomes: dict[str, CheckpointOutcome] = {}
+    if planned.units:
+        work.add_units(planned.units)
+        driver = _Driver(store, work, planned.units, backend, outcomes, report)
+        with store._released():
+            driver.run(progress, detach)
+    report.checkpoints = _in_order(planned, outcomes, [r.run for r in requests])
     return report
 
 
-def _evaluate_one(
-    con: duckdb.DuckDBPyConnection,
-    checkpoint: Checkpoint,
-    pending: list[str],
-    catalogue: TaskList,
-    *,
-    run: str,
-    output_dir: Path,
-    attrs: Mapping[str, Any] | None,
-    samples: bool,
-    options: dict[str, Any],
-    dtype: str | None,
-    log_to_file: bool,
-) -> CheckpointOutcome:
-    import lm_eval
-    from lm_eval.loggers import EvaluationTracker
+def _with_study_executor(
+    table: Mapping[str, Any], name: str | None, given: dict[str, Any]
+) -> tuple[str | None, dict[str, Any]]:
+    """The study's ``[executor]`` with what was given on top; its options for another executor are dropped."""
+    study_name = table.get("name")
+    chosen = name or study_name
+    merged = {k: v for k, v in given.items() if v is not None}
+    if chosen == study_name or name is None:
+        merged = {**{k: v for k, v in table.items() if k != "name"}, **merged}
+    return chosen, {**{k: None for k in given}, **merged}
 
-    started = time.perf_counter()
-    folder = run_folder(output_dir, run) / _step_name(checkpoint.step)
-    tracker = EvaluationTracker(output_path=str(folder))
-    with _output_to(folder / "lm-eval.log" if log_to_file else None):
-        result = lm_eval.simple_evaluate(
-            model="hf",
-            model_args=checkpoint.model_args(dtype),
-            tasks=catalogue.task_specs(pending),
-            task_manager=catalogue.manager,
-            evaluation_tracker=tracker,
-            **options,
+
+class _Driver:
+    """Runs the units (inline, or through an executor while collecting) and records each outcome."""
+
+    def __init__(
+        self,
+        store: Store,
+        work: WorkDir,
+        units: list[Unit],
+        backend: executors.Executor | None,
+        outcomes: dict[str, CheckpointOutcome],
+        report: EvaluateReport,
+    ):
+        self.store, self.work, self.units, self.backend = store, work, units, backend
+        self.outcomes, self.report = outcomes, report
+        self.advance: Any = None
+        self.jobs: executors.Jobs | None = None
+
+    def run(self, progress: bool, detach: bool) -> None:
+        attempt = self.work.start_attempt([u.id for u in self.units], self.report.executor)
+        total = sum(len(u.leaves) for u in self.units)
+        label = f"evaluating {self.report.run}" if len(self.report.runs) == 1 else "evaluating"
+        with progress_bar(progress and not detach, total, label) as self.advance:
+            try:
+                if self.backend is None:
+                    self._inline(attempt)
+                else:
+                    self._elsewhere(attempt, detach)
+            except KeyboardInterrupt:
+                if self.jobs is not None:
+                    self.jobs.cancel()
+                self._collect(self._open_units())  # what finished before Ctrl-C
+                for unit in self._open_units():
+                    self.outcomes[unit.id] = _outcome(unit, "pending")
+                self.report.checkpoints = list(self.outcomes.values())
+                raise EvaluationInterrupted(self.report) from None
+            finally:
+                if self.jobs is not None:
+                    self.jobs.close()
+
+    def _inline(self, attempt: str) -> None:
+        with TaskObjects() as tasks:
+            for unit in self.units:
+                if self.work.done(unit.id) is None:
+                    self.advance(0, f"{_where(unit)}: evaluating")
+                    result = run_unit(self.work, unit, tasks, attempt, self.work.claim(attempt, unit.id))
+                    if not result.ok:
+                        self._failed(unit, result.error)
+                        continue
+                self._collect([unit])
+
+    def _elsewhere(self, attempt: str, detach: bool) -> None:
+        assert self.backend is not None
+        self._collect(self.units)  # finished by an earlier submission
+        todo = self._open_units()
+        if not todo:
+            return
+        self.jobs = self.backend.submit(self.work, attempt, len(todo), detach)
+        self.work.record_jobs(attempt, self.jobs.description)
+        self.report.jobs = self.jobs.description
+        if detach:
+            for unit in todo:
+                self.outcomes[unit.id] = _outcome(unit, "submitted")
+            return
+        while True:
+            finished = self.jobs.finished()  # before collecting: what they finished is collected below
+            self._collect(self._open_units())
+            for unit in self._open_units():
+                failure = self.work.failed(unit.id)
+                if failure is not None and failure.get("attempt") == attempt:
+                    self._failed(unit, failure.get("error"))
+            if finished:
+                break
+            running = len(self.work.claimed(attempt) - set(self.outcomes))
+            self.advance(0, f"{running} running, {len(self._open_units()) - running} waiting")
+            time.sleep(POLL_S)
+        lost = self._open_units()
+        if lost:
+            why = "; ".join(self.jobs.errors()) or "every worker stopped without finishing it"
+            for unit in lost:
+                error = f"not evaluated: {why} (running the same command again evaluates it)"
+                self.work.mark_failed(unit.id, {"unit": unit.id, "error": error, "tail": [], "attempt": attempt})
+                self._failed(unit, error)
+
+    def _open_units(self) -> list[Unit]:
+        return [u for u in self.units if u.id not in self.outcomes]
+
+    def _collect(self, units: list[Unit]) -> None:
+        if units:
+            collect(self.work, units=units, lock_timeout=self.store.lock_timeout, on_collected=self._collected)
+
+    def _collected(self, unit: Unit, collected: Collected) -> None:
+        if collected.status == "rejected":
+            self._failed(unit, collected.reason)
+            return
+        marker = self.work.done(unit.id) or {}
+        self.outcomes[unit.id] = _outcome(
+            unit,
+            "evaluated",
+            results_file=marker.get("results"),
+            evaluation_id=collected.evaluation_id,
+            scores=collected.scores,
+            samples=collected.samples,
+            seconds=float(marker.get("seconds") or 0.0),
         )
-    if result is None:  # lm-eval returns None on ranks other than 0
-        raise OodStoreError(f"{checkpoint.label}: lm-eval returned no results")
-    suite_record = catalogue.suite_record(pending)
-    if suite_record:  # the prompt variant, in the results file's config and so in evaluations.config
-        result.setdefault("config", {})["ood_nli"] = suite_record
-    results_file = _save(tracker, result, folder)
-    report = ingest(
-        con,
-        [str(results_file)],
-        overrides=Overrides(run=run, step=checkpoint.step),
-        attributes=attrs,
-        samples=samples,
-    )
-    if not report.ok or not report.ingested:
-        reasons = "; ".join(f.reason or f.path for f in report.files if f.status != "ingested")
-        raise OodStoreError(f"{results_file}: lm-eval's output could not be stored: {reasons}")
-    stored = report.ingested[0]
+        self.advance(len(unit.leaves), f"{_where(unit)}: stored")
+
+    def _failed(self, unit: Unit, error: str | None) -> None:
+        self.outcomes[unit.id] = _outcome(unit, "failed", error=error or "failed")
+        self.advance(len(unit.leaves), f"{_where(unit)}: failed")
+
+
+def _where(unit: Unit) -> str:
+    return f"{unit.run} {step_name(unit.step)}"
+
+
+def _outcome(unit: Unit, status: Status, **values: Any) -> CheckpointOutcome:
     return CheckpointOutcome(
-        checkpoint.label,
-        checkpoint.step,
-        "evaluated",
-        pending,
-        results_file=str(results_file),
-        evaluation_id=stored.evaluation_id,
-        scores=stored.scores,
-        samples=stored.samples,
-        seconds=time.perf_counter() - started,
+        checkpoint=unit.label,
+        step=unit.step,
+        status=status,
+        tasks=list(unit.tasks),
+        run=unit.run,
+        unit=unit.id,
+        **values,
     )
 
 
-def _save(tracker: Any, result: dict[str, Any], folder: Path) -> Path:
-    """Write lm-eval's standard layout (results_<ts>.json, samples_<task>_<ts>.jsonl); return the results file."""
-    samples = result.pop("samples", None)
-    tracker.save_results_aggregated(results=result, samples=samples)
-    for task in samples or {}:
-        tracker.save_results_samples(task_name=task, samples=samples[task])
-    date_id = getattr(tracker, "date_id", None)
-    path = folder / str(tracker.general_config_tracker.model_name_sanitized) / f"results_{date_id}.json"
-    if not path.is_file():  # EvaluationTracker logs write errors instead of raising them
-        raise OodStoreError(f"{folder}: lm-eval did not write its results file (is the folder writable?)")
-    return path
-
-
-@contextmanager
-def _output_to(path: Path | None) -> Iterator[None]:
-    """Point file descriptors 1 and 2 (standard output and error, Python's and child processes'), and Python's
-    ``sys.stdout`` and ``sys.stderr``, at ``path``."""
-    if path is None:
-        yield
-        return
-    path.parent.mkdir(parents=True, exist_ok=True)
-    streams = (sys.stdout, sys.stderr)
-    for stream in streams:
-        stream.flush()
-    saved = [os.dup(1), os.dup(2)]
-    try:
-        # Python's sys.stdout/sys.stderr too, for when they are not descriptors 1 and 2 (notebooks, tests)
-        with path.open("a", encoding="utf-8", buffering=1) as log, redirect_stdout(log), redirect_stderr(log):
-            os.dup2(log.fileno(), 1)
-            os.dup2(log.fileno(), 2)
-            yield
-    finally:
-        for stream in streams:
-            stream.flush()
-        for fd, copy in zip((1, 2), saved, strict=True):
-            os.dup2(copy, fd)
-            os.close(copy)
-
-
-def _pending(catalogue: TaskList, step: int | None, done: set[tuple[int | None, str]], force: bool) -> list[str]:
-    """What still needs evaluating at ``step``: a task or group whose leaf tasks are not all in the store
-    (a group runs whole, for its aggregate), or of a tag only its missing tasks."""
-    if force:
-        return list(catalogue.names)
-    pending: list[str] = []
-    for name in catalogue.names:
-        missing = [t for t in catalogue.leaves[name] if (step, t) not in done]
-        if not missing:
-            continue
-        chosen = [name] if name in catalogue.groups or catalogue.leaves[name] == [name] else missing
-        pending.extend(t for t in chosen if t not in pending)
-    return pending
-
-
-def _evaluated(con: duckdb.DuckDBPyConnection, run: str, num_fewshot: int | None) -> set[tuple[int | None, str]]:
-    rows = con.execute(
-        sqlfiles.load("ood_store.evaluate", "evaluated"), {"run": run, "num_fewshot": num_fewshot}
-    ).fetchall()
-    return {(step, task) for step, task in rows}
-
-
-def _run_exists(con: duckdb.DuckDBPyConnection, run: str) -> bool:
-    return bool(con.execute(sqlfiles.load("ood_store.evaluate", "run_exists"), {"run": run}).fetchall()[0][0])
-
-
-def _step_name(step: int | None) -> str:
-    return "final" if step is None else f"step-{step}"
-
-
-def run_folder(output_dir: str | Path, run: str) -> Path:
-    """Where a run's lm-eval files go: the run as one folder name (``org/model`` -> ``org__model``)."""
-    return Path(output_dir) / run_folder_name(run)
-
-
-def default_device() -> str:
-    """``cuda`` when torch sees a GPU, else ``mps`` on Apple silicon, else ``cpu``."""
-    import torch
-
-    if torch.cuda.is_available():
-        return "cuda"
-    mps = getattr(torch.backends, "mps", None)
-    return "mps" if mps is not None and mps.is_available() else "cpu"
-
-
-def require_eval_extra(what: str) -> None:
-    """Stop with one line when torch, transformers or lm-eval's hf model cannot be imported."""
-    missing = []
-    for module in ("torch", "transformers", "lm_eval.models.huggingface"):
-        try:
-            __import__(module)
-        except ImportError:
-            missing.append(module.split(".")[0])
-    if missing:
-        raise OodStoreError(f"{what} needs {', '.join(missing)}: install the eval extra, pip install 'ood-store[eval]'")
+def _in_order(planned: Plan, outcomes: Mapping[str, CheckpointOutcome], runs: list[str]) -> list[CheckpointOutcome]:
+    """Every checkpoint's outcome, run by run in the order given, checkpoints in step order (final models last)."""
+    rows = [CheckpointOutcome(s.label, s.step, "skipped", [], run=s.run) for s in planned.skipped]
+    rows += [outcomes[u.id] for u in planned.units if u.id in outcomes]
+    order = {run: i for i, run in enumerate(runs)}
+    return sorted(rows, key=lambda c: (order.get(c.run, 0), c.step is None, c.step or 0))

@@ -5,13 +5,16 @@ lm-eval's ``TaskManager`` indexes task YAMLs when it is built; indexing the
 without the built-in tasks when every name is one of the ood_nli suite or is
 found in the user's include folders. The suite's tasks are not YAMLs: they are
 config dicts built for the run's prompt variant
-(:mod:`ood_store.evaluate.suite.configs`), handed to lm-eval as they are.
+(:mod:`ood_store.evaluate.suite.configs`), handed to lm-eval as they are. A
+worker builds each task object once, too (:class:`TaskObjects`), and
+evaluates every checkpoint with it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+import json
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -128,3 +131,109 @@ def leaf_tasks(manager: Any, name: str, _seen: frozenset[str] = frozenset()) -> 
         if isinstance(member, str):
             out.extend(t for t in leaf_tasks(manager, member, seen) if t not in out)
     return out
+
+
+# Options of lm_eval.simple_evaluate that leave task objects as they were built; simple_evaluate
+# changes tasks for the others (num_fewshot, gen_kwargs, predict_only, ...), so task objects are
+# shared only between evaluations that agree on them.
+_TASK_NEUTRAL_OPTIONS = frozenset(
+    {
+        "batch_size", "max_batch_size", "device", "limit", "samples", "log_samples", "bootstrap_iters",
+        "write_out", "use_cache", "cache_requests", "rewrite_requests_cache", "delete_requests_cache",
+        "random_seed", "numpy_random_seed", "torch_random_seed", "fewshot_random_seed", "verbosity",
+        "evaluation_tracker", "check_integrity",
+    }
+)  # fmt: skip
+
+
+def task_source(
+    tasks: Sequence[str],
+    include_paths: Sequence[str | Path] = (),
+    data_dir: str | Path | None = None,
+    variant: Variant | None = None,
+    num_fewshot: int | None = None,
+) -> dict[str, Any]:
+    """What :func:`task_list` is built from, as plain JSON (a worker on another machine builds it again)."""
+    return {
+        "tasks": list(tasks),
+        "include_paths": [str(p) for p in include_paths],
+        "data_dir": None if data_dir is None else str(data_dir),
+        "variant": None if variant is None else {k: variant.record()[k] for k in ("pattern", "verbalizers", "neutral")},
+        "num_fewshot": num_fewshot,
+    }
+
+
+@contextmanager
+def task_list_of(source: Mapping[str, Any]) -> Iterator[TaskList]:
+    """:func:`task_list` of a :func:`task_source`."""
+    variant = source.get("variant")
+    with task_list(
+        source["tasks"],
+        source.get("include_paths") or (),
+        source.get("data_dir"),
+        None if variant is None else Variant(**variant),
+        source.get("num_fewshot"),
+    ) as catalogue:
+        yield catalogue
+
+
+class TaskObjects:
+    """lm-eval task (and group) objects, built once and reused by every evaluation that can share them.
+
+    Building a task reads its dataset and configuration; lm-eval's
+    ``simple_evaluate`` accepts the built objects instead of names (or config
+    dicts) and builds each evaluation's requests afresh from them (and resets
+    the few-shot sampler's seed), so a worker evaluating many checkpoints
+    builds its tasks once. Task lists (one TaskManager each) are kept until
+    :meth:`close`.
+
+    Parameters
+    ----------
+    enabled
+        False builds the objects again for every evaluation, as lm-eval does
+        when given names (the benchmark's baseline); default: :attr:`reuse`.
+    """
+
+    #: Whether task objects are reused by default (benchmarks/evaluate_cluster.py turns it off for its baseline).
+    reuse = True
+
+    def __init__(self, enabled: bool | None = None):
+        self.enabled = self.reuse if enabled is None else enabled
+        self._stack = ExitStack()
+        self._lists: dict[str, TaskList] = {}
+        self._objects: dict[tuple[str, str, str], Any] = {}
+        self.built = 0  # task or group objects built so far
+
+    def task_list(self, source: Mapping[str, Any]) -> TaskList:
+        """The task list (and TaskManager) of a :func:`task_source`, built once."""
+        key = json.dumps(source, sort_keys=True)
+        if key not in self._lists:
+            self._lists[key] = self._stack.enter_context(task_list_of(source))
+        return self._lists[key]
+
+    def objects(self, source: Mapping[str, Any], names: Sequence[str], options: Mapping[str, Any]) -> list[Any]:
+        """The task or group objects for ``names``, as ``simple_evaluate`` takes them in ``tasks``."""
+        catalogue = self.task_list(source)
+        shared = json.dumps(
+            {k: v for k, v in options.items() if k not in _TASK_NEUTRAL_OPTIONS}, sort_keys=True, default=str
+        )
+        out = []
+        for name, spec in zip(names, catalogue.task_specs(names), strict=True):
+            key = (json.dumps(source, sort_keys=True), shared, name)
+            if key not in self._objects or not self.enabled:
+                loaded = catalogue.manager.load([spec])
+                self._objects[key] = loaded["groups"][name] if name in loaded["groups"] else loaded["tasks"][name]
+                self.built += 1
+            out.append(self._objects[key])
+        return out
+
+    def close(self) -> None:
+        self._objects.clear()
+        self._lists.clear()
+        self._stack.close()
+
+    def __enter__(self) -> TaskObjects:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

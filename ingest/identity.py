@@ -15,10 +15,11 @@ The rules, in order (flags given to ``ood-store ingest`` win over all of them):
 The campaign (a batch of evaluations such as ``zero-shot`` or ``five-shot``) is
 the folder the file sits in, looking past the folders that name the model
 (lm-eval's ``<model_name_sanitized>/``) or a checkpoint (``step-N``,
-``checkpoint-N``, ``final``), and stopping at the run's own folder
-(ood-store's layout ``<output_dir>/<run>/step-N/``): files there belong to no
-campaign. ``pythia-160m/zero-shot/160m_step1000.json`` is campaign
-``zero-shot``; ``outputs/MedNLI/0-shot/meta-llama__Llama-3.1-8B-Instruct/results_<ts>.json``
+``checkpoint-N``, ``final``) or one unit of ``evaluate`` (``unit-<hash>``), and
+stopping at the run's own folder (ood-store's layout
+``<output_dir>/<run>/step-N/unit-<hash>/``): files there belong to no campaign.
+``pythia-160m/zero-shot/160m_step1000.json`` is campaign ``zero-shot``;
+``outputs/MedNLI/0-shot/meta-llama__Llama-3.1-8B-Instruct/results_<ts>.json``
 is ``0-shot``.
 """
 
@@ -31,7 +32,7 @@ from typing import Any
 
 from ood_store.ingest.jsontext import optional_text
 from ood_store.ingest.limits import MAX_STEP_DIGITS
-from ood_store.names import run_folder_name
+from ood_store.names import is_unit_folder, run_folder_name
 
 # A step inside a revision or folder name: step1000, step-1000, global_step1000,
 # checkpoint-1000, ckpt_1000, stage1-step1000-tokens5B.
@@ -132,7 +133,7 @@ def campaign_of(folders: Sequence[str], identity: Identity, model_name: str | No
     for index, name in enumerate(reversed(folders)):
         if name in ("", ".", "..", "/") or (index == 0 and name in model_folders):
             continue
-        if name.lower() in _FINAL or _has_step(name):
+        if name.lower() in _FINAL or _has_step(name) or is_unit_folder(name):
             continue
         return None if name in run_folders else name
     return None

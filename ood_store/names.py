@@ -64,3 +64,21 @@ def run_folder_name(run: str) -> str:
     'EleutherAI__pythia-160m'
     """
     return re.sub(r"[^\w.=+-]", "_", run.strip().replace("/", "__")) or "_"
+
+
+#: The folder of one unit of ``evaluate`` (``OUTPUT_DIR/<run>/step-N/unit-<hash>/``): a hash of what it evaluated.
+_UNIT_FOLDER = re.compile(r"unit-[0-9a-f]{10}")
+
+
+def unit_folder_name(digest: str) -> str:
+    """The folder of the unit whose identity hashes to ``digest`` (its first 10 hex digits).
+
+    >>> unit_folder_name("3fa2b1c0de77")
+    'unit-3fa2b1c0de'
+    """
+    return f"unit-{digest[:10]}"
+
+
+def is_unit_folder(name: str) -> bool:
+    """Whether ``name`` is a unit's folder of ``evaluate``'s layout (part of the layout, not a campaign)."""
+    return _UNIT_FOLDER.fullmatch(name) is not None

@@ -9,7 +9,8 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Unpack
@@ -68,6 +69,7 @@ class Store:
     def __init__(self, path: Path, read_only: bool, lock_timeout: float):
         self.path = path
         self.read_only = read_only
+        self.lock_timeout = lock_timeout
         self._created = not read_only and not path.exists()
         self._discard_if_empty = False  # set by an ingest that added nothing to the store it created
         self._con = connect(path, read_only=read_only, lock_timeout=lock_timeout)
@@ -102,6 +104,18 @@ class Store:
         if discard:
             for leftover in (self.path, self.path.with_name(self.path.name + ".wal")):
                 leftover.unlink(missing_ok=True)
+
+    @contextmanager
+    def _released(self) -> Iterator[None]:
+        """Close the connection for the block (other processes may open the store), then open it again.
+
+        For :meth:`evaluate`, whose collector opens the store for each commit only.
+        """
+        self._con.close()
+        try:
+            yield
+        finally:
+            self._con = connect(self.path, read_only=self.read_only, lock_timeout=self.lock_timeout)
 
     def _holds_nothing(self) -> bool:
         try:
@@ -201,22 +215,26 @@ class Store:
 
     def evaluate(
         self,
-        checkpoints: Iterable[str | os.PathLike[str]],
+        checkpoints: Iterable[str | os.PathLike[str]] = (),
         *,
-        run: str,
-        tasks: Sequence[str],
+        run: str | None = None,
+        tasks: Sequence[str] = (),
         **options: Unpack[EvaluateOptions],
     ) -> EvaluateReport:
-        """Evaluate checkpoints with lm-eval and store the results; see :func:`ood_store.evaluate.runner.evaluate`.
+        """Evaluate checkpoints (or a study's runs) with lm-eval and store the results.
 
-        The keywords are those of the runner (:class:`~ood_store.evaluate.options.EvaluateOptions`).
+        The keywords are those of the runner (:class:`~ood_store.evaluate.options.EvaluateOptions`); see
+        :func:`ood_store.evaluate.runner.evaluate`. While it runs, the store's connection is closed and
+        opened for each commit only, so that other processes can read the store; it is open again when
+        this returns.
 
         >>> store.evaluate(["runs/opt-mnli/"], run="opt-mnli", tasks=["ood_nli"])  # doctest: +SKIP
+        >>> store.evaluate(study="study.toml", executor="slurm", slurm_partition="gpu")  # doctest: +SKIP
         """
         from ood_store.evaluate.runner import evaluate
 
         self._require_writable("evaluate")
-        return evaluate(self._con, [str(c) for c in checkpoints], run=run, tasks=tasks, **options)
+        return evaluate(self, [str(c) for c in checkpoints], run=run, tasks=tasks, **options)
 
     def set_run_attributes(
         self,

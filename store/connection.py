@@ -18,6 +18,9 @@ import duckdb
 from ood_store.errors import StoreError, StoreLockedError, first_line
 
 DEFAULT_LOCK_TIMEOUT = 30.0
+#: The longest pause between two tries to open a store that another process holds: short enough that
+#: a reader gets in between the commits of a collector (which pauses longer than this after each).
+MAX_RETRY_DELAY_S = 0.1
 
 _LOCK_HELD = re.compile(r"Conflicting lock is held in (?P<exe>.*?) \(PID (?P<pid>\d+)\)")
 _MAGIC = b"DUCK"  # bytes 8..12 of every DuckDB database file
@@ -27,7 +30,7 @@ def connect(path: Path, *, read_only: bool, lock_timeout: float) -> duckdb.DuckD
     """Open ``path``, waiting up to ``lock_timeout`` seconds for another writer."""
     _check_file(path, read_only)
     deadline = time.monotonic() + max(lock_timeout, 0.0)
-    delay = 0.05
+    delay = 0.02
     while True:
         try:
             return duckdb.connect(str(path), read_only=read_only)
@@ -44,7 +47,7 @@ def connect(path: Path, *, read_only: bool, lock_timeout: float) -> duckdb.DuckD
                     "to finish, raise `lock_timeout`, or use another store"
                 ) from None
             time.sleep(min(delay, remaining))
-            delay = min(delay * 2, 0.5)
+            delay = min(delay * 2, MAX_RETRY_DELAY_S)
         except duckdb.ConnectionException as exc:
             raise StoreError(f"{path}: already open in this process in another mode ({first_line(exc)})") from None
 

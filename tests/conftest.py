@@ -91,6 +91,36 @@ def copy_file(tmp_path: Path):
 # Tasks of the toy run used by the evaluate tests (16 documents each), and its checkpoints' steps.
 TOY_TASKS = ("toy_nli", "toy_ood_never", "toy_ood_long")
 TOY_STEPS = (0, 4, 8)
+TOY_RUN = "toy/opt-sim-s1"
+
+# What an evaluation puts in the store, without ids, paths and times: equal for equal evaluations.
+_EVALUATION_ROWS = {
+    "scores": "SELECT run, step, task, num_fewshot, metric, filter, value, stderr, n_samples, is_group FROM scores_all",
+    "samples": "SELECT e.run, e.step, s.task, s.doc_id, s.filter, s.target, s.loglikelihoods, s.is_greedy, "
+    "s.response, s.metrics, s.doc_hash, s.prompt_hash, s.target_hash "
+    "FROM samples s JOIN evaluations e USING (evaluation_id)",
+    "evaluations": "SELECT run, step, model_name, model_args, num_fewshot, sample_limit, task_hashes, task_versions "
+    "FROM evaluations",
+    "runs": "SELECT run, base_model, family, size, in_domain_task, seed, attributes FROM runs",
+    "checkpoints": "SELECT run, step, model, revision FROM checkpoints",
+}
+
+
+def evaluation_rows(db: Path) -> dict[str, list[tuple]]:
+    """The rows an evaluation left in the store (sorted), without evaluation ids, file paths or times."""
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        return {name: sorted(con.execute(sql).fetchall(), key=repr) for name, sql in _EVALUATION_ROWS.items()}
+    finally:
+        con.close()
+
+
+def toy_evaluate_args(db: Path, toy_run, out: Path, *extra: str, run: str = TOY_RUN, tasks=TOY_TASKS) -> list[str]:
+    """``ood-store evaluate`` of the toy run's checkpoints on ``tasks``, quietly, into ``db`` (files in ``out``)."""
+    return [
+        "--db", str(db), "evaluate", str(toy_run["run"]), "--run", run, "--tasks", ",".join(tasks),
+        "--include-path", str(toy_run["tasks"]), "--output-dir", str(out), "--batch-size", "8", "-q", *extra,
+    ]  # fmt: skip
 
 
 @pytest.fixture(scope="session")

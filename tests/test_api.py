@@ -86,10 +86,13 @@ def test_store_evaluate_spells_out_the_runner_keywords():
     from ood_store.evaluate.options import EvaluateOptions
     from ood_store.evaluate.runner import evaluate
 
-    runner = {p.name: p for p in inspect.signature(evaluate).parameters.values() if p.name != "con"}
+    runner = {p.name: p for p in inspect.signature(evaluate).parameters.values() if p.name != "store"}
     method = inspect.signature(ood_store.Store.evaluate).parameters
     assert list(method) == ["self", "checkpoints", "run", "tasks", "options"]
     assert [method[name].kind for name in ("run", "tasks")] == [inspect.Parameter.KEYWORD_ONLY] * 2
+    assert {name: method[name].default for name in ("checkpoints", "run", "tasks")} == {
+        name: runner[name].default for name in ("checkpoints", "run", "tasks")
+    }
     # Every other keyword of the runner is typed in EvaluateOptions, with the runner's own annotation.
     keywords = {name: p for name, p in runner.items() if name not in ("checkpoints", "run", "tasks")}
     hints = typing.get_type_hints(EvaluateOptions)

@@ -164,7 +164,8 @@ def test_analyze_and_compare_take_campaign_and_where(both, runner):
 
 def test_campaign_flag_and_lm_eval_layouts(tmp_path):
     """--campaign wins; lm-eval's <output>/<model_name_sanitized>/ folder is looked past; a file in
-    ood-store's own layout (<output_dir>/<run>/step-N/<model>/) has no campaign."""
+    ood-store's own layout (<output_dir>/<run>/step-N/<model>/, or step-N/unit-<hash>/<model>/ since evaluate
+    works in units) has no campaign."""
     mednli = next((V04 / "araag2-MedNLI").rglob("results_*.json"))
     doc = json.loads(mednli.read_text())
     lm_eval = tmp_path / "outputs" / "MedNLI" / "0-shot" / doc["model_name_sanitized"] / mednli.name

@@ -78,8 +78,8 @@ def test_toy_demo_finetunes_evaluates_and_shows_the_scores(runner, tmp_path):
     assert tasks == ["toy_nli", "toy_ood_long", "toy_ood_never", "toy_ood_reported"]
     table = {int(row.split()[0]): [float(v) for v in row.split()[1:]] for row in lines[header + 2 : header + 11]}
     expected, exact = {}, {}
-    for path in (workdir / "lm-eval-results").glob("*/step-*/*/results_*.json"):
-        step = int(path.parent.parent.name.removeprefix("step-"))
+    for path in (workdir / "lm-eval-results").glob("*/step-*/*/*/results_*.json"):  # RUN/step-N/UNIT/MODEL/
+        step = int(path.parents[2].name.removeprefix("step-"))
         results = json.loads(path.read_text())["results"]
         expected[step] = [round(results[t]["acc,none"], 3) for t in tasks]
         exact[step] = [results[t]["acc,none"] for t in tasks]

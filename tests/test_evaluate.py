@@ -7,27 +7,25 @@ expectations; never from ood-store's own output."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
+import sys
 from pathlib import Path
 from statistics import mean
 
 import pytest
 
 import ood_store
-from conftest import TOY_STEPS, TOY_TASKS, table_dump
+from conftest import TOY_RUN, TOY_STEPS, TOY_TASKS, table_dump, toy_evaluate_args
 from ood_store.cli import main
 
-RUN = "toy/opt-sim-s1"
+RUN = TOY_RUN
 
 # The tests that read the `evaluated` store run on one xdist worker, so that it is built once.
 shared_store = pytest.mark.xdist_group("evaluated")
 
 
-def evaluate_args(db: Path, toy_run, out: Path, *extra: str) -> list[str]:
-    return [
-        "--db", str(db), "evaluate", str(toy_run["run"]), "--run", RUN, "--tasks", ",".join(TOY_TASKS),
-        "--include-path", str(toy_run["tasks"]), "--output-dir", str(out), "--batch-size", "8", "-q", *extra,
-    ]  # fmt: skip
+evaluate_args = toy_evaluate_args
 
 
 @pytest.fixture(scope="module")
@@ -46,7 +44,12 @@ def evaluated(toy_run, tmp_path_factory):
 
 
 def results_files(out: Path) -> list[Path]:
-    return sorted(out.glob("*/step-*/*/results_*.json"))
+    """lm-eval's results files in their documented place: OUTPUT_DIR/RUN/step-N/UNIT/MODEL/results_<ts>.json."""
+    return sorted(out.glob("*/step-*/*/*/results_*.json"))
+
+
+def step_of(results: Path) -> int:
+    return int(results.parents[2].name.removeprefix("step-"))
 
 
 @shared_store
@@ -58,7 +61,7 @@ def test_every_checkpoint_and_task_is_stored_with_lm_evals_values(evaluated):
     expected = {}
     for file in files:
         doc = json.loads(file.read_text())
-        step = int(file.parent.parent.name.removeprefix("step-"))
+        step = step_of(file)
         assert doc["config"]["model_args"]["pretrained"].endswith(f"/run/checkpoint-{step}")
         assert (file.parent.parent / "lm-eval.log").is_file()  # lm-eval's stderr, off the terminal
         for task in TOY_TASKS:
@@ -90,7 +93,7 @@ def test_stored_accuracy_is_the_mean_of_stored_per_sample_correctness(evaluated,
         assert acc == pytest.approx(scores[(step, task)], abs=1e-12)
     # and the same from lm-eval's samples files, read directly
     for file in results_files(evaluated["out"]):
-        step = int(file.parent.parent.name.removeprefix("step-"))
+        step = step_of(file)
         for task in TOY_TASKS:
             [samples] = file.parent.glob(f"samples_{task}_*.jsonl")
             lines = [json.loads(line) for line in samples.read_text().splitlines()]
@@ -108,8 +111,21 @@ def test_summary_names_what_was_done(evaluated, runner, toy_run, tmp_path):
         f"Evaluated 0 checkpoints of run {RUN} into {db}: 0 scores, 0 samples.",
         "Already in the store: 3 checkpoints (--force evaluates them again).",
     ]
-    on_a_terminal = runner.invoke(main, args, env={"TTY_COMPATIBLE": "1"})
-    assert f"evaluating {RUN}" in on_a_terminal.output and "9/9" in on_a_terminal.output
+
+
+def test_the_progress_bar_counts_checkpoints_times_tasks_with_the_time_left(runner, toy_run, tmp_path):
+    """One bar over 3 checkpoints x the 4 tasks of the toy_demo tag: 12 in all, never negative (it once showed
+    -3/3: checkpoints counted, a tag counted as one task), lm-eval's own bars kept off the terminal."""
+    db = tmp_path / "store.duckdb"
+    args = [a for a in toy_evaluate_args(db, toy_run, tmp_path / "out", tasks=("toy_demo",)) if a != "-q"]
+    result = runner.invoke(main, [*args, "--limit", "4"], env={"TTY_COMPATIBLE": "1", "COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    bar = [line for line in re.split(r"[\r\n]", result.output) if f"evaluating {RUN}" in line]
+    counts = [tuple(map(int, m)) for line in bar for m in re.findall(r"(-?\d+)/(\d+)", line)]
+    assert counts and {total for _, total in counts} == {12} and all(0 <= done <= 12 for done, _ in counts)
+    assert counts[-1] == (12, 12) and {done for done, _ in counts} >= {4, 8, 12}
+    assert any(re.search(r"\d:\d\d:\d\d", line) for line in bar)  # the time left
+    assert "it/s" not in result.output  # no tqdm line of lm-eval's
 
 
 @shared_store
@@ -132,7 +148,8 @@ def _counting(monkeypatch, fail_on: int | None = None) -> list[list[str]]:
     calls: list[list[str]] = []
 
     def wrapper(*args, **kwargs):
-        calls.append((kwargs["model_args"]["pretrained"].rsplit("-", 1)[-1], list(kwargs["tasks"])))
+        names = [getattr(t, "task_name", None) or getattr(t, "name", t) for t in kwargs["tasks"]]  # names or objects
+        calls.append((kwargs["model_args"]["pretrained"].rsplit("-", 1)[-1], names))
         result = real(*args, **kwargs)
         if fail_on is not None and len(calls) == fail_on:
             raise KeyboardInterrupt("killed while checkpoint was in flight")
@@ -200,7 +217,7 @@ def test_a_peft_adapter_is_evaluated_on_its_base_model(toy_run, tmp_path):
         ]
 
 
-RUN_R = ["{run}", "--run", "r", "--tasks", "toy_nli"]
+TOY = ["{run}", "--run", "r", "--tasks", "toy_nli", "--include-path", "{tasks}", "--output-dir", "{tmp}/out"]
 
 
 @pytest.mark.parametrize(
@@ -221,6 +238,39 @@ RUN_R = ["{run}", "--run", "r", "--tasks", "toy_nli"]
         (["{run}", "--run", "r", "--tasks", "toy_nli", "--include-path", "{tmp}/none"], "Error: {tmp}/none: no such"),
         (["{run}", "--run", "r", "--tasks", "toy_nli", "--batch-size", "big"], "Error: --batch-size: expected"),
         (["{tmp}", "--run", "r", "--tasks", "toy_nli"], "Error: {tmp}: neither a checkpoint"),
+        (["--run", "r", "--tasks", "toy_nli"], "Error: CHECKPOINT: no checkpoints given"),
+        (["{run}", "--run", "r"], "Error: --tasks: no task names given"),
+        # Executors: options checked (and a Ray cluster tried) before anything is planned or submitted.
+        (
+            [*TOY, "--executor", "local", "--slurm-partition", "gpu"],
+            "Error: --slurm-partition: only for the slurm executor, not --executor local",
+        ),
+        (
+            [*TOY, "--executor", "slurm", "--slurm-param", "nope=1"],
+            "Error: --slurm-param: nope: not an sbatch parameter that submitit knows",
+        ),
+        (
+            [*TOY, "--executor", "slurm", "--slurm-param", "partition=gpu"],
+            "Error: --slurm-param: partition: has an option of its own: --slurm-partition",
+        ),
+        ([*TOY, "--executor", "slurm", "--slurm-param", "qos"], "Error: --slurm-param: qos: expected KEY=VALUE"),
+        (
+            [*TOY, "--executor", "slurm", "--gpus-per-task", "0.5"],
+            "Error: --gpus-per-task: expected a whole number of GPUs, 0 or more, got 0.5",
+        ),
+        (
+            [*TOY, "--executor", "local", "--workers", "0"],
+            "Error: --workers: expected a whole number, 1 or more, got 0",
+        ),
+        ([*TOY, "--detach"], "Error: --detach: the inline executor runs in this process: choose local, slurm or ray"),
+        (
+            [*TOY, "--executor", "ray", "--ray-address", "127.0.0.1:9"],
+            "Error: --ray-address: cannot connect to a Ray cluster at 127.0.0.1:9: Connection refused",
+        ),
+        (
+            [*TOY, "--work-dir", "{tmp}/bad.toml/work"],
+            "Error: {tmp}/bad.toml/work: cannot write the work folder: Not a directory",
+        ),
     ],
 )
 def test_bad_input_is_one_line_and_leaves_the_store_unchanged(runner, toy_run, tmp_path, args, message):
@@ -228,13 +278,25 @@ def test_bad_input_is_one_line_and_leaves_the_store_unchanged(runner, toy_run, t
     runner.invoke(main, ["--db", str(db), "ingest", "-q", "tests/fixtures/lm-eval-real/v0.4/saucam-PowerBot-8B"])
     before = table_dump(db)
     (tmp_path / "bad.toml").write_text("family = \n")
-    fill = {"run": str(toy_run["run"]), "tmp": str(tmp_path)}
+    fill = {"run": str(toy_run["run"]), "tmp": str(tmp_path), "tasks": str(toy_run["tasks"])}
     result = runner.invoke(main, ["--db", str(db), "evaluate", *[a.format(**fill) for a in args]])
     assert result.exit_code != 0
     assert "Traceback" not in result.output
     assert result.output.startswith(message.format(**fill)), result.output
     assert len(result.output.strip().splitlines()) == 1
     assert table_dump(db) == before
+    assert not (tmp_path / "out-work").exists() and not (tmp_path / "out").exists()  # nothing planned or written
+
+
+@pytest.mark.parametrize(("executor", "module", "extra"), [("slurm", "submitit", "slurm"), ("ray", "ray", "ray")])
+def test_a_missing_extra_is_named(runner, toy_run, tmp_path, monkeypatch, executor, module, extra):
+    monkeypatch.setitem(sys.modules, module, None)  # `import module` raises ImportError, as when not installed
+    args = [a.format(run=toy_run["run"], tasks=toy_run["tasks"], tmp=tmp_path) for a in TOY]
+    result = runner.invoke(main, ["--db", str(tmp_path / "s.duckdb"), "evaluate", *args, "--executor", executor])
+    assert result.exit_code == 1
+    assert result.output == (
+        f"Error: --executor: the {executor} executor needs {module}: pip install 'ood-store[{extra}]'\n"
+    )
 
 
 def test_an_unknown_task_is_named_with_close_matches(runner, toy_run, tmp_path):
@@ -267,9 +329,9 @@ def test_a_killed_process_loses_only_the_checkpoint_in_flight(toy_run, tmp_path)
     db, out = tmp_path / "store.duckdb", tmp_path / "out"
     command = [str(Path(sys.executable).parent / "ood-store"), *evaluate_args(db, toy_run, out)]
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    in_flight = out / "toy__opt-sim-s1" / "step-4" / "lm-eval.log"  # opened once step 0 is stored
+    step_4 = out / "toy__opt-sim-s1" / "step-4"  # its temporary folder appears once step 0 is stored
     deadline = time.monotonic() + 120
-    while not in_flight.exists() and process.poll() is None and time.monotonic() < deadline:
+    while not list(step_4.glob(".*.tmp/lm-eval.log")) and process.poll() is None and time.monotonic() < deadline:
         time.sleep(0.01)
     os.kill(process.pid, signal.SIGKILL)
     process.wait()

@@ -165,6 +165,13 @@ def test_samples_file_names_as_lm_eval_reads_them():
         (("evals", "pythia-v1", "pythia-160m", "zero-shot"), "zero-shot"),
         (("outputs", "MedNLI", "0-shot", "EleutherAI__pythia-160m"), "0-shot"),  # lm-eval's model folder
         (("lm-eval-results", "EleutherAI__pythia-160m", "step-3000", "EleutherAI__pythia-160m"), None),
+        # evaluate's layout since its units: <output_dir>/<run>/step-N/unit-<hash>/<model>/
+        (
+            ("lm-eval-results", "EleutherAI__pythia-160m", "step-3000", "unit-0123456789", "EleutherAI__pythia-160m"),
+            None,
+        ),
+        (("lm-eval-results", "EleutherAI__pythia-160m", "final", "unit-abcdef0123"), None),
+        (("evals", "unit-tests"), "unit-tests"),  # a folder that only starts like one is a campaign
         (("lm-eval-results", "EleutherAI__pythia-160m", "final"), None),
         (("runs", "ckpt", "checkpoint-500"), "ckpt"),
         ((), None),

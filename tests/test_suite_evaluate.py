@@ -259,7 +259,7 @@ def test_hans_per_heuristic_and_label_sub_tasks_and_the_readme_recipe_agree(toy_
     # The README's recipe, run on this evaluation's samples files.
     readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
     [recipe] = re.findall(r'^ood-store query "(SELECT doc\.heuristic.*)"$', readme, flags=re.MULTILINE)
-    sql = recipe.replace("lm-eval-results/RUN/step-N/*/", f"{Path(path).parent}/")
+    sql = recipe.replace("lm-eval-results/RUN/step-N/*/*/", f"{Path(path).parent}/")  # RUN/step-N/UNIT/MODEL/
     printed = runner.invoke(main, ["--db", str(db), "query", sql, "--format", "json"])
     by_recipe = {(r["heuristic"], r["label"]): (r["pairs"], r["acc"]) for r in json.loads(printed.output)}
     with ood_store.open(db, read_only=True) as store:

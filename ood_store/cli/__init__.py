@@ -47,9 +47,10 @@ def _show_notes(show):
 
 
 class Settings:
-    def __init__(self, db: Path, lock_timeout: float):
+    def __init__(self, db: Path, lock_timeout: float, db_given: bool = False):
         self.db = db
         self.lock_timeout = lock_timeout
+        self.db_given = db_given  # --db or OOD_STORE_DB, not the default
 
     def open(self, *, read_only: bool = False) -> Store:
         return open_store(self.db, read_only=read_only, lock_timeout=self.lock_timeout)
@@ -78,7 +79,8 @@ class Settings:
 @click.pass_context
 def main(ctx: click.Context, db: Path, lock_timeout: float) -> None:
     """Store lm-eval results of every checkpoint in one DuckDB file and query them with SQL."""
-    ctx.obj = Settings(db, lock_timeout)
+    source = ctx.get_parameter_source("db")
+    ctx.obj = Settings(db, lock_timeout, source not in (None, click.core.ParameterSource.DEFAULT))
 
 
 #: Each command and the module of ``ood_store.cli`` that defines it (in its ``COMMANDS``).
@@ -86,6 +88,8 @@ MODULES = {
     "init": "init",
     "ingest": "ingest",
     "evaluate": "evaluate",
+    "collect": "work",
+    "status": "work",
     "query": "query",
     "runs": "listings",
     "tasks": "listings",

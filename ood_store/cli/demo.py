@@ -65,7 +65,7 @@ def _toy(settings, workdir: Path) -> None:
     if "tqdm" not in sys.modules:
         os.environ.setdefault("TQDM_DISABLE", "1")
     from ood_store.cli.analyze import ANALYZE_SUMMARY, summary_view
-    from ood_store.evaluate.runner import require_eval_extra
+    from ood_store.evaluate.harness import require_eval_extra
     from ood_store.examples.demo import IN_DOMAIN, RUN, DemoSettings, run_demo
 
     require_eval_extra("the demo")

@@ -1,32 +1,42 @@
-"""``ood-store evaluate``: run lm-eval on every checkpoint of a run and fill the store."""
+"""``ood-store evaluate``: run lm-eval on every checkpoint of a run (or a study) and fill the store."""
 
 from __future__ import annotations
 
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 import click
 
-from ood_store.cli.options import attr_file_option, folder_option
+from ood_store.cli.counts import n
+from ood_store.cli.options import attr_file_option
 from ood_store.errors import InputError
-from ood_store.evaluate.runner import DEFAULT_OUTPUT_DIR, EvaluateReport, run_folder
+from ood_store.evaluate.executors import NAMES
+from ood_store.evaluate.plan import run_folder
+from ood_store.evaluate.runner import EvaluateReport, EvaluationInterrupted
+from ood_store.evaluate.study import load as load_study
 from ood_store.evaluate.suite.labels import NEUTRAL_SCHEMES
 from ood_store.evaluate.suite.variant import PATTERNS, Variant, from_run_file, variant_of
-from ood_store.store.attribute_rules import for_run, read_attribute_file
+from ood_store.store.attribute_rules import attributes_for, for_run, read_attribute_file
 from ood_store.store.runs import parse_attributes, read_run_file
 
 
 @click.command()
-@click.argument("checkpoints", nargs=-1, required=True, metavar="CHECKPOINT...")
+@click.argument("checkpoints", nargs=-1, metavar="[CHECKPOINT...]")
 @click.option("--run", help="The run these checkpoints belong to (or `run` in --run-file).")
 @click.option(
     "--tasks",
     "tasks",
     multiple=True,
-    required=True,
     metavar="TASK[,TASK...]",
     help="lm-eval tasks, groups or tags: ood_nli (the NLI suite), tasks in --include-path, or built-in ones.",
+)
+@click.option(
+    "--study",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="A TOML (or .yaml) file of many runs, each with its checkpoints, tasks and attributes; instead of "
+    "CHECKPOINT, --run and --attr. Other options given here apply to every run.",
 )
 @click.option(
     "--attr",
@@ -72,12 +82,21 @@ from ood_store.store.runs import parse_attributes, read_run_file
     type=click.Choice(NEUTRAL_SCHEMES),
     help="Three-way sets (SNLI, MNLI, ANLI): drop the neutral rows (default), or count them as 'no' (not entailed).",
 )
-@folder_option(
-    "--output-dir", DEFAULT_OUTPUT_DIR, "Where lm-eval's results and samples files are kept (OUTPUT_DIR/RUN/step-N/)."
+@click.option(
+    "--output-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Where lm-eval's results and samples files are kept (OUTPUT_DIR/RUN/step-N/unit-HASH/).  "
+    "[default: lm-eval-results]",
+)
+@click.option(
+    "--work-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="The work folder (plan, completion markers, job logs), on storage every worker sees.  "
+    "[default: beside --output-dir, lm-eval-results-work]",
 )
 @click.option("--base-model", help="The base model of PEFT adapter checkpoints (default: from adapter_config.json).")
-@click.option("--batch-size", default="auto", show_default=True, help="lm-eval batch size: a number, auto or auto:N.")
-@click.option("--device", help="cuda, cuda:1, mps, cpu, ... (default: cuda when there is a GPU, else cpu).")
+@click.option("--batch-size", help="lm-eval batch size: a number, auto or auto:N.  [default: auto]")
+@click.option("--device", help="cuda, cuda:1, mps, cpu, ... (default: cuda where a worker sees a GPU, else cpu).")
 @click.option("--dtype", help="Model dtype, e.g. bfloat16 (default: lm-eval's, auto).")
 @click.option("--num-fewshot", type=click.IntRange(min=0), help="Few-shot examples per prompt.")
 @click.option(
@@ -87,6 +106,29 @@ from ood_store.store.runs import parse_attributes, read_run_file
 )
 @click.option("--no-samples", is_flag=True, help="Do not log or store per-sample rows.")
 @click.option("--force", is_flag=True, help="Evaluate even the (step, task) pairs the store already holds.")
+@click.option(
+    "--executor",
+    type=click.Choice(NAMES, case_sensitive=False),
+    help="Where workers run: inline (this process), local (--workers processes here), slurm (a job array "
+    "through submitit), ray.  [default: inline, or the study's]",
+)
+@click.option("--workers", type=int, help="local, ray: how many workers (default: one per GPU, or one).")
+@click.option("--gpus-per-task", type=float, help="GPUs per worker (local, slurm; ray: num_gpus, fractions allowed).")
+@click.option("--units-per-task", type=int, help="slurm: checkpoints evaluated per array task (default 4).")
+@click.option("--slurm-partition", help="slurm: the partition.")
+@click.option("--timeout-min", type=int, help="slurm: each array task's time limit in minutes (default 240).")
+@click.option("--max-parallel", type=int, help="slurm: array tasks running at once (slurm_array_parallelism).")
+@click.option(
+    "--slurm-param",
+    "slurm_params",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="slurm: a further sbatch parameter, e.g. qos=high, mem=64G, account=lab (repeatable).",
+)
+@click.option("--ray-address", help="ray: the cluster, e.g. auto or ray://head:10001 (default: start Ray here).")
+@click.option(
+    "--detach", is_flag=True, help="Submit the workers and return; `ood-store collect WORK_DIR` stores results."
+)
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar; print only problems.")
 @click.option(
     "-v",
@@ -100,107 +142,132 @@ def evaluate(
     checkpoints,
     run,
     tasks,
+    study,
     attributes,
     run_file,
     attribute_file,
-    include_paths,
-    data_dir,
     pattern,
     verbalizer,
     neutral,
-    output_dir,
-    base_model,
-    batch_size,
-    device,
-    dtype,
-    num_fewshot,
-    limit,
-    no_samples,
-    force,
     quiet,
     verbose,
+    **options,
 ) -> None:
-    """Evaluate every checkpoint of a run with lm-eval and store the scores, resumably.
+    """Evaluate every checkpoint of a run (or of every run of a study) with lm-eval and store the scores, resumably.
 
     \b
     CHECKPOINT is a checkpoint folder, a folder of checkpoints (checkpoint-N,
     step-N, ...), a glob, or HF_REPO@REVISION; PEFT adapter folders work too.
     Each model is loaded once and evaluated on all tasks; each finished
-    checkpoint is stored at once, in its own transaction. (step, task) pairs
+    checkpoint is stored at once, in its own commit. (step, task) pairs
     already in the store are skipped, so an interrupted job resumes where it
-    stopped. Example:
+    stopped. Workers run here (--executor inline, local) or on a cluster
+    (slurm, ray); only this process writes the store. Examples:
 
     \b
       ood-store evaluate runs/opt-mnli-s1/ --run opt-2.7b-mnli-s1 --tasks ood_nli \\
         --pattern '{premise} {hypothesis} ?' --verbalizer ' Yes,No' --neutral drop \\
         --attr family=OPT --attr size=2.7b --attr in_domain=mnli --attr seed=1
+      ood-store evaluate --study study.toml --executor slurm --slurm-partition gpu --gpus-per-task 1
     """
-    file_run, file_attrs = read_run_file(run_file) if run_file else (None, {})
-    run = run or file_run
-    if not run:
-        raise InputError("--run", None, "name the run with --run NAME (or `run = ...` in --run-file)")
-    rules = read_attribute_file(attribute_file) if attribute_file else []
-    attrs = {**file_attrs, **for_run(run, rules), **parse_attributes(list(attributes))}  # checked before anything runs
+    attrs: dict[str, Any] | list[str] | None
     given = {"pattern": pattern, "verbalizer": verbalizer, "neutral": neutral}
-    variant = variant_of(from_run_file(run_file) if run_file else {}, given)
+    rules = read_attribute_file(attribute_file) if attribute_file else []
+    if study is None:
+        file_run, file_attrs = read_run_file(run_file) if run_file else (None, {})
+        run = run or file_run
+        if not run:
+            raise InputError("--run", None, "name the run with --run NAME (or `run = ...` in --run-file)")
+        # checked before anything runs; --attr wins over --attr-file, which wins over --run-file
+        attrs = {**file_attrs, **for_run(run, rules), **parse_attributes(list(attributes))} or None
+        variant = variant_of(from_run_file(run_file) if run_file else {}, given)
+    elif run_file is not None:
+        raise InputError(
+            "--run-file", None, "not with --study: a study names its runs, their checkpoints and attributes"
+        )
+    else:
+        attrs = list(attributes) or None  # refused with a study, by the library
+        variant = variant_of(given)  # given here, it replaces every run's [suite]
+        if rules:  # the file's attributes of each run win over the study's
+            study = load_study(study).with_attributes(lambda name: attributes_for(name, rules))
     if not verbose and "tqdm" not in sys.modules:  # tqdm reads TQDM_* settings when it is imported
         os.environ.setdefault("TQDM_DISABLE", "1")  # keeps lm-eval.log free of progress bars
+    no_samples = options.pop("no_samples")
+    slurm_params = options.pop("slurm_params")
     with settings.open() as store:
-        report = store.evaluate(
-            checkpoints,
-            run=run,
-            tasks=tasks,
-            output_dir=output_dir,
-            include_paths=include_paths,
-            data_dir=data_dir,
-            variant=variant,
-            base_model=base_model,
-            batch_size=_batch_size(batch_size),
-            device=device,
-            dtype=dtype,
-            num_fewshot=num_fewshot,
-            limit=int(limit) if limit is not None and limit >= 1 and limit == int(limit) else limit,
-            samples=not no_samples,
-            force=force,
-            attributes=attrs or None,
-            progress=not quiet,
-            log_to_file=not verbose,
+        try:
+            report = store.evaluate(
+                checkpoints,
+                run=run,
+                tasks=tasks,
+                study=study,
+                attributes=attrs,
+                variant=variant,
+                samples=False if no_samples else None,
+                slurm_params=list(slurm_params) or None,
+                progress=not quiet,
+                log_to_file=not verbose,
+                **options,
+            )
+        except EvaluationInterrupted as interrupted:
+            _interrupted(interrupted.report, settings.db)
+            raise SystemExit(130) from None
+    _summarise(report, settings.db, quiet, variant)
+    if report.failed:
+        raise SystemExit(1)
+
+
+def _summarise(report: EvaluateReport, db, quiet: bool, variant: Variant | None) -> None:
+    study = len(report.runs) > 1
+    if report.failed:
+        click.echo(f"Failed: {n(len(report.failed), 'checkpoint')}:", err=True)
+        for c in report.failed:
+            click.echo(f"  {_name(c, study)}: {c.error}", err=True)
+        click.echo(
+            f"The errors in full: ood-store status {report.work_dir}; running the same command again retries.", err=True
         )
-    if not quiet:
-        _summarise(report, settings.db, output_dir, variant)
-
-
-def _summarise(report: EvaluateReport, db, output_dir: Path, variant: Variant | None) -> None:
+    if report.submitted:
+        tasks = sum(len(c.tasks) for c in report.submitted)
+        click.echo(f"Submitted {n(len(report.submitted), 'checkpoint')} ({n(tasks, 'task')}) to {report.jobs}.")
+        click.echo(f"Watch them: ood-store status {report.work_dir}")
+        click.echo(
+            f"Store what has finished (again as often as you like): ood-store --db {db} collect {report.work_dir}"
+        )
+        return
+    if quiet:
+        return
     evaluated, skipped = report.evaluated, report.skipped
     scores = sum(c.scores for c in evaluated)
     samples = sum(c.samples for c in evaluated)
-    click.echo(
-        f"Evaluated {_n(len(evaluated), 'checkpoint')} of run {report.run} into {db}: "
-        f"{_n(scores, 'score')}, {_n(samples, 'sample')}."
-    )
+    whose = f"{n(len(report.runs), 'run')}" if study else f"run {report.run}"
+    counts = f"{n(scores, 'score')}, {n(samples, 'sample')}"
+    click.echo(f"Evaluated {n(len(evaluated), 'checkpoint')} of {whose} into {db}: {counts}.")
     for c in evaluated:
-        step = "final" if c.step is None else f"step {c.step}"
-        click.echo(f"  {step}: {', '.join(c.tasks)} ({c.seconds:.1f} s)")
+        click.echo(f"  {_name(c, study)}: {', '.join(c.tasks)} ({c.seconds:.1f} s)")
     if variant is not None:
         click.echo(f"ood_nli prompt: {variant.describe()}")
     if skipped:
-        click.echo(f"Already in the store: {_n(len(skipped), 'checkpoint')} (--force evaluates them again).")
+        click.echo(f"Already in the store: {n(len(skipped), 'checkpoint')} (--force evaluates them again).")
     if evaluated:
-        folder = run_folder(output_dir, report.run)
-        click.echo(f"lm-eval's results, samples and logs: {folder}/ (ingest {folder} --run {report.run} rebuilds)")
+        where = report.output_dir if study else run_folder(report.output_dir, report.run)
+        rebuild = "" if study else f" (ingest {where} --run {report.run} rebuilds)"
+        click.echo(f"lm-eval's results, samples and logs: {where}/{rebuild}")
 
 
-def _n(count: int, noun: str) -> str:
-    return f"{count:,} {noun}{'s' if count != 1 else ''}"
+def _interrupted(report: EvaluateReport, db) -> None:
+    stored = len(report.evaluated)
+    units = stored + len(report.pending) + len(report.failed)
+    stopped = f" (stopped {report.jobs})" if report.jobs else ""
+    click.echo(
+        f"Interrupted{stopped}: {n(stored, 'unit')} of {units} stored in {db}. "
+        "Run the same command again to resume: what is stored or finished is not evaluated again.",
+        err=True,
+    )
 
 
-def _batch_size(value: str) -> int | str:
-    value = value.strip()
-    if value.isdigit() and int(value) > 0:
-        return int(value)
-    if value == "auto" or (value.startswith("auto:") and value[5:].isdigit()):
-        return value
-    raise InputError("--batch-size", None, f"expected a positive number, auto or auto:N, got {value!r}")
+def _name(c, study: bool) -> str:
+    step = "final" if c.step is None else f"step {c.step}"
+    return f"{c.run} {step}" if study else step
 
 
 COMMANDS = [evaluate]

@@ -1,0 +1,203 @@
+"""Where workers run: ``inline`` (in this process), ``local`` (worker processes here), ``slurm``, ``ray``.
+
+:func:`settings` checks the executor's name and options (every option belongs
+to some executors only) before anything is planned or submitted;
+:func:`create` makes the executor, importing its optional extra. An executor's
+``check()`` tests what can only be tested by trying (a Ray address that
+answers); its ``submit()`` starts workers on an attempt's units and returns
+:class:`Jobs`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from ood_store.errors import InputError, OodStoreError
+from ood_store.evaluate.workdir import WorkDir
+
+NAMES = ("inline", "local", "slurm", "ray")
+
+#: The executors each option applies to.
+OWNERS: dict[str, tuple[str, ...]] = {
+    "workers": ("local", "ray"),
+    "units_per_task": ("slurm",),
+    "slurm_partition": ("slurm",),
+    "gpus_per_task": ("local", "slurm", "ray"),
+    "timeout_min": ("slurm",),
+    "max_parallel": ("slurm",),
+    "slurm_params": ("slurm",),
+    "ray_address": ("ray",),
+}
+
+#: Slurm parameters that have an option of their own.
+_SLURM_OWN = {
+    "partition": "slurm_partition",
+    "time": "timeout_min",
+    "array_parallelism": "max_parallel",
+    "gpus_per_node": "gpus_per_task",
+    "gpus_per_task": "gpus_per_task",
+}
+
+
+@dataclass(frozen=True)
+class ExecutorSettings:
+    """An executor and its options, checked (see :func:`settings`)."""
+
+    name: str = "inline"
+    workers: int | None = None
+    units_per_task: int | None = None
+    slurm_partition: str | None = None
+    gpus_per_task: float | None = None
+    timeout_min: int | None = None
+    max_parallel: int | None = None
+    slurm_params: dict[str, Any] = field(default_factory=dict)
+    ray_address: str | None = None
+
+
+class Jobs(Protocol):
+    """Workers started by an executor."""
+
+    description: str  # e.g. "Slurm job array 4242 (10 tasks)"
+
+    def finished(self) -> bool:
+        """Whether every worker has stopped."""
+        ...
+
+    def cancel(self) -> None:
+        """Stop every worker."""
+        ...
+
+    def errors(self) -> list[str]:
+        """Why workers stopped abnormally (exit status, exception), one line each."""
+        ...
+
+    def close(self) -> None:
+        """Let go of what the driver held (a Ray connection), leaving running workers alone."""
+        ...
+
+
+class Executor(Protocol):
+    settings: ExecutorSettings
+
+    def check(self) -> None:
+        """Stop with one line when the executor cannot run as configured (before anything is submitted)."""
+        ...
+
+    def submit(self, work: WorkDir, attempt: str, units: int, detach: bool) -> Jobs:
+        """Start workers on the ``units`` units of ``attempt``."""
+        ...
+
+
+def settings(name: str | None = None, **options: Any) -> ExecutorSettings:
+    """Checked executor settings: a known name, and only options that apply to it, of the right types.
+
+    ``options`` are the keyword parameters of :class:`ExecutorSettings`; None
+    (or an empty ``slurm_params``) means not given. Errors name the parameter.
+    """
+    name = (name or "inline").strip().lower()
+    if name not in NAMES:
+        raise InputError(None, None, f"unknown executor {name!r} (inline, local, slurm or ray)", parameter="executor")
+    unknown = sorted(set(options) - set(OWNERS))
+    if unknown:
+        raise InputError(None, None, "not an executor option", parameter=unknown[0])
+    for option, value in options.items():
+        if value is None or (option == "slurm_params" and not value):
+            continue
+        owners = OWNERS[option]
+        if name not in owners:
+            raise InputError(
+                None, None, f"only for the {' and '.join(owners)} executor, not `executor` {name}", parameter=option
+            )
+    checked: dict[str, Any] = {}
+    for option in ("workers", "units_per_task", "timeout_min", "max_parallel"):
+        checked[option] = _positive_int(options.get(option), option)
+    gpus = options.get("gpus_per_task")
+    if gpus is not None:
+        integral = name != "ray"  # Ray shares a GPU between workers (num_gpus=0.5); Slurm and local do not
+        if isinstance(gpus, bool) or not isinstance(gpus, int | float) or gpus < 0 or (integral and gpus != int(gpus)):
+            kind = "a number" if not integral else "a whole number"
+            raise InputError(None, None, f"expected {kind} of GPUs, 0 or more, got {gpus!r}", parameter="gpus_per_task")
+        gpus = int(gpus) if integral else float(gpus)
+    partition, address = options.get("slurm_partition"), options.get("ray_address")
+    for option, text in (("slurm_partition", partition), ("ray_address", address)):
+        if text is not None and (not isinstance(text, str) or not text.strip()):
+            raise InputError(None, None, f"expected a non-empty string, got {text!r}", parameter=option)
+    return ExecutorSettings(
+        name=name,
+        gpus_per_task=gpus,
+        slurm_partition=partition,
+        ray_address=address,
+        slurm_params=slurm_params(options.get("slurm_params") or {}),
+        **checked,
+    )
+
+
+def _positive_int(value: Any, parameter: str) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise InputError(None, None, f"expected a whole number, 1 or more, got {value!r}", parameter=parameter)
+    return value
+
+
+def slurm_params(given: Mapping[str, Any] | Sequence[str]) -> dict[str, Any]:
+    """``["qos=high", "mem=64G"]`` or a mapping as sbatch parameters: names checked, numbers and booleans read."""
+    items = list(given.items()) if isinstance(given, Mapping) else [_pair(p) for p in given]
+    out: dict[str, Any] = {}
+    for key, value in items:
+        key = str(key).strip().replace("-", "_")
+        if key in _SLURM_OWN:
+            raise InputError(None, key, f"has an option of its own: `{_SLURM_OWN[key]}`", parameter="slurm_params")
+        if not isinstance(value, str | int | float | bool):
+            raise InputError(
+                None, key, f"expected a string, number or boolean, got {type(value).__name__}", parameter="slurm_params"
+            )
+        out[key] = _scalar(value) if isinstance(value, str) else value
+    return out
+
+
+def _pair(text: str) -> tuple[str, str]:
+    key, sep, value = str(text).partition("=")
+    if not sep or not key.strip():
+        raise InputError(None, str(text), "expected KEY=VALUE", parameter="slurm_params")
+    return key, value
+
+
+def _scalar(text: str) -> Any:
+    if text.lower() in ("true", "false"):
+        return text.lower() == "true"
+    try:
+        return int(text)
+    except ValueError:
+        return text
+
+
+def create(settings: ExecutorSettings) -> Executor:
+    """The executor of ``settings`` (``local``, ``slurm`` or ``ray``); imports its extra, or says which to install."""
+    if settings.name == "local":
+        from ood_store.evaluate.executors.local import LocalExecutor
+
+        return LocalExecutor(settings)
+    if settings.name == "slurm":
+        from ood_store.evaluate.executors.slurm import SlurmExecutor
+
+        return SlurmExecutor(settings)
+    if settings.name == "ray":
+        from ood_store.evaluate.executors.ray import RayExecutor
+
+        return RayExecutor(settings)
+    raise OodStoreError(f"the {settings.name} executor runs in this process: it is not created")
+
+
+def require_extra(module: str, executor: str, extra: str) -> Any:
+    """Import ``module`` for an executor, or stop with one line naming the extra that provides it."""
+    import importlib
+
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        raise OodStoreError(
+            f"the {executor} executor needs {module}: pip install 'ood-store[{extra}]'", parameter="executor"
+        ) from None

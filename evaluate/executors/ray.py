@@ -1,0 +1,146 @@
+"""``ray``: workers as Ray tasks, each with ``gpus_per_task`` GPUs (``num_gpus``).
+
+Connects to the cluster at ``ray_address`` (``auto``, ``HOST:PORT`` or
+``ray://HOST:PORT``), or starts a Ray instance on this machine. Each of the
+``workers`` tasks runs :func:`ood_store.evaluate.worker.work` and evaluates
+units until none is left; a task is not retried when its worker dies (the
+unit it held is evaluated by the next submission). ``detach`` starts the
+workers as detached actors on an existing cluster, which outlive the driver.
+Needs the ``ray`` extra.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import threading
+from typing import Any
+from urllib.parse import urlsplit
+
+from ood_store.errors import InputError, first_line
+from ood_store.evaluate.executors import ExecutorSettings, require_extra
+from ood_store.evaluate.workdir import WorkDir
+
+
+class RayExecutor:
+    def __init__(self, settings: ExecutorSettings):
+        self.settings = settings
+        self.ray = require_extra("ray", "ray", "ray")
+        self._started = False
+
+    def check(self) -> None:
+        """Connect (or start a local Ray): an address that does not answer is an error before anything runs."""
+        address = self.settings.ray_address
+        if address and address != "auto":
+            _reachable(address)
+        if self.ray.is_initialized():
+            return
+        os.environ.setdefault("RAY_BACKEND_LOG_LEVEL", "error")  # Ray's C++ core: retries and warnings off the terminal
+        kwargs: dict[str, Any] = {"log_to_driver": False, "logging_level": logging.ERROR}
+        if address:
+            kwargs["address"] = address
+        else:
+            kwargs["include_dashboard"] = False
+        try:
+            self.ray.init(**kwargs)
+        except (ConnectionError, RuntimeError, ValueError) as exc:
+            raise InputError(
+                None, None, f"cannot connect to a Ray cluster at {address}: {first_line(exc)}", parameter="ray_address"
+            ) from None
+        self._started = not address
+
+    def workers(self) -> tuple[int, float]:
+        """How many workers, and GPUs each: by default one per GPU of the cluster, or one on CPUs."""
+        gpus = float(self.ray.cluster_resources().get("GPU", 0))
+        per = self.settings.gpus_per_task if self.settings.gpus_per_task is not None else (1.0 if gpus else 0.0)
+        workers = self.settings.workers or (max(1, int(gpus // per)) if gpus and per else 1)
+        return workers, per
+
+    def submit(self, work: WorkDir, attempt: str, units: int, detach: bool) -> RayJobs:
+        from ood_store.evaluate import worker
+
+        if detach and self._started:
+            raise InputError(
+                None, None, "a Ray instance started here ends with this process: give a cluster to detach from",
+                parameter="ray_address",
+            )  # fmt: skip
+        workers, per = self.workers()
+        workers = min(workers, max(1, units))
+        if detach:  # actors the cluster keeps (and starts when it has room) after this process has gone
+            actor = self.ray.remote(num_gpus=per, num_cpus=1, max_restarts=0)(DetachedWorker)
+            for index in range(workers):
+                name = f"ood-store-{attempt}-{index}"
+                actor.options(lifetime="detached", name=name, namespace="ood-store").remote(str(work.path), attempt)
+            refs: list[Any] = []
+        else:
+            task = self.ray.remote(num_gpus=per, num_cpus=1, max_retries=0)(worker.work)
+            refs = [task.remote(str(work.path), attempt) for _ in range(workers)]
+        gpus = f", {per:g} GPU{'s' if per != 1 else ''} each" if per else ""
+        where = self.settings.ray_address or "a Ray instance on this machine"
+        description = f"{workers} Ray worker{'s' if workers != 1 else ''} on {where}{gpus}"
+        return RayJobs(self.ray, refs, description, shutdown=self._started)
+
+
+class DetachedWorker:
+    """A Ray actor that evaluates units in a thread of its own and then ends its process (``detach``)."""
+
+    def __init__(self, work_dir: str, attempt: str):
+        from ood_store.evaluate import worker
+
+        def run() -> None:
+            try:
+                worker.work(work_dir, attempt)
+            finally:
+                os._exit(0)  # the actor's process ends with its work: nothing waits for it
+
+        threading.Thread(target=run, name="ood-store-worker", daemon=False).start()
+
+
+class RayJobs:
+    def __init__(self, ray: Any, refs: list[Any], description: str, shutdown: bool):
+        self.ray, self.refs, self.description, self._shutdown = ray, refs, description, shutdown
+
+    def finished(self) -> bool:
+        ready, _ = self.ray.wait(self.refs, num_returns=len(self.refs), timeout=0)
+        return len(ready) == len(self.refs)
+
+    def cancel(self) -> None:
+        for ref in self.refs:
+            self.ray.cancel(ref, force=True)
+
+    def errors(self) -> list[str]:
+        ready, _ = self.ray.wait(self.refs, num_returns=len(self.refs), timeout=0)
+        out = []
+        for ref in ready:
+            try:
+                self.ray.get(ref, timeout=0)
+            except Exception as exc:
+                lines = [line for line in str(exc).strip().splitlines() if line.strip()]
+                out.append(f"Ray worker: {lines[-1] if lines else type(exc).__name__}")
+        return out
+
+    def close(self) -> None:
+        if self._shutdown:
+            self.ray.shutdown()
+
+
+def _reachable(address: str) -> None:
+    """Stop with one line when nothing listens at ``address`` (checked in seconds, not Ray's minutes)."""
+    parts = urlsplit(address if "://" in address else f"tcp://{address}")
+    try:
+        host, port = parts.hostname, parts.port
+    except ValueError:
+        host, port = None, None
+    if not host or port is None:
+        raise InputError(
+            None, None, f"expected auto, HOST:PORT or ray://HOST:PORT, got {address!r}", parameter="ray_address"
+        )
+    try:
+        with socket.create_connection((host, port), timeout=5):
+            pass
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        raise InputError(
+            None, None, f"cannot connect to a Ray cluster at {address}: {reason}", parameter="ray_address"
+        ) from None

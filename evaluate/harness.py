@@ -1,0 +1,143 @@
+"""One call of lm-evaluation-harness: a checkpoint on its tasks, lm-eval's standard files written to a folder."""
+
+from __future__ import annotations
+
+import functools
+import os
+import sys
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager, redirect_stderr, redirect_stdout
+from pathlib import Path
+from typing import Any
+
+from ood_store.errors import OodStoreError
+from ood_store.evaluate.checkpoints import Checkpoint
+
+
+def run_lm_eval(
+    checkpoint: Checkpoint,
+    tasks: Sequence[Any],
+    manager: Any,
+    folder: Path,
+    options: dict[str, Any],
+    dtype: str | None,
+    suite_record: dict[str, Any] | None = None,
+) -> Path:
+    """Evaluate ``checkpoint`` with lm-eval's ``hf`` model on ``tasks`` (names, config dicts or task objects).
+
+    lm-eval's results and samples files go to ``folder/<model>/`` (its
+    standard layout). The model is loaded once for all the tasks. ``suite_record`` (the ood_nli suite's
+    prompt variant and task definitions) goes into the results file's
+    ``config`` as ``ood_nli``, and so into ``evaluations.config``. Returns the
+    results file.
+    """
+    import lm_eval
+    from lm_eval.loggers import EvaluationTracker
+
+    _environment_described_once()
+    options = {**options, "device": options.get("device") or default_device()}
+    tracker = EvaluationTracker(output_path=str(folder))
+    result = lm_eval.simple_evaluate(
+        model="hf",
+        model_args=checkpoint.model_args(dtype),
+        tasks=list(tasks),
+        task_manager=manager,
+        evaluation_tracker=tracker,
+        **options,
+    )
+    if result is None:  # lm-eval returns None on ranks other than 0
+        raise OodStoreError(f"{checkpoint.label}: lm-eval returned no results")
+    result = dict(result)
+    if suite_record:
+        result.setdefault("config", {})["ood_nli"] = suite_record
+    return _save(tracker, result, folder)
+
+
+def _environment_described_once() -> None:
+    """Describe the machine once per process, not once per checkpoint.
+
+    lm-eval writes torch's description of the environment into every results
+    file (``pretty_env_info``); torch builds it by running a dozen programs
+    (``nvidia-smi``, ``pip``, compilers), about a second each time. The
+    description does not change while a worker runs, so it is computed once.
+    """
+    from torch.utils import collect_env
+
+    if not getattr(collect_env.get_pretty_env_info, "ood_store_once", False):
+        once = functools.cache(collect_env.get_pretty_env_info)
+        once.ood_store_once = True  # type: ignore[attr-defined]
+        collect_env.get_pretty_env_info = once
+
+
+def _save(tracker: Any, result: dict[str, Any], folder: Path) -> Path:
+    """Write lm-eval's standard layout (results_<ts>.json, samples_<task>_<ts>.jsonl); return the results file."""
+    samples = result.pop("samples", None)
+    tracker.save_results_aggregated(results=result, samples=samples)
+    for task in samples or {}:
+        tracker.save_results_samples(task_name=task, samples=samples[task])
+    date_id = getattr(tracker, "date_id", None)
+    path = folder / str(tracker.general_config_tracker.model_name_sanitized) / f"results_{date_id}.json"
+    if not path.is_file():  # EvaluationTracker logs write errors instead of raising them
+        raise OodStoreError(f"{folder}: lm-eval did not write its results file (is the folder writable?)")
+    return path
+
+
+@contextmanager
+def output_to(path: Path | None) -> Iterator[None]:
+    """Send standard output and error to ``path``: file descriptors 1 and 2 (C code, child processes, Python's
+    streams) and ``sys.stdout``/``sys.stderr`` themselves (which an embedding program may have replaced)."""
+    if path is None:
+        yield
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    streams = (sys.stdout, sys.stderr)
+    for stream in streams:
+        stream.flush()
+    saved = [os.dup(1), os.dup(2)]
+    try:
+        with (
+            path.open("ab") as log,
+            open(log.fileno(), "w", encoding="utf-8", errors="replace", buffering=1, closefd=False) as text,
+        ):
+            os.dup2(log.fileno(), 1)
+            os.dup2(log.fileno(), 2)
+            with redirect_stdout(text), redirect_stderr(text):
+                yield
+    finally:
+        for stream in streams:
+            stream.flush()
+        for fd, copy in zip((1, 2), saved, strict=True):
+            os.dup2(copy, fd)
+            os.close(copy)
+
+
+def default_device() -> str:
+    """``cuda`` when torch sees a GPU, else ``mps`` on Apple silicon, else ``cpu``."""
+    import torch
+
+    if torch.cuda.is_available():
+        return "cuda"
+    mps = getattr(torch.backends, "mps", None)
+    return "mps" if mps is not None and mps.is_available() else "cpu"
+
+
+def release_memory() -> None:
+    """Give back what the last model held (between checkpoints): Python's garbage, CUDA's cached blocks."""
+    import gc
+
+    gc.collect()
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.cuda.is_available():
+        torch.cuda.empty_cache()
+
+
+def require_eval_extra(what: str) -> None:
+    """Stop with one line when torch, transformers or lm-eval's hf model cannot be imported."""
+    missing = []
+    for module in ("torch", "transformers", "lm_eval.models.huggingface"):
+        try:
+            __import__(module)
+        except ImportError:
+            missing.append(module.split(".")[0])
+    if missing:
+        raise OodStoreError(f"{what} needs {', '.join(missing)}: install the eval extra, pip install 'ood-store[eval]'")

@@ -1,0 +1,220 @@
+"""The worker: evaluates units of a work folder with lm-eval; never opens the store.
+
+For each unit it takes (a claim file, so that no two workers take one unit),
+it runs lm-eval on the checkpoint (:mod:`ood_store.evaluate.harness`), writes
+lm-eval's standard files into a hidden temporary folder beside the unit's
+output folder, renames that folder into place, and then writes the unit's
+completion marker (unit id, results file and its SHA-256, lm-eval version,
+host, seconds). A worker that dies leaves a temporary folder and no marker:
+the unit counts as not evaluated. An error in one unit (CUDA out of memory, a
+broken checkpoint) is written to the unit's failure marker and the worker goes
+on with the next one. Task objects are built once per worker and reused for
+every checkpoint.
+
+Every executor runs :func:`work`; the ``local`` one as
+``python -m ood_store.evaluate.worker WORK_DIR ATTEMPT``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import shutil
+import threading
+import time
+import traceback
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+
+from ood_store.errors import OodStoreError
+from ood_store.evaluate.checkpoints import Checkpoint
+from ood_store.evaluate.harness import output_to, release_memory, require_eval_extra, run_lm_eval
+from ood_store.evaluate.tasklist import TaskObjects
+from ood_store.evaluate.workdir import HEARTBEAT_S, Unit, WorkDir, this_host
+
+TAIL_LINES = 12
+
+
+@dataclass(frozen=True)
+class UnitResult:
+    unit: str
+    ok: bool
+    seconds: float
+    error: str | None = None
+
+
+def work(work_dir: str | os.PathLike[str], attempt: str, max_units: int | None = None) -> int:
+    """Evaluate the units of ``attempt`` that no other worker has taken, at most ``max_units``; returns how many."""
+    require_eval_extra("a worker")
+    work = WorkDir(work_dir)
+    count = 0
+    with TaskObjects() as tasks:
+        for unit_id in work.attempt(attempt)["units"]:
+            if max_units is not None and count >= max_units:
+                break
+            if work.done(unit_id) is not None:
+                continue
+            claim = work.claim(attempt, unit_id)
+            if claim is None:
+                continue
+            run_unit(work, work.unit(unit_id), tasks, attempt, claim)
+            count += 1
+    return count
+
+
+def run_unit(work_dir: WorkDir, unit: Unit, tasks: TaskObjects, attempt: str, claim: Path | None) -> UnitResult:
+    """Evaluate one unit: lm-eval's files renamed into ``unit.output``, then its completion marker.
+
+    Returns how it went; an error of the evaluation is written to the unit's
+    failure marker, not raised (interrupts and exits are).
+    """
+    started = time.monotonic()
+    final = Path(unit.output)
+    tmp = final.parent / f".{final.name}.{this_host()}.{os.getpid()}.tmp"
+    try:
+        with _heartbeat(claim):
+            _remove_leftovers(final)
+            tmp.mkdir(parents=True)
+            with output_to(tmp / "lm-eval.log" if unit.log_to_file else None):  # building tasks prints too
+                catalogue = tasks.task_list(unit.task_source)
+                objects = tasks.objects(unit.task_source, unit.tasks, unit.options)
+                results = run_lm_eval(
+                    Checkpoint(**unit.checkpoint),
+                    objects,
+                    catalogue.manager,
+                    tmp,
+                    unit.options,
+                    unit.dtype,
+                    catalogue.suite_record(unit.tasks),
+                )
+            relative = results.relative_to(tmp)
+            if work_dir.done(unit.id) is not None:  # another worker finished it meanwhile: keep theirs
+                shutil.rmtree(tmp, ignore_errors=True)
+                return UnitResult(unit.id, True, time.monotonic() - started)
+            if final.exists():  # renamed by a worker that died before writing its marker
+                shutil.rmtree(final)
+            os.rename(tmp, final)
+            seconds = time.monotonic() - started
+            work_dir.mark_done(
+                unit.id,
+                {
+                    "unit": unit.id,
+                    "results": str(final / relative),
+                    "sha256": _sha256(final / relative),
+                    "lm_eval_version": _version("lm_eval"),
+                    "host": this_host(),
+                    "pid": os.getpid(),
+                    "attempt": attempt,
+                    "seconds": round(seconds, 3),
+                    "finished": time.time(),
+                },
+            )
+            return UnitResult(unit.id, True, seconds)
+    except Exception as exc:
+        seconds = time.monotonic() - started
+        error = _describe(exc)
+        log = tmp / "lm-eval.log"
+        tail = _tail_lines("".join(traceback.format_exception(exc)))
+        logged = _tail_lines(log.read_text("utf-8", "replace")) if log.is_file() else []
+        if logged:
+            tail += ["-- the end of lm-eval.log --", *logged]
+            work_dir.failed_log(unit.id).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(log, work_dir.failed_log(unit.id))
+        shutil.rmtree(tmp, ignore_errors=True)
+        work_dir.mark_failed(
+            unit.id,
+            {
+                "unit": unit.id,
+                "error": error,
+                "tail": [line.rstrip("\n") for line in tail],
+                "host": this_host(),
+                "pid": os.getpid(),
+                "attempt": attempt,
+                "seconds": round(seconds, 3),
+                "finished": time.time(),
+            },
+        )
+        return UnitResult(unit.id, False, seconds, error)
+    finally:
+        release_memory()
+
+
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, OodStoreError):
+        return str(exc)
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
+
+
+def _tail_lines(text: str, n: int = TAIL_LINES) -> list[str]:
+    return text.rstrip("\n").splitlines()[-n:]
+
+
+def _remove_leftovers(final: Path) -> None:
+    """Temporary folders of workers that died while evaluating this unit (hidden, never ingested)."""
+    if final.parent.is_dir():
+        for leftover in final.parent.glob(f".{final.name}.*.tmp"):
+            shutil.rmtree(leftover, ignore_errors=True)
+
+
+def _sha256(path: Path) -> str:
+    with path.open("rb") as fh:
+        return hashlib.file_digest(fh, "sha256").hexdigest()
+
+
+def _version(package: str) -> str | None:
+    try:
+        return version(package)
+    except PackageNotFoundError:
+        return None
+
+
+@contextmanager
+def _heartbeat(claim: Path | None) -> Iterator[None]:
+    """Touch the claim file every HEARTBEAT_S seconds while the block runs: other hosts see the worker is alive."""
+    if claim is None:
+        yield
+        return
+    stop = threading.Event()
+
+    def beat() -> None:
+        while not stop.wait(HEARTBEAT_S):
+            with suppress(OSError):
+                os.utime(claim)
+
+    thread = threading.Thread(target=beat, name="ood-store-heartbeat", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m ood_store.evaluate.worker", description=__doc__.splitlines()[0])
+    parser.add_argument("work_dir")
+    parser.add_argument("attempt")
+    parser.add_argument("--max-units", type=int)
+    args = parser.parse_args(argv)
+    _threads_from_environment()
+    done = work(args.work_dir, args.attempt, args.max_units)
+    print(f"evaluated {done} units", flush=True)
+    return 0
+
+
+def _threads_from_environment() -> None:
+    """Honour OMP_NUM_THREADS for torch's intra-op threads (the local executor splits the CPUs between workers)."""
+    threads = os.environ.get("OMP_NUM_THREADS")
+    if threads and threads.isdigit():
+        import torch
+
+        torch.set_num_threads(int(threads))
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,89 @@
+"""``ood-store collect WORK_DIR`` and ``ood-store status WORK_DIR``: the work folder of an evaluation."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import click
+
+from ood_store.cli.counts import n
+from ood_store.cli.output import emit, output_options
+from ood_store.evaluate.collect import collect as collect_units
+from ood_store.evaluate.workdir import WorkDir, status_table
+
+_WORK_DIR = click.argument("work_dir", type=click.Path(file_okay=False, path_type=Path), metavar="WORK_DIR")
+_STATES = ("stored", "done", "running", "pending", "failed")
+
+
+@click.command()
+@_WORK_DIR
+@click.option("-q", "--quiet", is_flag=True, help="Print only problems.")
+@click.pass_obj
+def collect(settings, work_dir: Path, quiet: bool) -> None:
+    """Store the units that workers of `evaluate` have finished (idempotent: run it as often as you like).
+
+    \b
+    Each unit is ingested in a commit of its own, into the store it was
+    planned for (--db to choose another). Units still running are left for
+    the next collect, e.g. from cron while a detached evaluation runs:
+      ood-store collect lm-eval-results-work
+    """
+    work = WorkDir(work_dir).require()
+    store = settings.db if settings.db_given else None
+    results = collect_units(work, store=store, lock_timeout=settings.lock_timeout)
+    statuses = work.status()
+    states = Counter(s.state for s in statuses)
+    stored = [r for r in results if r.status != "rejected"]
+    refused = [r for r in results if r.status == "rejected"]
+    if not quiet:
+        stores = sorted(
+            {str(store)} if store else {s.unit.store for s in statuses if s.unit.id in {r.unit for r in stored}}
+        )
+        into = f" into {', '.join(stores)}" if stores else ""
+        scores, samples = sum(r.scores for r in stored), sum(r.samples for r in stored)
+        click.echo(f"Stored {n(len(stored), 'unit')}{into}: {n(scores, 'score')}, {n(samples, 'sample')}.")
+        click.echo(_summary(states))
+    for r in refused:
+        click.echo(f"Not stored: {r.unit}: {r.reason}", err=True)
+    if refused:
+        raise SystemExit(1)
+
+
+@click.command()
+@_WORK_DIR
+@output_options
+@click.pass_obj
+def status(settings, work_dir: Path, output_format: str, output) -> None:
+    """Show every unit of an evaluation's work folder: stored, done (not yet stored), running, pending or failed.
+
+    \b
+    Failed units are shown with the end of their error and of lm-eval's log;
+    running the evaluation again retries them, and `ood-store collect` stores
+    the done ones.
+    """
+    work = WorkDir(work_dir).require()
+    statuses = work.status()
+    frame = status_table(statuses)
+    if output_format != "table" or output is not None:
+        emit(frame, output_format, output)
+        return
+    click.echo(_summary(Counter(s.state for s in statuses)))
+    emit(frame.drop("error"), output_format, None)
+    for s in statuses:
+        if s.state == "failed":
+            click.echo(f"\n{s.unit.id} failed on {s.host}: {s.error}")
+            for line in s.error_tail:
+                click.echo(f"  {line}")
+        elif s.state == "pending" and s.error:
+            click.echo(f"\n{s.unit.id}: {s.error}")
+
+
+def _summary(states: Counter) -> str:
+    total = sum(states.values())
+    parts = [f"{states[state]} {state}" for state in _STATES if states[state]]
+    hint = " (ood-store collect stores them)" if states["done"] else ""
+    return f"{n(total, 'unit')}: {', '.join(parts) or 'none'}{hint}."
+
+
+COMMANDS = [collect, status]

@@ -1,0 +1,185 @@
+"""The same checkpoints through every executor give the same store: inline, 2 local workers, a Slurm job array
+(submitit's local executor: no Slurm here) and Ray (a local Ray instance).
+
+The reference is the inline evaluation, whose scores and per-sample rows tests/test_evaluate.py checks
+against lm-eval's own files; here every executor must reproduce it row for row (scores, samples, runs,
+checkpoints), with no duplicates. The completion markers are checked against the files they describe
+(SHA-256 computed here, lm-eval's installed version, this host's name).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from importlib.metadata import version
+from pathlib import Path
+
+import pytest
+
+import ood_store
+from conftest import TOY_RUN, TOY_STEPS, TOY_TASKS, evaluation_rows, toy_evaluate_args
+from ood_store.cli import main
+
+# One xdist worker runs these one after another: each starts worker processes of its own.
+pytestmark = pytest.mark.xdist_group("executors")
+
+ATTRS = {"family": "toy", "seed": 1}
+
+
+def _evaluate(db: Path, toy_run, root: Path, **options):
+    with ood_store.open(db) as store:
+        return store.evaluate(
+            [toy_run["run"]], run=TOY_RUN, tasks=list(TOY_TASKS), include_paths=[toy_run["tasks"]],
+            output_dir=root / "out", work_dir=root / "work", batch_size=8, attributes=ATTRS, **options,
+        )  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def inline(toy_run, tmp_path_factory):
+    """The inline evaluation, counting lm-eval's task loads and evaluations (its own methods, wrapped)."""
+    import lm_eval
+    from lm_eval.tasks import TaskManager
+
+    root = tmp_path_factory.mktemp("inline")
+    loads: list[list[str]] = []
+    evaluations: list[str] = []
+    real_load, real_evaluate = TaskManager.load, lm_eval.simple_evaluate
+
+    def load(self, task_list):
+        loads.append(list(task_list) if isinstance(task_list, list) else [task_list])
+        return real_load(self, task_list)
+
+    def simple_evaluate(*args, **kwargs):
+        evaluations.append(kwargs["model_args"]["pretrained"])
+        return real_evaluate(*args, **kwargs)
+
+    TaskManager.load, lm_eval.simple_evaluate = load, simple_evaluate
+    try:
+        report = _evaluate(root / "store.duckdb", toy_run, root)
+    finally:
+        TaskManager.load, lm_eval.simple_evaluate = real_load, real_evaluate
+    return {"root": root, "report": report, "rows": evaluation_rows(root / "store.duckdb"), "loads": loads,
+            "evaluations": evaluations}  # fmt: skip
+
+
+def test_inline_builds_each_task_once_for_all_checkpoints(inline):
+    assert len(inline["evaluations"]) == len(TOY_STEPS)  # one lm-eval call per checkpoint
+    # Each task is built from its YAML once, although three checkpoints were evaluated on it: simple_evaluate
+    # was given the built objects (it passes them through TaskManager.load) and built none itself.
+    built = [spec for specs in inline["loads"] for spec in specs if isinstance(spec, str)]
+    assert sorted(built) == sorted(TOY_TASKS)
+    assert len(inline["loads"]) == len(TOY_TASKS) + len(TOY_STEPS)
+    rows = inline["rows"]
+    assert len(rows["scores"]) == len(TOY_STEPS) * len(TOY_TASKS)
+    assert len(rows["samples"]) == len(TOY_STEPS) * len(TOY_TASKS) * 16
+    assert [(c.step, c.status) for c in inline["report"].checkpoints] == [(s, "evaluated") for s in TOY_STEPS]
+
+
+@pytest.mark.parametrize(
+    ("executor", "options", "jobs"),
+    [
+        ("local", {"workers": 2}, "2 local workers"),
+        # One unit per array task: every checkpoint in a fresh process that builds its own tasks,
+        # so equal rows also show that reusing task objects changes nothing.
+        ("slurm", {"units_per_task": 1, "timeout_min": 30}, "submitit's local executor (no Slurm here): 3 tasks"),
+        ("ray", {"workers": 2}, "2 Ray workers on a Ray instance on this machine"),
+    ],
+)
+def test_every_executor_stores_the_same_rows(inline, toy_run, tmp_path, monkeypatch, executor, options, jobs):
+    monkeypatch.setenv("RAY_USAGE_STATS_ENABLED", "0")
+    db = tmp_path / "store.duckdb"
+    report = _evaluate(db, toy_run, tmp_path, executor=executor, **options)
+    assert report.executor == executor and report.jobs.startswith(jobs), report.jobs
+    assert [(c.step, c.status) for c in report.checkpoints] == [(s, "evaluated") for s in TOY_STEPS]
+    assert evaluation_rows(db) == inline["rows"]
+
+    work = tmp_path / "work"
+    markers = [json.loads(p.read_text()) for p in sorted((work / "done").glob("*.json"))]
+    assert len(markers) == len(TOY_STEPS)
+    for marker in markers:
+        results = Path(marker["results"])
+        assert results.is_relative_to(tmp_path / "out") and results.parts[-4].startswith("step-")
+        assert marker["sha256"] == hashlib.sha256(results.read_bytes()).hexdigest()
+        assert marker["lm_eval_version"] == version("lm_eval")
+        assert marker["host"] == socket.gethostname() and marker["seconds"] > 0
+        assert marker["pid"] != os.getpid()  # evaluated by a worker process, not by this one
+    pids = {m["pid"] for m in markers}
+    assert len(pids) == 3 if executor == "slurm" else 1 <= len(pids) <= 2
+    [attempt] = (work / "claims").iterdir()
+    assert sorted(p.stem for p in attempt.glob("*.json")) == sorted(m["unit"] for m in markers)  # one claim each
+    with ood_store.open(db, read_only=True) as store:
+        source = store.query("SELECT source_path FROM evaluations ORDER BY step")["source_path"].to_list()
+        campaigns = store.query("SELECT DISTINCT campaign FROM evaluations").rows()
+    assert sorted(source) == sorted(m["results"] for m in markers)
+    assert campaigns == [(None,)]  # evaluate's own layout (RUN/step-N/unit-HASH/MODEL/) names no campaign
+
+
+def test_detach_returns_at_once_and_collect_stores_what_the_workers_finished(inline, toy_run, tmp_path, runner):
+    db, out, work = tmp_path / "store.duckdb", tmp_path / "out", tmp_path / "work"
+    args = toy_evaluate_args(db, toy_run, out, "--attr", "family=toy", "--attr", "seed=1")
+    args = [a for a in args if a != "-q"] + ["--work-dir", str(work), "--executor", "local", "--workers", "2"]
+    result = runner.invoke(main, [*args, "--detach"])
+    assert result.exit_code == 0, result.output
+    assert result.output.splitlines() == [
+        f"Submitted 3 checkpoints (9 tasks) to 2 local workers (processes {_pids(work)}).",
+        f"Watch them: ood-store status {work}",
+        f"Store what has finished (again as often as you like): ood-store --db {db} collect {work}",
+    ]
+    # While the workers run, the store is free: another process reads it.
+    listed = subprocess.run(
+        [str(Path(sys.executable).parent / "ood-store"), "--db", str(db), "--lock-timeout", "0", "runs", "-f", "csv"],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert listed.returncode == 0, listed.stderr
+
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline:
+        states = json.loads(runner.invoke(main, ["status", str(work), "-f", "json"]).output)
+        if all(s["state"] == "done" for s in states):
+            break
+        assert {s["state"] for s in states} <= {"pending", "running", "done"}, states
+        time.sleep(0.5)
+    assert [s["step"] for s in sorted(states, key=lambda s: s["step"])] == list(TOY_STEPS)
+
+    collected = runner.invoke(main, ["collect", str(work)])  # into the store the units were planned for
+    assert collected.exit_code == 0, collected.output
+    assert collected.output.splitlines() == [
+        f"Stored 3 units into {db.resolve()}: 9 scores, 144 samples.",
+        "3 units: 3 stored.",
+    ]
+    again = runner.invoke(main, ["collect", str(work)])
+    assert again.output.splitlines() == ["Stored 0 units: 0 scores, 0 samples.", "3 units: 3 stored."]
+    assert evaluation_rows(db) == inline["rows"]
+    shown = runner.invoke(main, ["status", str(work)]).output.splitlines()
+    assert shown[0] == "3 units: 3 stored." and len(shown) == 1 + 2 + 3  # the count, a header and rule, 3 units
+
+
+def _pids(work: Path) -> str:
+    [log] = (work / "attempts").glob("*.json")
+    return json.loads(log.read_text())["jobs"].split("(processes ")[1].rstrip(")")
+
+
+def test_slurm_gets_one_job_array_with_the_sbatch_directives_asked_for(toy_run, tmp_path, monkeypatch):
+    """With Slurm's commands on the PATH (stand-ins that keep the script), submitit writes the array's sbatch file."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "srun").write_text("#!/bin/sh\nexit 0\n")
+    (bin_dir / "sbatch").write_text(f'#!/bin/sh\ncp "$1" {tmp_path}/submitted.sh\necho "Submitted batch job 4242"\n')
+    for tool in bin_dir.iterdir():
+        tool.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    report = _evaluate(
+        tmp_path / "store.duckdb", toy_run, tmp_path, executor="slurm", detach=True, units_per_task=1,
+        slurm_partition="gpu", gpus_per_task=1, timeout_min=90, max_parallel=2, slurm_params=["qos=high", "mem=32G"],
+    )  # fmt: skip
+    assert report.jobs == "Slurm job array 4242: 3 tasks of up to 1 unit"
+    assert [c.status for c in report.checkpoints] == ["submitted"] * len(TOY_STEPS)
+    directives = [line for line in (tmp_path / "submitted.sh").read_text().splitlines() if line.startswith("#SBATCH")]
+    for expected in ("--partition=gpu", "--gpus-per-node=1", "--time=90", "--array=0-2%2", "--qos=high", "--mem=32G",
+                     "--ntasks-per-node=1", "--job-name=ood-store"):  # fmt: skip
+        assert f"#SBATCH {expected}" in directives, (expected, directives)
