@@ -3,10 +3,12 @@ with code that does not use ood_store's parsers."""
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 
 import duckdb
@@ -15,6 +17,11 @@ from click.testing import CliRunner
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+# A fresh Hugging Face datasets cache per test process: what `datasets` prints and caches must not
+# depend on what an earlier run on this machine left in ~/.cache (a warm cache hides its progress
+# bars, a cold one on CI shows them).
+os.environ["HF_DATASETS_CACHE"] = _HF_DATASETS_CACHE = tempfile.mkdtemp(prefix="ood-store-tests-hf-datasets-")
+atexit.register(shutil.rmtree, _HF_DATASETS_CACHE, ignore_errors=True)
 # One torch thread per xdist worker: `make test` runs 2 workers on 2 cores, and torch's
 # threads spinning against each other's made the model tests several times slower.
 os.environ.setdefault("OMP_NUM_THREADS", "1")
