@@ -20,6 +20,7 @@ layout for anything lm-eval writes.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +32,7 @@ from ood_store.ingest import jsontext
 from ood_store.ingest.jsontext import describe
 from ood_store.ingest.limits import MAX_SAMPLE_LINE_BYTES
 from ood_store.ingest.records import SamplesFile
+from ood_store.ingest.regular import cannot_read, check_name, open_regular
 
 # Keys of a sample line that are not per-sample metric values.
 FIXED = (
@@ -98,16 +100,17 @@ def plan(path: Path, output_type: str | None, known_metrics: tuple[str, ...] = (
     first line adds its own per-sample keys. Raises InputError naming the file.
     """
     shown = str(path)
+    check_name(path.resolve(), shown)
     first: dict[str, Any] | None = None
-    try:
-        size = path.stat().st_size
-        with path.open("rb") as lines:
+    with open_regular(path, shown) as lines:
+        try:
+            size = os.fstat(lines.fileno()).st_size
             for number, line in enumerate(lines, start=1):
                 if line.strip():
                     first = _line(shown, number, line)
                     break
-    except OSError as exc:
-        raise InputError(shown, None, f"cannot read: {exc.strerror}") from None
+        except OSError as exc:
+            raise cannot_read(shown, exc) from None
     names = list(known_metrics)
     if first is not None:
         names.extend(_metric_names(first))
@@ -209,7 +212,7 @@ def explain(file: SamplesFile, error: duckdb.Error | None) -> InputError:
     shown = str(file.path)
     seen: set[tuple[int, str]] = set()
     try:
-        with file.path.open("rb") as lines:
+        with open_regular(file.path, shown) as lines:
             for number, line in enumerate(lines, start=1):
                 if not line.strip():
                     continue
@@ -228,7 +231,7 @@ def explain(file: SamplesFile, error: duckdb.Error | None) -> InputError:
     except InputError as exc:
         return exc
     except OSError as exc:
-        return InputError(shown, None, f"cannot read: {exc.strerror}")
+        return cannot_read(shown, exc)
     reason = "it changed while it was read" if error is None else first_line(error)
     return InputError(shown, None, f"refused by DuckDB's JSON reader: {reason}")
 
