@@ -50,6 +50,8 @@ def broken(tmp_path, change, text=None):
     ("depth", "where"),
     [
         (150, 'config["deep"][0]: '),  # orjson reads it, and the walk names where it is too deep
+        (300, 'config["deep"][0]: '),  # 300 to 900 levels: the depths of issue 17 (RecursionError once)
+        (900, 'config["deep"][0]: '),
         (5000, ""),  # past orjson's limit, and the standard library's recursion stops before a field is known
     ],
 )

@@ -1,0 +1,246 @@
+"""No bad file takes others down (issue 17): what discovery meets on disk, and bugs met by one file.
+
+Each case puts one bad thing in a folder beside good lm-eval files and ingests the
+folder: the good files are stored (the scores counted from their JSON), the bad
+thing is named in one line, the exit status is 1, and no traceback is printed.
+The bad things are real: link loops, a FIFO, a folder the process cannot list, a
+name that is not UTF-8. The internal errors are planted faults (a reader or the
+writer raising for one file), since a known input that makes ood-store raise is
+a bug to fix, not a test case to keep.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import ood_store
+from conftest import V0413, pythia_files
+from ood_store.cli import main
+
+GOOD = pythia_files("410m")[:3]
+OOD_STORE = str(Path(sys.executable).parent / "ood-store")
+LOOP = os.strerror(errno.ELOOP)  # "Too many levels of symbolic links"
+
+
+def score_count(path: Path) -> int:
+    """The scores of a v0.3 results file, counted from its JSON: every key of a task that is not a stderr."""
+    return sum(1 for entry in json.loads(path.read_text())["results"].values() for key in entry if "_stderr" not in key)
+
+
+def good_folder(tmp_path: Path) -> Path:
+    folder = tmp_path / "in"
+    folder.mkdir()
+    for file in GOOD:
+        shutil.copyfile(file, folder / file.name)
+    return folder
+
+
+def assert_good_files_stored(db: Path, folder: Path) -> None:
+    """The good files, and nothing else, are in the store, each with every score its JSON holds."""
+    with ood_store.open(db, read_only=True) as store:
+        stored = store.query(
+            "SELECT e.source_path, count(*) FROM evaluation_scores JOIN evaluations e USING (evaluation_id) GROUP BY 1"
+        ).rows()
+    assert dict(stored) == {str((folder / f.name).resolve()): score_count(f) for f in GOOD}
+
+
+def rejected_lines(output: str) -> list[str]:
+    lines = output.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("Rejected: ") and line.endswith(":"))
+    return [line.strip() for line in lines[start + 1 :]]
+
+
+def ingest(runner, db: Path, *args: str):
+    result = runner.invoke(main, ["--db", str(db), "ingest", *args])
+    assert "Traceback" not in result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
+    return result
+
+
+def test_link_loops_in_a_searched_folder(runner, tmp_path):
+    folder = good_folder(tmp_path)
+    (folder / "results_self.json").symlink_to("results_self.json")  # a link to itself
+    (folder / "a.json").symlink_to("b.json")  # two links to each other
+    (folder / "b.json").symlink_to("a.json")
+    (folder / "sub").mkdir()
+    (folder / "sub" / "up").symlink_to("..")  # a link to a folder above: not followed
+    db = tmp_path / "s.duckdb"
+    result = ingest(runner, db, str(folder))
+    assert result.exit_code == 1
+    assert rejected_lines(result.output) == [
+        f"{folder / name}: cannot read: {LOOP}" for name in ("a.json", "b.json", "results_self.json")
+    ]
+    assert_good_files_stored(db, folder)
+
+
+def test_a_link_loop_named_on_the_command_line(runner, tmp_path):
+    folder = good_folder(tmp_path)
+    loop = folder / "loop.json"
+    loop.symlink_to("loop.json")
+    db = tmp_path / "s.duckdb"
+    result = ingest(runner, db, str(loop), *(str(folder / f.name) for f in GOOD))
+    assert result.exit_code == 1
+    assert rejected_lines(result.output) == [f"{loop}: cannot read: {LOOP}"]
+    assert_good_files_stored(db, folder)
+
+
+def run_cli(*args: str, **kwargs) -> subprocess.CompletedProcess:
+    """``ood-store`` as a process, with a time limit: a FIFO that is opened waits for a writer forever."""
+    return subprocess.run([OOD_STORE, *args], capture_output=True, text=True, timeout=120, check=False, **kwargs)
+
+
+def test_a_fifo_named_like_a_results_file_is_named_not_read(tmp_path):
+    folder = good_folder(tmp_path)
+    fifo = folder / "results_2026-01-01T00-00-00.json"
+    os.mkfifo(fifo)
+    db = tmp_path / "s.duckdb"
+    result = run_cli("--db", str(db), "ingest", "-q", str(folder))
+    assert "Traceback" not in result.stderr
+    assert result.returncode == 1
+    assert rejected_lines(result.stderr) == [f"{fifo}: not a regular file (a FIFO): not read"]
+    assert_good_files_stored(db, folder)
+    named = run_cli("--db", str(db), "ingest", "-q", str(fifo))  # named on the command line
+    assert named.returncode == 1 and rejected_lines(named.stderr) == [f"{fifo}: not a regular file (a FIFO): not read"]
+
+
+def test_a_fifo_in_place_of_a_samples_file_rejects_its_results_file(tmp_path):
+    folder = good_folder(tmp_path)
+    evaluation = folder / "v0413"
+    shutil.copytree(next(V0413.iterdir()), evaluation)
+    samples = next(evaluation.glob("samples_toy_gen_*.jsonl"))
+    samples.unlink()
+    os.mkfifo(samples)
+    db = tmp_path / "s.duckdb"
+    result = run_cli("--db", str(db), "ingest", "-q", str(folder))
+    assert "Traceback" not in result.stderr
+    assert result.returncode == 1
+    assert rejected_lines(result.stderr) == [f"{samples}: not a regular file (a FIFO): not read"]
+    assert_good_files_stored(db, folder)
+
+
+def _drop_file_permission_override() -> None:
+    """In the child, before exec: give up the capabilities that let root read any folder.
+
+    CAP_DAC_OVERRIDE and CAP_DAC_READ_SEARCH leave the bounding set (and the ambient
+    set is cleared), so the program exec'd runs without them and a folder of mode
+    000 is unreadable to it, as it is to any other user.
+    """
+    libc = ctypes.CDLL(None, use_errno=True)
+    pr_capbset_drop, pr_cap_ambient, pr_cap_ambient_clear_all = 24, 47, 4
+    for capability in (1, 2):  # CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH
+        if libc.prctl(pr_capbset_drop, capability, 0, 0, 0) != 0:
+            raise OSError(ctypes.get_errno(), "prctl(PR_CAPBSET_DROP)")
+    libc.prctl(pr_cap_ambient, pr_cap_ambient_clear_all, 0, 0, 0)
+
+
+def test_a_folder_that_cannot_be_listed_is_named(tmp_path):
+    """A sub-folder of mode 000: named, exit status 1, the readable files stored.
+
+    Run as any user but root, mode 000 is enough. Root reads every folder by its
+    capabilities: the ingest then runs in a process that has given them up (so the
+    case is as real as for any other user, not skipped).
+    """
+    folder = good_folder(tmp_path)
+    locked = folder / "locked"
+    locked.mkdir()
+    shutil.copyfile(pythia_files("160m")[0], locked / "160m_step0.json")
+    locked.chmod(0)
+    try:
+        try:
+            os.listdir(locked)
+            privileged = True  # root, or a user with CAP_DAC_OVERRIDE / CAP_DAC_READ_SEARCH
+        except PermissionError:
+            privileged = False
+        db = tmp_path / "s.duckdb"
+        preexec = _drop_file_permission_override if privileged else None
+        result = run_cli("--db", str(db), "ingest", "-q", str(folder), preexec_fn=preexec)
+    finally:
+        locked.chmod(0o755)
+    assert "Traceback" not in result.stderr
+    assert result.returncode == 1, result.stderr
+    assert rejected_lines(result.stderr) == [f"{locked}: cannot read this folder: {os.strerror(errno.EACCES)}"]
+    assert_good_files_stored(db, folder)
+
+
+@pytest.mark.parametrize("which", ["results", "samples"])
+def test_a_path_that_is_not_utf8_is_named(runner, tmp_path, which):
+    """A name of Latin-1 bytes (0xff): the store keeps paths as text, so the file is named, not stored."""
+    folder = good_folder(tmp_path)
+    evaluation = folder / "v0413"
+    shutil.copytree(next(V0413.iterdir()), evaluation)
+    results = next(evaluation.glob("results_*.json"))
+    if which == "results":
+        bad = os.fsencode(results).replace(b"results_", b"results\xff_")
+        os.rename(results, bad)
+    else:
+        samples = next(evaluation.glob("samples_toy_gen_*.jsonl"))
+        bad = os.fsencode(samples).replace(b"toy_gen", b"toy_g\xffen")
+        os.rename(samples, bad)
+    db = tmp_path / "s.duckdb"
+    result = ingest(runner, db, str(folder))
+    assert result.exit_code == 1
+    printed = os.fsdecode(bad).encode("utf-8", "backslashreplace").decode()  # as click prints the byte: \udcff
+    assert rejected_lines(result.output) == [
+        f"{printed}: the path is not UTF-8 text, which the store keeps paths as: rename it"
+    ]
+    assert_good_files_stored(db, folder)
+
+
+def test_an_internal_error_rejects_its_file_only_and_shows_the_traceback_with_v(runner, tmp_path, monkeypatch):
+    """A bug met by one file (planted: the lm-eval reader raises for it) is named, the others go in."""
+    from ood_store.ingest import formats
+
+    folder = good_folder(tmp_path)
+    bad = folder / "results_planted.json"
+    shutil.copyfile(pythia_files("160m")[0], bad)
+    parse = formats.parse_results
+
+    def planted(path, *args):
+        if path.endswith("results_planted.json"):
+            raise ZeroDivisionError("planted")
+        return parse(path, *args)
+
+    monkeypatch.setattr(formats, "parse_results", planted)
+    db = tmp_path / "s.duckdb"
+    result = ingest(runner, db, str(folder))
+    assert result.exit_code == 1
+    assert rejected_lines(result.output) == [
+        f"internal error while reading {bad}: ZeroDivisionError: planted; please report"
+    ]
+    assert_good_files_stored(db, folder)
+    verbose = runner.invoke(main, ["--db", str(db), "ingest", "-v", "-q", str(bad)])
+    assert verbose.exit_code == 1
+    lines = verbose.output.splitlines()
+    at = lines.index(f"  internal error while reading {bad}: ZeroDivisionError: planted; please report")
+    assert lines[at + 1] == "Traceback (most recent call last):" and lines[-1] == "ZeroDivisionError: planted"
+
+
+def test_an_internal_error_while_storing_rejects_that_file_only(runner, tmp_path, monkeypatch):
+    """A bug met while one file's rows are prepared (planted in the writer): the batch is retried file by file."""
+    from ood_store.ingest import write
+
+    folder = good_folder(tmp_path)
+    bad = folder / "results_planted.json"
+    shutil.copyfile(pythia_files("160m")[0], bad)
+    frame = write._evaluations_frame
+
+    def planted(records, *args):
+        if any(r.path.endswith("results_planted.json") for r in records):
+            raise KeyError("planted")
+        return frame(records, *args)
+
+    monkeypatch.setattr(write, "_evaluations_frame", planted)
+    db = tmp_path / "s.duckdb"
+    result = ingest(runner, db, str(folder))
+    assert result.exit_code == 1
+    assert rejected_lines(result.output) == [f"internal error while storing {bad}: KeyError: 'planted'; please report"]
+    assert_good_files_stored(db, folder)
