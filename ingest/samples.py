@@ -11,7 +11,10 @@ that it is never held in memory and goes in at the reader's speed. The rules
 are the ones :func:`explain` applies line by line in Python: that slow path
 runs only when DuckDB has refused a file, to name the line and the field.
 Numbers are read as DuckDB's reader reads them: NaN and ±Infinity are data,
-and a literal beyond DOUBLE's range (``1e999``) is ±Infinity. Lines of a
+and a literal beyond DOUBLE's range (``1e999``) is ±Infinity. Nesting is not
+limited either (the reader takes any depth): a line too deep for Python's
+parsers is left to DuckDB, whether it is the first line, which plans the
+insert, or one read again to explain a refusal. Lines of a
 log-likelihood task are read by a typed layout (``insert_samples_scored.sql``),
 which reads a string of a number where a per-sample metric is expected as that
 number (``"nan"`` too); any line that does not fit it sends the file to the
@@ -111,6 +114,8 @@ def plan(path: Path, output_type: str | None, known_metrics: tuple[str, ...] = (
                     break
         except OSError as exc:
             raise cannot_read(shown, exc) from None
+        except jsontext.TooDeep:  # DuckDB's reader takes any nesting: plan without this line, for "json"
+            first = None
     names = list(known_metrics)
     if first is not None:
         names.extend(_metric_names(first))
@@ -216,7 +221,10 @@ def explain(file: SamplesFile, error: duckdb.Error | None) -> InputError:
             for number, line in enumerate(lines, start=1):
                 if not line.strip():
                     continue
-                sample = _line(shown, number, line)
+                try:
+                    sample = _line(shown, number, line)
+                except jsontext.TooDeep:  # too deep to check here; DuckDB's reader takes any nesting
+                    continue
                 where = f"line {number}"
                 doc_id = _doc_id(shown, where, sample.get("doc_id"))
                 filt = sample.get("filter", "none")

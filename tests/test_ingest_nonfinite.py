@@ -11,6 +11,7 @@ from __future__ import annotations
 import csv
 import json
 import math
+import shutil
 
 import numpy as np
 import pingouin as pg
@@ -18,7 +19,7 @@ import polars as pl
 import pytest
 
 import ood_store
-from conftest import FIXTURES, V04, pythia_files
+from conftest import FIXTURES, V04, V0413, pythia_files
 from ood_store.analysis import partial_correlations
 from ood_store.cli import main
 
@@ -253,3 +254,29 @@ def test_the_same_rule_in_a_wandb_history(tmp_path, cell, expected):
         return
     assert report.ok, report.rejected
     assert got == ([] if expected == "no score" else [(expected,)])
+
+
+@pytest.mark.parametrize(
+    ("literal", "expected"),
+    [("NaN", math.nan), ("Infinity", math.inf), ("-Infinity", -math.inf), ("1e999", math.inf)],
+)
+@pytest.mark.parametrize(("task", "metric"), [("toy_nli", "acc"), ("toy_gen", "exact_match")])
+def test_per_sample_metrics_keep_what_duckdbs_reader_reads(tmp_path, task, metric, literal, expected):
+    """A per-sample metric (in both layouts: log-likelihood pairs, generated text) is kept as DuckDB's
+    JSON reader reads it: NaN and ±Infinity are data, and so is a literal beyond a DOUBLE, as ±Infinity."""
+    folder = tmp_path / "e"
+    shutil.copytree(V0413 / "toy-run__checkpoint-10", folder)
+    samples = next(folder.glob(f"samples_{task}_2026*.jsonl"))
+    lines = samples.read_text().splitlines()
+    line = json.loads(lines[0])
+    line[metric] = 0.123456789
+    lines[0] = json.dumps(line).replace("0.123456789", literal)
+    samples.write_text("\n".join(lines) + "\n")
+    with ood_store.open(tmp_path / "s.duckdb") as store:
+        assert store.ingest([folder]).ok
+        [(got,)] = store.query(
+            f"SELECT metrics['{metric}'] FROM samples WHERE task = $task AND doc_id = $doc",
+            task=task,
+            doc=line["doc_id"],
+        ).rows()
+    assert got == expected or (math.isnan(expected) and math.isnan(got))
