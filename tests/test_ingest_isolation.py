@@ -98,16 +98,23 @@ def run_cli(*args: str, **kwargs) -> subprocess.CompletedProcess:
     return subprocess.run([OOD_STORE, *args], capture_output=True, text=True, timeout=120, check=False, **kwargs)
 
 
+def ingest_process(tmp_path: Path, folder: Path, rejected: str, **kwargs) -> Path:
+    """Ingest ``folder`` in an ``ood-store`` process: the good files go in, ``rejected`` is the one line
+    naming what is not, the exit status is 1, and nothing prints a traceback. Returns the store."""
+    db = tmp_path / "s.duckdb"
+    result = run_cli("--db", str(db), "ingest", "-q", str(folder), **kwargs)
+    assert "Traceback" not in result.stderr
+    assert result.returncode == 1, result.stderr
+    assert rejected_lines(result.stderr) == [rejected]
+    assert_good_files_stored(db, folder)
+    return db
+
+
 def test_a_fifo_named_like_a_results_file_is_named_not_read(tmp_path):
     folder = good_folder(tmp_path)
     fifo = folder / "results_2026-01-01T00-00-00.json"
     os.mkfifo(fifo)
-    db = tmp_path / "s.duckdb"
-    result = run_cli("--db", str(db), "ingest", "-q", str(folder))
-    assert "Traceback" not in result.stderr
-    assert result.returncode == 1
-    assert rejected_lines(result.stderr) == [f"{fifo}: not a regular file (a FIFO): not read"]
-    assert_good_files_stored(db, folder)
+    db = ingest_process(tmp_path, folder, f"{fifo}: not a regular file (a FIFO): not read")
     named = run_cli("--db", str(db), "ingest", "-q", str(fifo))  # named on the command line
     assert named.returncode == 1 and rejected_lines(named.stderr) == [f"{fifo}: not a regular file (a FIFO): not read"]
 
@@ -119,12 +126,7 @@ def test_a_fifo_in_place_of_a_samples_file_rejects_its_results_file(tmp_path):
     samples = next(evaluation.glob("samples_toy_gen_*.jsonl"))
     samples.unlink()
     os.mkfifo(samples)
-    db = tmp_path / "s.duckdb"
-    result = run_cli("--db", str(db), "ingest", "-q", str(folder))
-    assert "Traceback" not in result.stderr
-    assert result.returncode == 1
-    assert rejected_lines(result.stderr) == [f"{samples}: not a regular file (a FIFO): not read"]
-    assert_good_files_stored(db, folder)
+    ingest_process(tmp_path, folder, f"{samples}: not a regular file (a FIFO): not read")
 
 
 def _drop_file_permission_override() -> None:
@@ -160,15 +162,11 @@ def test_a_folder_that_cannot_be_listed_is_named(tmp_path):
             privileged = True  # root, or a user with CAP_DAC_OVERRIDE / CAP_DAC_READ_SEARCH
         except PermissionError:
             privileged = False
-        db = tmp_path / "s.duckdb"
         preexec = _drop_file_permission_override if privileged else None
-        result = run_cli("--db", str(db), "ingest", "-q", str(folder), preexec_fn=preexec)
+        unreadable = f"{locked}: cannot read this folder: {os.strerror(errno.EACCES)}"
+        ingest_process(tmp_path, folder, unreadable, preexec_fn=preexec)
     finally:
         locked.chmod(0o755)
-    assert "Traceback" not in result.stderr
-    assert result.returncode == 1, result.stderr
-    assert rejected_lines(result.stderr) == [f"{locked}: cannot read this folder: {os.strerror(errno.EACCES)}"]
-    assert_good_files_stored(db, folder)
 
 
 @pytest.mark.parametrize("which", ["results", "samples"])
@@ -195,32 +193,42 @@ def test_a_path_that_is_not_utf8_is_named(runner, tmp_path, which):
     assert_good_files_stored(db, folder)
 
 
+def ingest_with_a_planted_fault(runner, tmp_path, monkeypatch, module, name, exc, hits):
+    """Ingest the good files and a copy, ``results_planted.json``, for which ``module.name`` raises ``exc``
+    (``hits`` tells from its first argument); checks that the good files are stored and the exit status 1."""
+    folder = good_folder(tmp_path)
+    bad = folder / "results_planted.json"
+    shutil.copyfile(pythia_files("160m")[0], bad)
+    original = getattr(module, name)
+
+    def planted(first, *args):
+        if hits(first):
+            raise exc
+        return original(first, *args)
+
+    monkeypatch.setattr(module, name, planted)
+    db = tmp_path / "s.duckdb"
+    result = ingest(runner, db, str(folder))
+    assert result.exit_code == 1
+    assert_good_files_stored(db, folder)
+    return db, bad, result
+
+
 def test_an_internal_error_rejects_its_file_only_and_shows_the_traceback_with_v(runner, tmp_path, monkeypatch):
     """A bug met by one file (planted: the lm-eval reader raises for it) is named, the others go in."""
     from ood_store.ingest import formats
 
-    folder = good_folder(tmp_path)
-    bad = folder / "results_planted.json"
-    shutil.copyfile(pythia_files("160m")[0], bad)
-    parse = formats.parse_results
-
-    def planted(path, *args):
-        if path.endswith("results_planted.json"):
-            raise ZeroDivisionError("planted")
-        return parse(path, *args)
-
-    monkeypatch.setattr(formats, "parse_results", planted)
-    db = tmp_path / "s.duckdb"
-    result = ingest(runner, db, str(folder))
-    assert result.exit_code == 1
-    assert rejected_lines(result.output) == [
-        f"internal error while reading {bad}: ZeroDivisionError: planted; please report"
-    ]
-    assert_good_files_stored(db, folder)
+    planted = ZeroDivisionError("planted")
+    hits = lambda path: path.endswith("results_planted.json")  # noqa: E731
+    db, bad, result = ingest_with_a_planted_fault(
+        runner, tmp_path, monkeypatch, formats, "parse_results", planted, hits
+    )
+    line = f"internal error while reading {bad}: ZeroDivisionError: planted; please report"
+    assert rejected_lines(result.output) == [line]
     verbose = runner.invoke(main, ["--db", str(db), "ingest", "-v", "-q", str(bad)])
     assert verbose.exit_code == 1
     lines = verbose.output.splitlines()
-    at = lines.index(f"  internal error while reading {bad}: ZeroDivisionError: planted; please report")
+    at = lines.index(f"  {line}")
     assert lines[at + 1] == "Traceback (most recent call last):" and lines[-1] == "ZeroDivisionError: planted"
 
 
@@ -228,19 +236,8 @@ def test_an_internal_error_while_storing_rejects_that_file_only(runner, tmp_path
     """A bug met while one file's rows are prepared (planted in the writer): the batch is retried file by file."""
     from ood_store.ingest import write
 
-    folder = good_folder(tmp_path)
-    bad = folder / "results_planted.json"
-    shutil.copyfile(pythia_files("160m")[0], bad)
-    frame = write._evaluations_frame
-
-    def planted(records, *args):
-        if any(r.path.endswith("results_planted.json") for r in records):
-            raise KeyError("planted")
-        return frame(records, *args)
-
-    monkeypatch.setattr(write, "_evaluations_frame", planted)
-    db = tmp_path / "s.duckdb"
-    result = ingest(runner, db, str(folder))
-    assert result.exit_code == 1
+    hits = lambda records: any(r.path.endswith("results_planted.json") for r in records)  # noqa: E731
+    _, bad, result = ingest_with_a_planted_fault(
+        runner, tmp_path, monkeypatch, write, "_evaluations_frame", KeyError("planted"), hits
+    )
     assert rejected_lines(result.output) == [f"internal error while storing {bad}: KeyError: 'planted'; please report"]
-    assert_good_files_stored(db, folder)
