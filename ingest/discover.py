@@ -72,9 +72,8 @@ def discover(arguments: list[str]) -> tuple[list[Candidate], list[str], list[Inp
             search.errors.append(
                 InputError(None, None, f"internal error while searching {argument}: {unexpected(exc)}")
             )
-    errors = list(
-        {str(error): error for error in search.errors}.values()
-    )  # a glob and its folders can meet a file twice
+    # A glob and the folders it matches can meet a file twice: each problem is named once.
+    errors = list({str(error): error for error in search.errors}.values())
     return sorted(search.found.values(), key=lambda c: str(c.path)), search.searched, errors
 
 

@@ -254,7 +254,10 @@ class Batch:
         shown = file_records[0].display_path
         if not isinstance(error, samples_files.Replan):
             return FileOutcome(shown, "rejected", str(error))
-        wider = _replanned(self.con, file_records[at], error)
+        try:
+            wider = _replanned(self.con, file_records[at], error)
+        except duckdb.Error as exc:  # the reader refuses a line past the one that asked for replanning
+            return FileOutcome(shown, "rejected", str(samples_files.explain(error.file, exc)))
         if wider is None:
             return FileOutcome(
                 shown, "rejected", f"{error.file.path}: its lines list per-sample metrics that cannot be read"

@@ -241,3 +241,27 @@ def test_an_internal_error_while_storing_rejects_that_file_only(runner, tmp_path
         runner, tmp_path, monkeypatch, write, "_evaluations_frame", KeyError("planted"), hits
     )
     assert rejected_lines(result.output) == [f"internal error while storing {bad}: KeyError: 'planted'; please report"]
+
+
+def test_a_broken_line_met_while_a_samples_file_is_planned_again_is_named(runner, tmp_path):
+    """Line 4 lists a per-sample metric the first line does not, so the file is planned again (every metric
+    its lines list, read by DuckDB); line 4,991, past the reader's first buffer, is cut short. That second
+    read's refusal was an uncaught DuckDB error; it is the cut line, named."""
+    folder = good_folder(tmp_path)
+    evaluation = folder / "v0413"
+    shutil.copytree(next(V0413.iterdir()), evaluation)
+    samples = next(evaluation.glob("samples_toy_gen_2026*.jsonl"))
+    base = [json.loads(line) for line in samples.read_text().splitlines()]
+    lines = []
+    for i in range(5000):
+        line = {**base[i % len(base)], "doc_id": i}
+        if i == 3:
+            line["metrics"], line["novel"] = ["exact_match", "novel"], 1.0
+        lines.append(json.dumps(line))
+    lines[4990] = lines[4990][:50]
+    samples.write_text("\n".join(lines) + "\n")
+    result = ingest(runner, tmp_path / "s.duckdb", str(folder))
+    assert result.exit_code == 1
+    [line] = rejected_lines(result.output)
+    assert line.startswith(f"{samples}: line 4991: ")
+    assert_good_files_stored(tmp_path / "s.duckdb", folder)
