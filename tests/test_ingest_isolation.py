@@ -265,3 +265,17 @@ def test_a_broken_line_met_while_a_samples_file_is_planned_again_is_named(runner
     [line] = rejected_lines(result.output)
     assert line.startswith(f"{samples}: line 4991: ")
     assert_good_files_stored(tmp_path / "s.duckdb", folder)
+
+
+def test_the_progress_bar_shows_a_name_as_it_is_not_as_markup(runner, tmp_path, monkeypatch):
+    """In a terminal the progress bar shows each file's name: rich read ``[x]`` in one as a style tag and
+    drew ``results_.json`` (and a ``[/x]`` in a run's name, which evaluate shows, as a closing tag that
+    raises). TTY_COMPATIBLE=1 makes rich draw as it does in a terminal."""
+    monkeypatch.setenv("TTY_COMPATIBLE", "1")
+    monkeypatch.setenv("COLUMNS", "200")  # wide enough for the name, whatever the machine's terminal
+    folder = good_folder(tmp_path)
+    shutil.copyfile(pythia_files("160m")[0], folder / "results_[x].json")
+    result = ingest(runner, tmp_path / "s.duckdb", str(folder))
+    assert result.exit_code == 0, result.output
+    assert "Ingested 4 files" in result.output
+    assert "results_[x].json" in result.output  # drawn by the bar, as the name is
