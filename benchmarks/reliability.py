@@ -38,6 +38,7 @@ import argparse
 import ctypes
 import hashlib
 import importlib
+import importlib.util
 import os
 import random
 import re
