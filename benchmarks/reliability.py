@@ -17,9 +17,11 @@
    names it. Run as root, the ingest gives up the capabilities that let root read
    any folder, so that the class of folders that cannot be listed is real.
 2. **Kill trials.** An ingest of ``--kill-files`` intact copies (some with their
-   samples files) is killed with SIGKILL at a random moment of its run, then run
-   again to the end: the store must then hold the same rows as one clean ingest
-   (every table, without ids and times).
+   samples files) is killed with SIGKILL at a random moment (every other trial,
+   near the moment a clean ingest wrote its rows), then run again to the end: the
+   store must then hold the same rows as one clean ingest (every table, without
+   ids and times). Each trial says what the kill left: no store yet, or how many
+   evaluations the store held and how large a WAL.
 3. **Concurrent ingests.** Four ``ood-store ingest`` processes, each given three
    quarters of the same files, start together on one new store: each must exit 0
    with no raw lock error, and the store must hold every file once, the same
@@ -49,6 +51,7 @@ import sys
 import tempfile
 import time
 from collections import defaultdict
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -368,42 +371,91 @@ def corpus(workdir: Path, files: int, seed: int) -> list[Path]:
     return folders
 
 
-def clean_ingest(args, workdir: Path) -> tuple[list[Path], dict[str, list[str]], float]:
-    """The corpus of the kill and concurrency trials, the rows of its clean ingest, and the seconds it took."""
+@dataclass(frozen=True)
+class Clean:
+    """The corpus of the kill and concurrency trials, and its clean ingest: the rows it left, how long it
+    took, and when it wrote them (the seconds from its start to the moment its store files had grown to
+    half their final size: the commit)."""
+
+    folders: list[Path]
+    rows: dict[str, list[str]]
+    seconds: float
+    writing: float
+
+
+def clean_ingest(args, workdir: Path) -> Clean:
     folders = corpus(workdir, args.kill_files, args.seed + 1)
     db = fresh(workdir / "clean.duckdb")
+    files = (db, db.with_name(db.name + ".wal"))
+    command = [OOD_STORE, "--db", str(db), "ingest", "-q", str(folders[0].parent)]
     start = time.monotonic()
-    clean = ingest(db, folders[0].parent)
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    sizes = []  # (seconds, bytes of the store and its WAL), every few milliseconds
+    while process.poll() is None:
+        sizes.append((time.monotonic() - start, sum(f.stat().st_size for f in files if f.exists())))
+        time.sleep(0.005)
     seconds = time.monotonic() - start
-    if clean.returncode != 0:
-        raise SystemExit(f"the clean ingest of the trials' corpus failed:\n{clean.stderr}")
-    return folders, canonical(db), seconds
+    if process.returncode != 0:
+        raise SystemExit(f"the clean ingest of the trials' corpus failed:\n{process.stderr.read()}")
+    largest = max((size for _, size in sizes), default=0)
+    writing = next((t for t, size in sizes if size >= largest / 2), seconds)
+    return Clean(folders, canonical(db), seconds, writing)
 
 
-def kill_trials(args, workdir: Path, clean: tuple[list[Path], dict[str, list[str]], float], table: Table) -> None:
-    folders, expected, seconds = clean
-    root = folders[0].parent
+def kill_trials(args, workdir: Path, clean: Clean, table: Table) -> None:
+    """SIGKILL an ingest, then run it again: every other trial at any moment, the others about when it writes."""
+    root = clean.folders[0].parent
     print(
-        f"2. {args.kill_trials} kill trials: a clean ingest of {len(folders)} files takes {seconds:.1f} s", flush=True
+        f"2. {args.kill_trials} kill trials: a clean ingest of {len(clean.folders)} files takes {clean.seconds:.1f} s "
+        f"and writes its rows at about {clean.writing:.2f} s:",
+        flush=True,
     )
     rng = random.Random(args.seed + 2)
     for trial in range(args.kill_trials):
         db = fresh(workdir / "killed.duckdb")
-        at = rng.uniform(0.1, 1.0) * seconds
+        anytime, near_the_commit = rng.uniform(0.05, 1.0) * clean.seconds, clean.writing + rng.uniform(-0.3, 0.1)
+        at = anytime if trial % 2 else max(0.0, near_the_commit)
         command = [OOD_STORE, "--db", str(db), "ingest", "-q", str(root)]
         process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         time.sleep(at)
         finished = process.poll() is not None
         process.send_signal(signal.SIGKILL)
         process.wait()
+        left = "it had finished" if finished else _left_by_kill(db, workdir / "kill-copy")
         again = ingest(db, root)
         problems = []
         if again.returncode != 0 or "Traceback" in again.stderr:
             problems.append(f"the rerun exited {again.returncode}: {again.stderr.strip()[-300:]}")
         else:
-            problems += _differences(canonical(db), expected)
-        when = f"killed at {at:.2f} s" + (" (it had finished)" if finished else "")
-        table.add("SIGKILL, then ingest again", f"trial {trial}, {when}: {'; '.join(problems)}" if problems else None)
+            problems += _differences(canonical(db), clean.rows)
+        verdict = "; ".join(problems) or "the rerun's store equals the clean one"
+        print(f"  trial {trial}: killed at {at:.2f} s ({left}): {verdict}", flush=True)
+        failure = f"trial {trial}, killed at {at:.2f} s ({left}): {verdict}" if problems else None
+        table.add("SIGKILL, then ingest again", failure)
+
+
+def _left_by_kill(db: Path, scratch: Path) -> str:
+    """What a killed ingest left: no store, or how many evaluations its store holds (read from a copy, WAL
+    and all, so that the rerun meets the files as the kill left them)."""
+    wal = db.with_name(db.name + ".wal")
+    if not db.exists():
+        return "no store file yet"
+    shutil.rmtree(scratch, ignore_errors=True)
+    scratch.mkdir()
+    shutil.copyfile(db, scratch / db.name)
+    if wal.exists():
+        shutil.copyfile(wal, scratch / wal.name)
+    try:
+        con = duckdb.connect(str(scratch / db.name))
+        try:
+            tables = {name for (name,) in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
+            count = con.execute("SELECT count(*) FROM evaluations").fetchone()[0] if "evaluations" in tables else None
+        finally:
+            con.close()
+    except duckdb.Error as exc:
+        return f"a store DuckDB cannot open: {str(exc).splitlines()[0][:100]}"
+    stored = "no tables yet" if count is None else f"{count} evaluations stored"
+    return stored + (f", a WAL of {wal.stat().st_size / 1e6:.2f} MB left" if wal.exists() else "")
 
 
 def _differences(got: dict[str, list[str]], expected: dict[str, list[str]]) -> list[str]:
@@ -411,8 +463,8 @@ def _differences(got: dict[str, list[str]], expected: dict[str, list[str]]) -> l
     return [f"tables differ from a clean ingest's: {', '.join(differ)}"] if differ else []
 
 
-def concurrent_trials(args, workdir: Path, clean: tuple[list[Path], dict[str, list[str]], float], table: Table) -> None:
-    folders, expected, _ = clean
+def concurrent_trials(args, workdir: Path, clean: Clean, table: Table) -> None:
+    folders, expected = clean.folders, clean.rows
     print(
         f"3. {args.concurrent_trials} trials of 4 concurrent ingests, each of 3/4 of {len(folders)} files", flush=True
     )
