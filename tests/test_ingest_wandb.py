@@ -157,10 +157,14 @@ def test_a_history_exported_again_with_more_steps_adds_only_the_new_ones(db, tmp
 def test_a_bad_cell_rejects_the_file_naming_row_and_column(db, tmp_path, runner, edit, message):
     path = tmp_path / "h.csv"
     path.write_text(edit(RUN1.read_text()))
+    with ood_store.open(db) as store:  # a store with a history in it already
+        assert store.ingest([RUN2], wandb_map=["eval/{task}/{metric}"]).ok
+    before = table_dump(db)
     result = runner.invoke(main, ["--db", str(db), "ingest", str(path), "--wandb-step", "train/global_step"])
     assert result.exit_code == 1
     assert any(line.startswith(f"  {path}: {message}") for line in result.output.splitlines()), result.output
     assert "Ingested 0 files" in result.output
+    assert table_dump(db) == before  # the rows before the bad one did not go in either
 
 
 def test_two_values_for_one_step_are_refused(db, tmp_path, runner):
