@@ -64,6 +64,19 @@ class CheckpointOutcome:
     error: str | None = None  # failed: why
 
 
+class _WithStatus:
+    """A read-only attribute of :class:`EvaluateReport`: its outcomes whose status is the attribute's name."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.status = name
+
+    def __get__(self, report: EvaluateReport, owner: type | None = None) -> list[CheckpointOutcome]:
+        return [c for c in report.checkpoints if c.status == self.status]
+
+    def __set__(self, report: EvaluateReport, value: object) -> None:
+        raise AttributeError(f"{self.status}: read-only (set the report's checkpoints instead)")
+
+
 @dataclass
 class EvaluateReport:
     runs: list[str]
@@ -79,28 +92,12 @@ class EvaluateReport:
         """The run evaluated (the first, for a study)."""
         return self.runs[0] if self.runs else ""
 
-    def _with(self, status: Status) -> list[CheckpointOutcome]:
-        return [c for c in self.checkpoints if c.status == status]
-
-    @property
-    def evaluated(self) -> list[CheckpointOutcome]:
-        return self._with("evaluated")
-
-    @property
-    def skipped(self) -> list[CheckpointOutcome]:
-        return self._with("skipped")
-
-    @property
-    def failed(self) -> list[CheckpointOutcome]:
-        return self._with("failed")
-
-    @property
-    def submitted(self) -> list[CheckpointOutcome]:
-        return self._with("submitted")
-
-    @property
-    def pending(self) -> list[CheckpointOutcome]:
-        return self._with("pending")
+    # The outcomes of one status, as properties: report.evaluated, report.failed, ...
+    evaluated = _WithStatus()
+    skipped = _WithStatus()
+    failed = _WithStatus()
+    submitted = _WithStatus()
+    pending = _WithStatus()
 
 
 class EvaluationInterrupted(KeyboardInterrupt):

@@ -6,20 +6,14 @@
 -- * (evaluation_id, task, metric, filter) stays unique, but is checked by the writer once per
 --   batch (ood_store.ingest.write) instead of by a PRIMARY KEY index row by row, which made a
 --   bulk ingest twice as slow to insert and to commit.
-CREATE TABLE evaluation_scores_0004 (
-    evaluation_id     INTEGER NOT NULL,
-    task              VARCHAR NOT NULL,
-    num_fewshot       INTEGER,               -- n-shot of the task (config.num_fewshot in v0.3 files)
-    metric            VARCHAR NOT NULL,      -- e.g. 'acc', 'acc_norm', 'exact_match'
-    filter            VARCHAR NOT NULL,      -- lm-eval filter; 'none' for v0.3 files, which had no filters
-    value             DOUBLE,                -- NULL where the file says NaN; may be +-Infinity
-    stderr            DOUBLE,                -- NULL where the file says "N/A", NaN or nothing
-    n_samples         BIGINT,                -- documents evaluated (n-samples.effective), when known
-    is_group          BOOLEAN NOT NULL,      -- an aggregate over subtasks (e.g. mmlu)
-    higher_is_better  BOOLEAN,
-    task_version      VARCHAR
-);
-INSERT INTO evaluation_scores_0004 SELECT * FROM evaluation_scores ORDER BY evaluation_id;
+-- DuckDB cannot drop a primary key in place: the table is copied, which keeps its columns and
+-- types but no constraint, and the NOT NULLs of 0001 but value's are put back.
+CREATE TABLE evaluation_scores_0004 AS SELECT * FROM evaluation_scores ORDER BY evaluation_id;
+ALTER TABLE evaluation_scores_0004 ALTER COLUMN evaluation_id SET NOT NULL;
+ALTER TABLE evaluation_scores_0004 ALTER COLUMN task SET NOT NULL;
+ALTER TABLE evaluation_scores_0004 ALTER COLUMN metric SET NOT NULL;
+ALTER TABLE evaluation_scores_0004 ALTER COLUMN filter SET NOT NULL;
+ALTER TABLE evaluation_scores_0004 ALTER COLUMN is_group SET NOT NULL;
 DROP TABLE evaluation_scores;
 ALTER TABLE evaluation_scores_0004 RENAME TO evaluation_scores;
 
