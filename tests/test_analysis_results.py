@@ -73,6 +73,11 @@ def test_saving_needs_a_result_not_a_bare_frame(analysis_db, tmp_path):
         frame = store.analysis(PYTHIA_ANALYSIS).table
         with pytest.raises(AnalysisError, match="expected the result of partial_correlations, got DataFrame"):
             store.save_analysis("bare", frame)  # type: ignore[arg-type]
+        result = store.analysis(PYTHIA_ANALYSIS)
+        lacking = PartialCorrelations(result.table.drop("acf1_x"), result.options, result.tasks, result.runs)
+        with pytest.raises(AnalysisError, match=r"^not a partial-correlation table: no column\(s\) acf1_x$"):
+            store.save_analysis("lacking", lacking)
+        assert "lacking" not in store.analyses()["name"].to_list()
 
 
 def test_compare_keeps_what_it_compared(analysis_db):
