@@ -154,6 +154,15 @@ def test_grid_of_24_runs_wraps_to_the_page_with_labels_on_every_row_and_column(g
             assert values[i, j] == pytest.approx(saved[(run, frozenset((OOD[i + 1], OOD[j])))]["r"])
 
 
+def test_full_titles_are_whole_display_names_wrapped_and_still_apart(grid, tmp_path):
+    figure = grid(short_titles=False).figure
+    titles = [ax.get_title() for ax in panels(figure)]
+    # A run's display name, without --rename, is its name after the last "/" (as in one run's heatmap).
+    assert [t.replace("\n", "") for t in titles] == [run.rsplit("/", 1)[-1] for run in RUNS]
+    assert "Runs:" not in figure.get_supxlabel()  # nothing common left out of the titles for the note to name
+    check_layout(figure, tmp_path)
+
+
 def test_cells_too_small_for_their_numbers_keep_their_colours_and_the_note_says_so(grid):
     figure = grid(width=3.25).figure
     assert all(not ax.texts for ax in panels(figure))  # no r printed: 5 pt would not fit a 0.06 in cell
