@@ -7,6 +7,7 @@ import atexit
 import json
 import os
 import shutil
+import socket
 import subprocess
 import tempfile
 from pathlib import Path
@@ -73,6 +74,15 @@ def table_dump(db: Path) -> dict[str, list[tuple]]:
 @pytest.fixture
 def runner() -> CliRunner:
     return CliRunner()
+
+
+@pytest.fixture
+def dead_address():
+    """``127.0.0.1:PORT`` where nothing listens while the test runs: a port bound here and never listened on,
+    so that a connection is refused at once, whatever else runs on the machine (no well-known port assumed free)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        yield f"127.0.0.1:{sock.getsockname()[1]}"
 
 
 @pytest.fixture

@@ -264,8 +264,8 @@ TOY = ["{run}", "--run", "r", "--tasks", "toy_nli", "--include-path", "{tasks}",
         ),
         ([*TOY, "--detach"], "Error: --detach: the inline executor runs in this process: choose local, slurm or ray"),
         (
-            [*TOY, "--executor", "ray", "--ray-address", "127.0.0.1:9"],
-            "Error: --ray-address: cannot connect to a Ray cluster at 127.0.0.1:9: Connection refused",
+            [*TOY, "--executor", "ray", "--ray-address", "{dead}"],
+            "Error: --ray-address: cannot connect to a Ray cluster at {dead}: Connection refused",
         ),
         (
             [*TOY, "--work-dir", "{tmp}/bad.toml/work"],
@@ -273,12 +273,12 @@ TOY = ["{run}", "--run", "r", "--tasks", "toy_nli", "--include-path", "{tasks}",
         ),
     ],
 )
-def test_bad_input_is_one_line_and_leaves_the_store_unchanged(runner, toy_run, tmp_path, args, message):
+def test_bad_input_is_one_line_and_leaves_the_store_unchanged(runner, toy_run, tmp_path, dead_address, args, message):
     db = tmp_path / "store.duckdb"
     runner.invoke(main, ["--db", str(db), "ingest", "-q", "tests/fixtures/lm-eval-real/v0.4/saucam-PowerBot-8B"])
     before = table_dump(db)
     (tmp_path / "bad.toml").write_text("family = \n")
-    fill = {"run": str(toy_run["run"]), "tmp": str(tmp_path), "tasks": str(toy_run["tasks"])}
+    fill = {"run": str(toy_run["run"]), "tmp": str(tmp_path), "tasks": str(toy_run["tasks"]), "dead": dead_address}
     result = runner.invoke(main, ["--db", str(db), "evaluate", *[a.format(**fill) for a in args]])
     assert result.exit_code != 0
     assert "Traceback" not in result.output

@@ -90,8 +90,13 @@ def test_inline_builds_each_task_once_for_all_checkpoints(inline):
         ("ray", {"workers": 2}, "2 Ray workers on a Ray instance on this machine"),
     ],
 )
-def test_every_executor_stores_the_same_rows(inline, toy_run, tmp_path, monkeypatch, executor, options, jobs):
+def test_every_executor_stores_the_same_rows(
+    inline, toy_run, tmp_path, monkeypatch, dead_address, executor, options, jobs
+):
     monkeypatch.setenv("RAY_USAGE_STATS_ENABLED", "0")
+    # Without --ray-address the workers run on a Ray of their own, here: never on a cluster that RAY_ADDRESS
+    # (or an earlier `ray start` on this machine) names. One that answers nothing shows it.
+    monkeypatch.setenv("RAY_ADDRESS", dead_address)
     db = tmp_path / "store.duckdb"
     report = _evaluate(db, toy_run, tmp_path, executor=executor, **options)
     assert report.executor == executor and report.jobs.startswith(jobs), report.jobs
