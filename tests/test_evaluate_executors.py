@@ -16,6 +16,7 @@ import socket
 import subprocess
 import sys
 import time
+from contextlib import contextmanager
 from importlib.metadata import version
 from pathlib import Path
 
@@ -39,45 +40,81 @@ def _evaluate(db: Path, toy_run, root: Path, **options):
         )  # fmt: skip
 
 
-@pytest.fixture(scope="module")
-def inline(toy_run, tmp_path_factory):
-    """The inline evaluation, counting lm-eval's task loads and evaluations (its own methods, wrapped)."""
+@contextmanager
+def counting_lm_eval():
+    """lm-eval's task loads and evaluations while the block runs (its own methods, wrapped): yields
+    ``{"loads": [[spec, ...] per TaskManager.load call], "evaluations": [checkpoint per simple_evaluate call]}``."""
     import lm_eval
     from lm_eval.tasks import TaskManager
 
-    root = tmp_path_factory.mktemp("inline")
-    loads: list[list[str]] = []
-    evaluations: list[str] = []
+    seen: dict[str, list] = {"loads": [], "evaluations": []}
     real_load, real_evaluate = TaskManager.load, lm_eval.simple_evaluate
 
     def load(self, task_list):
-        loads.append(list(task_list) if isinstance(task_list, list) else [task_list])
+        seen["loads"].append(list(task_list) if isinstance(task_list, list) else [task_list])
         return real_load(self, task_list)
 
     def simple_evaluate(*args, **kwargs):
-        evaluations.append(kwargs["model_args"]["pretrained"])
+        seen["evaluations"].append(kwargs["model_args"]["pretrained"])
         return real_evaluate(*args, **kwargs)
 
     TaskManager.load, lm_eval.simple_evaluate = load, simple_evaluate
     try:
-        report = _evaluate(root / "store.duckdb", toy_run, root)
+        yield seen
     finally:
         TaskManager.load, lm_eval.simple_evaluate = real_load, real_evaluate
-    return {"root": root, "report": report, "rows": evaluation_rows(root / "store.duckdb"), "loads": loads,
-            "evaluations": evaluations}  # fmt: skip
+
+
+def built_from_names(loads: list[list]) -> list[str]:
+    """The tasks built from their YAML (given by name); objects passed back in are built already."""
+    return sorted(spec for specs in loads for spec in specs if isinstance(spec, str))
+
+
+@pytest.fixture(scope="module")
+def inline(toy_run, tmp_path_factory):
+    """The inline evaluation, counting lm-eval's task loads and evaluations."""
+    root = tmp_path_factory.mktemp("inline")
+    with counting_lm_eval() as seen:
+        report = _evaluate(root / "store.duckdb", toy_run, root)
+    return {"root": root, "report": report, "rows": evaluation_rows(root / "store.duckdb"), **seen}
 
 
 def test_inline_builds_each_task_once_for_all_checkpoints(inline):
     assert len(inline["evaluations"]) == len(TOY_STEPS)  # one lm-eval call per checkpoint
     # Each task is built from its YAML once, although three checkpoints were evaluated on it: simple_evaluate
     # was given the built objects (it passes them through TaskManager.load) and built none itself.
-    built = [spec for specs in inline["loads"] for spec in specs if isinstance(spec, str)]
-    assert sorted(built) == sorted(TOY_TASKS)
+    assert built_from_names(inline["loads"]) == sorted(TOY_TASKS)
     assert len(inline["loads"]) == len(TOY_TASKS) + len(TOY_STEPS)
     rows = inline["rows"]
     assert len(rows["scores"]) == len(TOY_STEPS) * len(TOY_TASKS)
     assert len(rows["samples"]) == len(TOY_STEPS) * len(TOY_TASKS) * 16
     assert [(c.step, c.status) for c in inline["report"].checkpoints] == [(s, "evaluated") for s in TOY_STEPS]
+
+
+def test_a_worker_process_builds_each_task_once_for_all_its_units(toy_run, tmp_path):
+    """What every executor runs in its worker processes (``worker.work``), here in this process: three units
+    (checkpoints) of a planned work folder, each task built from its YAML once and reused for all three."""
+    from ood_store.evaluate import worker
+    from ood_store.evaluate.plan import RunRequest, plan
+    from ood_store.evaluate.workdir import WorkDir
+
+    db = tmp_path / "store.duckdb"
+    request = RunRequest(
+        run=TOY_RUN, checkpoints=[str(toy_run["run"])], tasks=list(TOY_TASKS), include_paths=[str(toy_run["tasks"])],
+        batch_size=8, limit=4,
+    )  # fmt: skip
+    with ood_store.open(db) as store:
+        planned = plan(store.connection, [request], store=db.resolve(), output_dir=tmp_path / "out")
+    assert [u.step for u in planned.units] == list(TOY_STEPS)
+    work = WorkDir(tmp_path / "work").create()
+    work.add_units(planned.units)
+    attempt = work.start_attempt([u.id for u in planned.units], "test")
+    with counting_lm_eval() as seen:
+        assert worker.work(work.path, attempt) == len(TOY_STEPS)
+    assert [Path(p).name for p in seen["evaluations"]] == [f"checkpoint-{s}" for s in TOY_STEPS]
+    assert built_from_names(seen["loads"]) == sorted(TOY_TASKS)
+    assert len(seen["loads"]) == len(TOY_TASKS) + len(TOY_STEPS)  # the rest: simple_evaluate passing objects
+    assert work.marked("done") == {u.id for u in planned.units} and not work.marked("failed")
 
 
 @pytest.mark.parametrize(
