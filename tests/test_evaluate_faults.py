@@ -234,6 +234,32 @@ def test_a_worker_killed_mid_unit_leaves_only_that_unit_to_evaluate_again(toy_ru
     assert evaluation_rows(db) == reference  # every unit once: no duplicate scores or samples
 
 
+def test_units_finished_but_not_stored_are_stored_by_the_next_evaluate_not_evaluated_again(
+    toy_run, reference, tmp_path, runner, monkeypatch
+):
+    """Workers finished every unit (--detach), nothing collected; the same command again (inline now) plans the
+    same unit ids, finds their completion markers, and stores the units without running lm-eval."""
+    import lm_eval
+
+    db, out, work = tmp_path / "store.duckdb", tmp_path / "out", tmp_path / "work"
+    args = [*toy_evaluate_args(db, toy_run, out, tasks=TASKS), "--work-dir", str(work)]
+    detached = runner.invoke(main, [*args, "--executor", "local", "--workers", "2", "--detach"])
+    assert detached.exit_code == 0, detached.output
+    wait_for(lambda: len(list((work / "done").glob("*.json"))) == len(TOY_STEPS), "3 completion markers")
+    finished = {p.name: p.read_text() for p in (work / "done").glob("*.json")}
+
+    calls: list[str] = []
+    real = lm_eval.simple_evaluate
+    monkeypatch.setattr(lm_eval, "simple_evaluate", lambda *a, **k: calls.append(k["model_args"]) or real(*a, **k))
+    again = runner.invoke(main, [a for a in args if a != "-q"])
+    assert again.exit_code == 0, again.output
+    assert again.output.splitlines()[0] == f"Evaluated 3 checkpoints of run {TOY_RUN} into {db}: 6 scores, 96 samples."
+    assert calls == []  # lm-eval never ran: the finished units were stored as they were
+    assert sorted(p.name for p in (work / "units").glob("*.json")) == sorted(finished)  # no new unit planned
+    assert {p.name: p.read_text() for p in (work / "done").glob("*.json")} == finished
+    assert evaluation_rows(db) == reference
+
+
 def test_a_broken_checkpoint_fails_alone_and_is_retried_when_fixed(toy_run, reference, tmp_path, runner):
     run = tmp_path / "run"
     shutil.copytree(toy_run["run"], run)
