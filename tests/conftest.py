@@ -24,8 +24,11 @@ os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ["HF_DATASETS_CACHE"] = _HF_DATASETS_CACHE = tempfile.mkdtemp(prefix="ood-store-tests-hf-datasets-")
 atexit.register(shutil.rmtree, _HF_DATASETS_CACHE, ignore_errors=True)
 # One torch thread per xdist worker: `make test` runs 2 workers on 2 cores, and torch's
-# threads spinning against each other's made the model tests several times slower.
-os.environ.setdefault("OMP_NUM_THREADS", "1")
+# threads spinning against each other's made the model tests several times slower. Set, not
+# defaulted: the executor tests compare loglikelihoods computed here with those of worker
+# processes (Ray's run on one thread unless it is set), so every process must sum in the same order,
+# whatever OMP_NUM_THREADS the machine's environment holds.
+os.environ["OMP_NUM_THREADS"] = os.environ["MKL_NUM_THREADS"] = "1"
 
 FIXTURES = Path(__file__).parent / "fixtures"
 REAL = FIXTURES / "lm-eval-real"
