@@ -16,13 +16,18 @@ import duckdb
 import pytest
 from click.testing import CliRunner
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
-# A fresh Hugging Face datasets cache per test process: what `datasets` prints and caches must not
-# depend on what an earlier run on this machine left in ~/.cache (a warm cache hides its progress
-# bars, a cold one on CI shows them).
+# Offline, whatever the environment says: the tests never download (models and tokenizers are built from code).
+os.environ["HF_HUB_OFFLINE"] = os.environ["HF_DATASETS_OFFLINE"] = "1"
+# A fresh Hugging Face home (hub cache, modules) and datasets cache per test process: what the tests
+# find, print and cache must not depend on what an earlier run on this machine left in ~/.cache (a
+# warm datasets cache hides its progress bars, a cold one on CI shows them; a model in the hub cache
+# would load offline here and nowhere else).
+os.environ["HF_HOME"] = _HF_HOME = tempfile.mkdtemp(prefix="ood-store-tests-hf-home-")
+for _variable in ("HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE", "TRANSFORMERS_CACHE", "HF_MODULES_CACHE"):
+    os.environ.pop(_variable, None)  # each would point somewhere other than HF_HOME
 os.environ["HF_DATASETS_CACHE"] = _HF_DATASETS_CACHE = tempfile.mkdtemp(prefix="ood-store-tests-hf-datasets-")
-atexit.register(shutil.rmtree, _HF_DATASETS_CACHE, ignore_errors=True)
+for _folder in (_HF_HOME, _HF_DATASETS_CACHE):
+    atexit.register(shutil.rmtree, _folder, ignore_errors=True)
 # One torch thread per xdist worker: `make test` runs 2 workers on 2 cores, and torch's
 # threads spinning against each other's made the model tests several times slower. Set, not
 # defaulted: the executor tests compare loglikelihoods computed here with those of worker
