@@ -225,3 +225,30 @@ def test_slurm_gets_one_job_array_with_the_sbatch_directives_asked_for(toy_run, 
     for expected in ("--partition=gpu", "--gpus-per-node=1", "--time=90", "--array=0-2%2", "--qos=high", "--mem=32G",
                      "--ntasks-per-node=1", "--job-name=ood-store"):  # fmt: skip
         assert f"#SBATCH {expected}" in directives, (expected, directives)
+
+
+def test_local_workers_each_see_their_own_gpus_or_a_share_of_the_cores(monkeypatch):
+    """The README's rule: by default one worker per visible GPU, each seeing its own (CUDA_VISIBLE_DEVICES,
+    --gpus-per-task each); without GPUs, the cores shared out between the workers (unless set already)."""
+    from ood_store.evaluate.executors import settings
+    from ood_store.evaluate.executors.local import LocalExecutor
+
+    def environments(**options):
+        return LocalExecutor(settings("local", **options)).worker_environments()
+
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "4,5,6,7")  # the GPUs this machine gives us, by its numbers
+    assert [e["CUDA_VISIBLE_DEVICES"] for e in environments()] == ["4", "5", "6", "7"]
+    assert [e["CUDA_VISIBLE_DEVICES"] for e in environments(gpus_per_task=2)] == ["4,5", "6,7"]
+    assert [e["CUDA_VISIBLE_DEVICES"] for e in environments(workers=2)] == ["4", "5"]
+    assert [e["CUDA_VISIBLE_DEVICES"] for e in environments(gpus_per_task=0, workers=2)] == ["", ""]  # CPUs only
+
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")  # no GPU
+    monkeypatch.delenv("OMP_NUM_THREADS")
+    monkeypatch.delenv("MKL_NUM_THREADS")
+    monkeypatch.setattr(os, "cpu_count", lambda: 8)
+    shared = environments(workers=2)
+    assert [(e["OMP_NUM_THREADS"], e["MKL_NUM_THREADS"]) for e in shared] == [("4", "4"), ("4", "4")]
+    assert [e["CUDA_VISIBLE_DEVICES"] for e in shared] == ["", ""]
+    assert len(environments()) == 1  # one worker where there is no GPU and no --workers
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")  # set already: kept
+    assert {e["OMP_NUM_THREADS"] for e in environments(workers=2)} == {"1"}
