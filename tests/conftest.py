@@ -7,6 +7,7 @@ import atexit
 import json
 import os
 import shutil
+import socket
 import subprocess
 import tempfile
 from pathlib import Path
@@ -15,16 +16,24 @@ import duckdb
 import pytest
 from click.testing import CliRunner
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
-# A fresh Hugging Face datasets cache per test process: what `datasets` prints and caches must not
-# depend on what an earlier run on this machine left in ~/.cache (a warm cache hides its progress
-# bars, a cold one on CI shows them).
+# Offline, whatever the environment says: the tests never download (models and tokenizers are built from code).
+os.environ["HF_HUB_OFFLINE"] = os.environ["HF_DATASETS_OFFLINE"] = "1"
+# A fresh Hugging Face home (hub cache, modules) and datasets cache per test process: what the tests
+# find, print and cache must not depend on what an earlier run on this machine left in ~/.cache (a
+# warm datasets cache hides its progress bars, a cold one on CI shows them; a model in the hub cache
+# would load offline here and nowhere else).
+os.environ["HF_HOME"] = _HF_HOME = tempfile.mkdtemp(prefix="ood-store-tests-hf-home-")
+for _variable in ("HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE", "TRANSFORMERS_CACHE", "HF_MODULES_CACHE"):
+    os.environ.pop(_variable, None)  # each would point somewhere other than HF_HOME
 os.environ["HF_DATASETS_CACHE"] = _HF_DATASETS_CACHE = tempfile.mkdtemp(prefix="ood-store-tests-hf-datasets-")
-atexit.register(shutil.rmtree, _HF_DATASETS_CACHE, ignore_errors=True)
+for _folder in (_HF_HOME, _HF_DATASETS_CACHE):
+    atexit.register(shutil.rmtree, _folder, ignore_errors=True)
 # One torch thread per xdist worker: `make test` runs 2 workers on 2 cores, and torch's
-# threads spinning against each other's made the model tests several times slower.
-os.environ.setdefault("OMP_NUM_THREADS", "1")
+# threads spinning against each other's made the model tests several times slower. Set, not
+# defaulted: the executor tests compare loglikelihoods computed here with those of worker
+# processes (Ray's run on one thread unless it is set), so every process must sum in the same order,
+# whatever OMP_NUM_THREADS the machine's environment holds.
+os.environ["OMP_NUM_THREADS"] = os.environ["MKL_NUM_THREADS"] = "1"
 
 FIXTURES = Path(__file__).parent / "fixtures"
 REAL = FIXTURES / "lm-eval-real"
@@ -104,6 +113,15 @@ def store_as_made_at(db: Path, commit: str, migrations: tuple[str, ...]) -> duck
 @pytest.fixture
 def runner() -> CliRunner:
     return CliRunner()
+
+
+@pytest.fixture
+def dead_address():
+    """``127.0.0.1:PORT`` where nothing listens while the test runs: a port bound here and never listened on,
+    so that a connection is refused at once, whatever else runs on the machine (no well-known port assumed free)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        yield f"127.0.0.1:{sock.getsockname()[1]}"
 
 
 @pytest.fixture

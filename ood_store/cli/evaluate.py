@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import os
-import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -190,11 +191,9 @@ def evaluate(
         variant = variant_of(given)  # given here, it replaces every run's [suite]
         if rules:  # the file's attributes of each run win over the study's
             study = load_study(study).with_attributes(lambda name: attributes_for(name, rules))
-    if not verbose and "tqdm" not in sys.modules:  # tqdm reads TQDM_* settings when it is imported
-        os.environ.setdefault("TQDM_DISABLE", "1")  # keeps lm-eval.log free of progress bars
     no_samples = options.pop("no_samples")
     slurm_params = options.pop("slurm_params")
-    with settings.open() as store:
+    with settings.open() as store, _progress_bars_off(not verbose):
         try:
             report = store.evaluate(
                 checkpoints,
@@ -215,6 +214,21 @@ def evaluate(
     _summarise(report, settings.db, quiet, variant)
     if report.failed:
         raise SystemExit(1)
+
+
+@contextmanager
+def _progress_bars_off(off: bool) -> Iterator[None]:
+    """``TQDM_DISABLE=1`` while evaluating, so that lm-eval.log holds no progress bars: for worker processes
+    started meanwhile, and for this one if it has not imported tqdm yet (tqdm reads TQDM_* when it is
+    imported). The environment is as it was afterwards (a program that calls the command keeps its own)."""
+    before = os.environ.get("TQDM_DISABLE")
+    if off and before is None:
+        os.environ["TQDM_DISABLE"] = "1"
+    try:
+        yield
+    finally:
+        if off and before is None:
+            os.environ.pop("TQDM_DISABLE", None)
 
 
 def _summarise(report: EvaluateReport, db, quiet: bool, variant: Variant | None) -> None:
