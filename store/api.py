@@ -71,7 +71,7 @@ class Store:
         self.read_only = read_only
         self.lock_timeout = lock_timeout
         self._created = not read_only and not path.exists()
-        self._discard_if_empty = False  # set by an ingest that added nothing to the store it created
+        self._discard_if_empty = False  # set by an ingest or evaluate that added nothing to the store it created
         self._con = connect(path, read_only=read_only, lock_timeout=lock_timeout)
         try:
             self.migrations_applied = self._prepare()
@@ -98,7 +98,8 @@ class Store:
         return bool(fetch_value(self._con, sqlfiles.load("ood_store.store", "count_tables")))
 
     def close(self) -> None:
-        """Close the store. A store this object created for an ingest that added nothing is removed."""
+        """Close the store. A store this object created for an ingest that added nothing, or for an
+        evaluation that stopped before storing anything, is removed."""
         discard = self._discard_if_empty and self._holds_nothing()
         self._con.close()
         if discard:
@@ -234,7 +235,11 @@ class Store:
         from ood_store.evaluate.runner import evaluate
 
         self._require_writable("evaluate")
-        return evaluate(self, [str(c) for c in checkpoints], run=run, tasks=tasks, **options)
+        try:
+            return evaluate(self, [str(c) for c in checkpoints], run=run, tasks=tasks, **options)
+        except BaseException:
+            self._discard_if_empty = self._created  # refused before anything was stored: leave no store file
+            raise
 
     def set_run_attributes(
         self,

@@ -291,6 +291,21 @@ def test_bad_input_is_one_line_and_leaves_the_store_unchanged(runner, toy_run, t
     assert not (tmp_path / "out-work").exists() and not (tmp_path / "out").exists()  # nothing planned or written
 
 
+def test_the_command_reads_ray_address_from_the_environment(runner, toy_run, tmp_path, dead_address):
+    """As Ray's own tools do (``ray job submit`` sets RAY_ADDRESS): a dead one is one line, before anything runs."""
+    db = tmp_path / "store.duckdb"
+    args = [a.format(run=toy_run["run"], tasks=toy_run["tasks"], tmp=tmp_path) for a in TOY]
+    result = runner.invoke(
+        main, ["--db", str(db), "evaluate", *args, "--executor", "ray"], env={"RAY_ADDRESS": dead_address}
+    )
+    assert result.exit_code == 1 and "Traceback" not in result.output
+    assert (
+        result.output
+        == f"Error: --ray-address: cannot connect to a Ray cluster at {dead_address}: Connection refused\n"
+    )
+    assert not db.exists() and not (tmp_path / "out").exists()
+
+
 @pytest.mark.parametrize(("executor", "module", "extra"), [("slurm", "submitit", "slurm"), ("ray", "ray", "ray")])
 def test_a_missing_extra_is_named(runner, toy_run, tmp_path, monkeypatch, executor, module, extra):
     monkeypatch.setitem(sys.modules, module, None)  # `import module` raises ImportError, as when not installed

@@ -126,7 +126,12 @@ from ood_store.store.runs import parse_attributes, read_run_file
     metavar="KEY=VALUE",
     help="slurm: a further sbatch parameter, e.g. qos=high, mem=64G, account=lab (repeatable).",
 )
-@click.option("--ray-address", help="ray: the cluster, e.g. auto or ray://head:10001 (default: start Ray here).")
+@click.option(
+    "--ray-address",
+    envvar="RAY_ADDRESS",
+    show_envvar=True,
+    help="ray: the cluster, e.g. auto or ray://head:10001 (default: RAY_ADDRESS if set, else start Ray here).",
+)
 @click.option(
     "--detach", is_flag=True, help="Submit the workers and return; `ood-store collect WORK_DIR` stores results."
 )
