@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Mapping, Sequence
+from contextlib import suppress
 from typing import Any
 
 import duckdb
@@ -183,8 +184,11 @@ def _run(con: duckdb.DuckDBPyConnection, name: str, frame: pl.DataFrame, sql: st
     con.register(name, frame)
     try:
         con.execute(sql, params)
-    finally:
-        con.unregister(name)
+    except BaseException:
+        with suppress(duckdb.Error):  # fails too in the aborted transaction, and would hide the statement's error
+            con.unregister(name)
+        raise
+    con.unregister(name)
 
 
 def _json(value: Any) -> str:
