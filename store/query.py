@@ -23,8 +23,11 @@ _READ_STATEMENTS = {
 # Query nodes of a SELECT that only read; another (DELETE_QUERY_NODE, INSERT_..., UPDATE_...) writes.
 _READING_NODES = {"SELECT_NODE", "SET_OPERATION_NODE", "RECURSIVE_CTE_NODE", "CTE_NODE"}
 # Functions that change the store when a SELECT calls them.
-_WRITING_FUNCTIONS = {"nextval": "advances a sequence", "checkpoint": "writes the store file"}
-_WRITING_FUNCTIONS["force_checkpoint"] = _WRITING_FUNCTIONS["checkpoint"]
+_WRITING_FUNCTIONS = {
+    "nextval": "advances a sequence",
+    "checkpoint": "writes the store file",
+    "force_checkpoint": "writes the store file",
+}
 
 
 def read_only(con: duckdb.DuckDBPyConnection, sql: str, params: Mapping[str, Any] | None = None) -> pl.DataFrame:
@@ -97,7 +100,10 @@ def _check_select(con: duckdb.DuckDBPyConnection, sql: str) -> None:
         kind = node.get("type")
         if isinstance(kind, str) and kind.endswith("_NODE") and kind not in _READING_NODES:
             what = kind.removesuffix("_NODE").removesuffix("_QUERY")
-            raise QueryError(f"queries are read-only: a {what} inside a query is not allowed")
+            raise QueryError(
+                f"queries are read-only: {what} statements are not allowed, inside a query either "
+                "(add data with `ood-store ingest`)"
+            )
         name = node.get("function_name")
         if node.get("class") == "FUNCTION" and isinstance(name, str) and name.lower() in _WRITING_FUNCTIONS:
             raise QueryError(f"queries are read-only: {name.lower()}() {_WRITING_FUNCTIONS[name.lower()]}")
