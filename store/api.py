@@ -184,14 +184,22 @@ class Store:
         the file while this one reads it), a fresh one each time on a store opened for writing."""
         if self._closed:
             raise StoreError(f"{self.path}: the store is closed")
-        opened = sandbox.sandbox(self.path, allow_files=self.allow_files, lock_timeout=self.lock_timeout)
-        if not self.read_only:
-            with self._released(), opened as con:
+        with ExitStack() as stack:
+            opened = sandbox.sandbox(self.path, allow_files=self.allow_files, lock_timeout=self.lock_timeout)
+            if not self.read_only:
+                stack.enter_context(self._released())
+                con = stack.enter_context(opened)
+            elif self._sandbox_con is None:
+                con = self._sandbox_con = self._user_sql.enter_context(opened)
+            else:
+                con = self._sandbox_con
+            try:
                 yield con
-            return
-        if self._sandbox_con is None:
-            self._sandbox_con = self._user_sql.enter_context(opened)
-        yield self._sandbox_con
+            except duckdb.Error as exc:  # a block of the store that fails its checksum, met by the query
+                problem = damaged(self.path, exc)
+                if problem is None:
+                    raise
+                raise problem from None
 
     def _read(self, sql: str, /, **params: Any) -> pl.DataFrame:
         """The rows of ood-store's own SQL (a ``.sql`` file of the package) on the store's connection.

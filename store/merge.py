@@ -36,7 +36,7 @@ from ood_store.store.damage import damaged
 from ood_store.store.dump import quoted, read_manifest
 from ood_store.store.runs import attributes_of, set_attributes
 from ood_store.store.staging import fill_from_dump, fill_from_store, staged
-from ood_store.store.transaction import transaction
+from ood_store.store.transaction import registered, transaction
 
 Prefer = Literal["theirs", "ours"]
 PREFER: tuple[str, ...] = ("theirs", "ours")
@@ -207,10 +207,8 @@ def _merge_evaluations(con: duckdb.DuckDBPyConnection, report: MergeReport) -> N
     if not new:
         return
     ids = [row[0] for row in con.execute(sqlfiles.load("ood_store.ingest", "reserve_ids"), {"n": len(new)}).fetchall()]
-    con.register(
-        "merge_ids", pl.DataFrame({"old_id": new, "new_id": ids}, schema={"old_id": pl.Int64, "new_id": pl.Int64})
-    )
-    try:
+    id_map = pl.DataFrame({"old_id": new, "new_id": ids}, schema={"old_id": pl.Int64, "new_id": pl.Int64})
+    with registered(con, "merge_ids", id_map):
         report.evaluations_added = _count(con.execute(_sql("merge_insert_evaluations")))
         for (table,) in con.execute(_sql("merge_per_evaluation_tables")).fetchall():
             added = _count(con.execute(_sql("merge_insert_rows").format(table=quoted(table))))
@@ -218,8 +216,6 @@ def _merge_evaluations(con: duckdb.DuckDBPyConnection, report: MergeReport) -> N
                 report.scores_added = added
             elif table == "samples":
                 report.samples_added = added
-    finally:
-        con.unregister("merge_ids")
 
 
 def reconcile(
