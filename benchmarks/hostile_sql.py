@@ -23,7 +23,6 @@ returns the rows, for benchmarks/reliability.py.
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import hashlib
 import shutil
@@ -35,6 +34,7 @@ from pathlib import Path
 
 import duckdb
 from click.testing import CliRunner
+from trial_table import collect, report
 
 import ood_store
 from ood_store.cli import main as cli
@@ -248,26 +248,7 @@ def trials(workdir: Path) -> list[tuple[str, str, bool, str]]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--workdir", type=Path, help="Where the stores go (default: a temporary folder, removed).")
-    args = parser.parse_args()
-    with contextlib.ExitStack() as stack:
-        workdir = args.workdir or Path(stack.enter_context(tempfile.TemporaryDirectory()))
-        workdir.mkdir(parents=True, exist_ok=True)
-        rows = trials(workdir)
-    print_table(rows)
-    sys.exit(0 if all(held for _, _, held, _ in rows) else 1)
-
-
-def print_table(rows: list[tuple[str, str, bool, str]]) -> None:
-    """Each row, then tried / held / failed per class."""
-    width = max(len(attempt) for _, attempt, _, _ in rows)
-    for kind, attempt, held, detail in rows:
-        print(f"{kind:<26} {attempt:<{width}}  {'held' if held else 'FAILED':<6}  {detail[:110]}")
-    print(f"\n{'class':<26} {'tried':>5} {'held':>5} {'failed':>6}")
-    for kind in dict.fromkeys(kind for kind, _, _, _ in rows):
-        mine = [held for k, _, held, _ in rows if k == kind]
-        print(f"{kind:<26} {len(mine):>5} {sum(mine):>5} {len(mine) - sum(mine):>6}")
+    sys.exit(report(collect(trials, __doc__.splitlines()[0])))
 
 
 if __name__ == "__main__":

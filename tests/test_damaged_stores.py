@@ -8,8 +8,6 @@ way the rest expect.
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 
 import duckdb
@@ -17,24 +15,13 @@ import polars as pl
 import pytest
 
 import ood_store
-from conftest import pythia_files
+from conftest import benchmark, pythia_files
 from ood_store.cli import main
 from ood_store.errors import StoreDamagedError
 from ood_store.store.damage import store_problem
 from ood_store.store.transaction import registered, transaction
 
-
-def _benchmark(name: str):
-    path = Path(__file__).resolve().parents[1] / "benchmarks" / f"{name}.py"
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-damaged_stores = _benchmark("damaged_stores")
+damaged_stores = benchmark("damaged_stores")
 
 REMEDY = (
     "restore it from a dump (`ood-store load DIR` into a new store) "

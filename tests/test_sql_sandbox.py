@@ -8,32 +8,19 @@ folder, a planted secret's content in the output); the reliability script runs t
 from __future__ import annotations
 
 import csv
-import importlib.util
 import io
 import json
 import shutil
-import sys
 from pathlib import Path
 
 import duckdb
 import pytest
 
 import ood_store
-from conftest import pythia_files, sql_rows
+from conftest import benchmark, pythia_files, sql_rows
 from ood_store.cli import main
 
-
-def _benchmark(name: str):
-    path = Path(__file__).resolve().parents[1] / "benchmarks" / f"{name}.py"
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module  # dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
-
-
-hostile_sql = _benchmark("hostile_sql")
+hostile_sql = benchmark("hostile_sql")
 SECRET = hostile_sql.SECRET
 
 
