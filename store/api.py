@@ -156,7 +156,11 @@ class Store:
 
     @property
     def connection(self) -> duckdb.DuckDBPyConnection:
-        """The underlying DuckDB connection, for advanced use; prefer :meth:`query`."""
+        """The underlying DuckDB connection, for advanced use; prefer :meth:`query`.
+
+        Not a sandbox: SQL run on it can change the store. On a store opened for writing,
+        :meth:`query` and :meth:`evaluate` close it and open a new one: take it again after them.
+        """
         return self._con
 
     # -- reading -----------------------------------------------------------
