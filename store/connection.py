@@ -16,8 +16,8 @@ from typing import Any, TypeVar
 
 import duckdb
 
-from ood_store.errors import StoreDamagedError, StoreError, StoreLockedError, first_line
-from ood_store.store.damage import REMEDY, store_problem
+from ood_store.errors import StoreError, StoreLockedError, first_line
+from ood_store.store.damage import damaged_file, has_duckdb_magic, store_problem
 
 T = TypeVar("T")
 
@@ -27,7 +27,6 @@ DEFAULT_LOCK_TIMEOUT = 30.0
 MAX_RETRY_DELAY_S = 0.1
 
 _LOCK_HELD = re.compile(r"Conflicting lock is held in (?P<exe>.*?) \(PID (?P<pid>\d+)\)")
-_MAGIC = b"DUCK"  # bytes 8..12 of every DuckDB database file
 
 
 def connect(path: Path, *, read_only: bool, lock_timeout: float) -> duckdb.DuckDBPyConnection:
@@ -97,8 +96,8 @@ def _check_file(path: Path, read_only: bool) -> None:
     except OSError as exc:
         raise StoreError(f"{path}: cannot read the store: {exc.strerror}") from None
     if not head:
-        raise StoreDamagedError(f"{path}: the store file is damaged: it is empty (0 bytes); {REMEDY}")
-    if head[8:12] != _MAGIC:
+        raise damaged_file(path, "it is empty (0 bytes)")
+    if not has_duckdb_magic(head):
         raise StoreError(f"{path}: not a DuckDB database file")
     if not read_only and not os.access(path, os.W_OK):
         raise StoreError(f"{path}: the store is not writable")

@@ -22,10 +22,12 @@ REMEDY = (
     "or rebuild it from the lm-eval files with `ood-store ingest`"
 )
 
+_NOT_RECOGNISED = "DuckDB does not recognise it as a database"
+_MAGIC = b"DUCK"  # bytes 8..12 of every DuckDB database file
 # DuckDB's words for a store file it cannot read, and what they mean for the user.
 _DAMAGE = (
     ("Corrupt database file", "a checksum fails"),
-    ("not a valid DuckDB database file", "DuckDB does not recognise it as a database"),
+    ("not a valid DuckDB database file", _NOT_RECOGNISED),
     ("Could not read enough bytes", "it is shorter than DuckDB expects (truncated?)"),
     ("database has been invalidated", "DuckDB stopped using it after a fatal error"),
 )
@@ -49,11 +51,39 @@ def what_is_wrong(exc: BaseException) -> str | None:
 
 
 def damaged(path: str | os.PathLike[str], exc: BaseException) -> StoreDamagedError | None:
-    """The one-line error for a damaged store file at ``path``, or None when ``exc`` is not about one."""
+    """The one-line error for a damaged store file at ``path``, or None when ``exc`` is not about one.
+
+    A file DuckDB does not recognise is damaged when it starts as a DuckDB file does, or is empty;
+    another file (a JSON file given as the store) is no store at all, not a damaged one.
+    """
     what = what_is_wrong(exc)
     if what is None:
         return None
-    return StoreDamagedError(f"{path}: the store file is damaged: {what} ({first_line(exc)}); {REMEDY}")
+    if what == _NOT_RECOGNISED:
+        head = _head(path)
+        if head == b"":
+            return damaged_file(path, "it is empty (0 bytes)")
+        if head is not None and not has_duckdb_magic(head):
+            return None
+    return damaged_file(path, f"{what} ({first_line(exc)})")
+
+
+def damaged_file(path: str | os.PathLike[str], what: str) -> StoreDamagedError:
+    """The one-line error for the store file at ``path``, damaged as ``what`` says."""
+    return StoreDamagedError(f"{path}: the store file is damaged: {what}; {REMEDY}")
+
+
+def has_duckdb_magic(head: bytes) -> bool:
+    """Whether ``head``, a file's first 12 bytes or more, begins as every DuckDB database file does."""
+    return head[8:12] == _MAGIC
+
+
+def _head(path: str | os.PathLike[str]) -> bytes | None:
+    try:
+        with open(path, "rb") as file:
+            return file.read(12)
+    except OSError:  # no such file (a message that names two), or unreadable: judged by DuckDB's words alone
+        return None
 
 
 def is_store_problem(exc: BaseException) -> bool:
