@@ -75,6 +75,7 @@ ATTEMPTS = (
     Attempt("sniff_csv", "SELECT * FROM sniff_csv('{secret}')"),
     Attempt("read_csv inside query()", "SELECT * FROM query('SELECT * FROM read_csv(''{secret}'')')"),
     Attempt("LOAD a file as an extension", "LOAD '{secret}'"),
+    Attempt("persistent secrets (~/.duckdb)", "SELECT * FROM duckdb_secrets()"),
     # Writing files.
     Attempt("COPY table TO", "COPY evaluations TO '{out}'"),
     Attempt("EXPLAIN ANALYZE COPY (SELECT) TO", "EXPLAIN ANALYZE COPY (SELECT * FROM runs) TO '{out}'"),

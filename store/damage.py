@@ -18,8 +18,8 @@ from ood_store.errors import StoreDamagedError, StoreError, first_line
 
 #: What to do about a damaged store: the two ways back.
 REMEDY = (
-    "restore it from a dump (`ood-store load DIR` into a new store) "
-    "or rebuild it from the lm-eval files with `ood-store ingest`"
+    "move it aside, then restore the store from a dump (`ood-store load DIR`) "
+    "or rebuild it from the lm-eval files (`ood-store ingest`)"
 )
 
 _NOT_RECOGNISED = "DuckDB does not recognise it as a database"

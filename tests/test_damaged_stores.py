@@ -24,8 +24,8 @@ from ood_store.store.transaction import registered, transaction
 damaged_stores = benchmark("damaged_stores")
 
 REMEDY = (
-    "restore it from a dump (`ood-store load DIR` into a new store) "
-    "or rebuild it from the lm-eval files with `ood-store ingest`"
+    "move it aside, then restore the store from a dump (`ood-store load DIR`) "
+    "or rebuild it from the lm-eval files (`ood-store ingest`)"
 )
 # The damages the command tests use, and what the line says of each.
 DAMAGES = {
