@@ -92,7 +92,10 @@ def load(data: Store | pl.DataFrame | Any, selection: Options) -> Series:
         known = []
     for task in wanted or [in_domain]:
         if frame.filter(pl.col("task") == task).is_empty():
-            raise AnalysisError(missing_task_message(store, task, metric, filter, num_fewshot, runs, known))
+            message = missing_task_message(store, task, metric, filter, num_fewshot, runs, known)
+            # an unknown name is about the parameter that gave it; a missing metric, filter or shot count names its own
+            about = ("in_domain" if task == in_domain else "ood") if message.startswith("no task ") else None
+            raise AnalysisError(message, parameter=about)
     check_one_shot_count(frame)
     tasks = sorted(set(frame["task"].unique()) - {in_domain}) if ood is None else list(ood)
     if not tasks:

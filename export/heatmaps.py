@@ -141,7 +141,7 @@ def heatmap_grid(
         Figure width in inches; default the full page (6.75), or less when panels
         would be wider than 2 in (one column, 3.25, for a single run). The height follows.
     rows, cols : str, optional
-        Run attributes (``family``, ``size``, ``seed``, any ``--attr`` key) to facet by.
+        Run attributes (``family``, ``size``, ``seed``, any other key) to facet by.
     seeds : {"pool", "each"}
         With facets: the runs of one panel pooled, or each drawn.
     attributes : Store or polars.DataFrame, optional

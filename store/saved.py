@@ -31,10 +31,7 @@ def save(con: duckdb.DuckDBPyConnection, name: str, result: PartialCorrelations,
         raise AnalysisError(
             f"expected the result of partial_correlations, got {type(result).__name__}", parameter="result"
         )
-    table = partial_table(result)
-    missing = set(_STORED) - set(table.columns)
-    if missing:
-        raise AnalysisError(f"not a partial-correlation table: no column(s) {', '.join(sorted(missing))}")
+    table = partial_table(result, also=_STORED)
     exists = fetch_value(con, _sql("analysis_exists"), {"name": name})
     if exists and not replace:
         raise AnalysisError(

@@ -71,6 +71,37 @@ def table_dump(db: Path) -> dict[str, list[tuple]]:
         con.close()
 
 
+def store_of_version(db: Path, version: int, *statements: str, params: dict | None = None) -> None:
+    """A store at schema ``version`` made with today's migrations cut there (tables only: the views come
+    with the latest migration), holding what ``statements`` insert; not opened through ood_store, which
+    would migrate it."""
+    from ood_store import schema, sqlfiles
+
+    con = duckdb.connect(str(db))
+    try:
+        assert schema.migrate(con, str(db), upto=version) == list(range(1, version + 1))
+        for statement in statements:
+            sqlfiles.execute(con, statement, params)  # each statement with the parameters it names
+    finally:
+        con.close()
+
+
+def store_as_made_at(db: Path, commit: str, migrations: tuple[str, ...]) -> duckdb.DuckDBPyConnection:
+    """A connection to a new store at ``db`` made as the ood-store of ``commit`` made one: its
+    ``migrations``, read from git at that commit, each run in a transaction with its schema_version
+    row. For the scripts that make the fixtures of older stores."""
+    con = duckdb.connect(str(db))
+    for version, name in enumerate(migrations, start=1):
+        sql = subprocess.run(
+            ["git", "show", f"{commit}:schema/{name}"], cwd=FIXTURES, check=True, capture_output=True, text=True
+        ).stdout
+        con.execute("BEGIN TRANSACTION")
+        con.execute(sql)
+        con.execute("INSERT INTO schema_version VALUES ($v, $name, now()::TIMESTAMP)", {"v": version, "name": name})
+        con.execute("COMMIT")
+    return con
+
+
 @pytest.fixture
 def runner() -> CliRunner:
     return CliRunner()

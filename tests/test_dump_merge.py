@@ -12,7 +12,7 @@ import polars as pl
 import pytest
 
 import ood_store
-from conftest import FIXTURES, V0413, pythia_files, table_dump
+from conftest import FIXTURES, V0413, pythia_files, store_of_version, table_dump
 from ood_store import schema
 from ood_store.cli import main
 
@@ -195,23 +195,18 @@ def test_a_dump_of_schema_version_2_loads(tmp_path):
     assert runs == [("pythia", "160m")] and analysis.height == 3
 
 
-def test_a_store_of_schema_version_2_merges(tmp_path, monkeypatch):
+def test_a_store_of_schema_version_2_merges(tmp_path):
     """The store: one made at schema 2 (migrations cut to two), filled with the schema-2 dump's rows by SQL."""
-    shipped = schema.migrations()
     old = tmp_path / "old.duckdb"
-    monkeypatch.setattr(schema, "migrations", lambda: shipped[:2])
     manifest = json.loads((OLD_DUMP / "manifest.json").read_text())
-    with ood_store.open(old) as store:
-        assert store.schema_version == 2
-        for table, entry in manifest["tables"].items():
-            if entry["files"]:
-                files = [str(OLD_DUMP / f) for f in entry["files"]]
-                extra = f"EXCLUDE ({', '.join(entry['added_columns'])})" if entry["added_columns"] else ""
-                sql = (
-                    f"INSERT INTO {table} BY NAME SELECT * {extra} FROM read_parquet($files, hive_partitioning = false)"
-                )
-                store.connection.execute(sql, {"files": files})
-    monkeypatch.setattr(schema, "migrations", lambda: shipped)
+    inserts, files = [], {}
+    for table, entry in manifest["tables"].items():
+        if entry["files"]:
+            files[table] = [str(OLD_DUMP / f) for f in entry["files"]]
+            extra = f"EXCLUDE ({', '.join(entry['added_columns'])})" if entry["added_columns"] else ""
+            source = f"read_parquet($files_{table}, hive_partitioning = false)"
+            inserts.append(f"INSERT INTO {table} BY NAME SELECT * {extra} FROM {source}")
+    store_of_version(old, 2, *inserts, params={f"files_{table}": f for table, f in files.items()})
     before = old.read_bytes()
     with ood_store.open(tmp_path / "new.duckdb") as store:
         report = store.merge(old)

@@ -106,3 +106,24 @@ def test_main_job_is_the_demo():
     assert setup.splitlines()[0].split("#")[0].strip() == "make demo"
     makefile = (ROOT / "Makefile").read_text()
     assert re.search(r"^demo: .*\n\t\$\(BIN\)/ood-store demo$", makefile, flags=re.MULTILINE)
+
+
+def test_the_developing_map_names_every_folder_and_only_files_that_exist():
+    """Each line of the map starts with a top-level folder; the modules and folders it names are there."""
+    section = README.split("## Developing", 1)[1]
+    block = section.split("```\n", 2)[1]
+    entries: dict[str, str] = {}
+    for line in block.splitlines():
+        if line and not line.startswith(" "):
+            folder, text = line.split(maxsplit=1)
+            entries[folder] = text
+        else:
+            entries[folder] += " " + line.strip()
+    tracked = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    top = {path.split("/")[0] + "/" for path in tracked.splitlines() if "/" in path and not path.startswith(".")}
+    assert set(entries) == top - {"docs/"}  # docs/ holds the README's images only
+    for folder, text in entries.items():
+        named = re.findall(r"(?<![\w/.])([a-z_]+(?:/[a-z_]+)*(?:\.py|\.sql|/))", text)
+        assert named or folder == "benchmarks/", folder
+        for name in named:
+            assert (ROOT / folder / name).exists(), f"{folder} names {name}"

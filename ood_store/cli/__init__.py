@@ -12,6 +12,7 @@ import duckdb
 
 from ood_store import __version__
 from ood_store.cli.flags import spelled
+from ood_store.cli.options import FILE
 from ood_store.errors import Note, OodStoreError
 from ood_store.store import DB_ENV, DEFAULT_DB, Store
 from ood_store.store import open as open_store
@@ -69,7 +70,7 @@ class Settings:
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option(
     "--db",
-    type=click.Path(dir_okay=False, path_type=Path),
+    type=FILE,
     envvar=DB_ENV,
     default=DEFAULT_DB,
     show_default=True,

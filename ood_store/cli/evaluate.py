@@ -10,7 +10,7 @@ from typing import Any
 import click
 
 from ood_store.cli.counts import n
-from ood_store.cli.options import attr_file_option
+from ood_store.cli.options import FILE, FOLDER, attr_file_option
 from ood_store.errors import InputError
 from ood_store.evaluate.executors import NAMES
 from ood_store.evaluate.plan import run_folder
@@ -34,7 +34,7 @@ from ood_store.store.runs import parse_attributes, read_run_file
 )
 @click.option(
     "--study",
-    type=click.Path(dir_okay=False, path_type=Path),
+    type=FILE,
     help="A TOML (or .yaml) file of many runs, each with its checkpoints, tasks and attributes; instead of "
     "CHECKPOINT, --run and --attr. Other options given here apply to every run.",
 )
@@ -47,7 +47,7 @@ from ood_store.store.runs import parse_attributes, read_run_file
 )
 @click.option(
     "--run-file",
-    type=click.Path(dir_okay=False, path_type=Path),
+    type=FILE,
     help="A TOML (or .yaml) file with the run's name (`run = ...`) and attributes (`family = ...`).",
 )
 @attr_file_option
@@ -84,13 +84,13 @@ from ood_store.store.runs import parse_attributes, read_run_file
 )
 @click.option(
     "--output-dir",
-    type=click.Path(file_okay=False, path_type=Path),
+    type=FOLDER,
     help="Where lm-eval's results and samples files are kept (OUTPUT_DIR/RUN/step-N/unit-HASH/).  "
     "[default: lm-eval-results]",
 )
 @click.option(
     "--work-dir",
-    type=click.Path(file_okay=False, path_type=Path),
+    type=FOLDER,
     help="The work folder (plan, completion markers, job logs), on storage every worker sees.  "
     "[default: beside --output-dir, lm-eval-results-work]",
 )

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import click
 
 from ood_store.cli.flags import spelled
 from ood_store.cli.options import (
+    FILE,
     allow_files_option,
     alpha_option,
     choice,
@@ -45,7 +44,7 @@ from ood_store.export import display, formats, tables
     type=click.Choice(tables.FORMATS, case_sensitive=False),
     help="Output format.  [default: from the -o extension (.tex .md .csv .json .parquet), else latex]",
 )
-@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), help="Write to FILE.")
+@click.option("-o", "--output", type=FILE, help="Write to FILE.")
 @click.option(
     "--digits",
     type=click.IntRange(0, 12),

@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from ood_store.cli.options import (
+    FILE,
     alpha_option,
     bundle,
     choice,
@@ -21,7 +22,7 @@ _output = click.option(
     "-o",
     "--output",
     required=True,
-    type=click.Path(dir_okay=False, path_type=Path),
+    type=FILE,
     metavar="FILE",
     help="The figure file; its extension picks the format: .pdf, .png (300 dpi) or .svg.",
 )
