@@ -31,6 +31,7 @@ from ood_store.ingest.wandb import HistoryOptions
 from ood_store.ingest.write import BatchRefused, write_batch
 from ood_store.progress import progress_bar
 from ood_store.store.attribute_rules import AttributeRule, attributes_for, unmatched
+from ood_store.store.damage import is_store_problem
 from ood_store.store.runs import parse_attributes, set_attributes
 from ood_store.store.transaction import transaction
 
@@ -227,6 +228,8 @@ class Batch:
                 del pending[file]
                 continue
             except duckdb.Error as exc:
+                if is_store_problem(exc):  # a damaged store or a failed transaction: not this batch's fault
+                    raise
                 if len(pending) == 1:
                     index, file_records = pending[0]
                     shown = file_records[0].display_path

@@ -29,6 +29,7 @@ from ood_store import __version__, schema, sqlfiles
 from ood_store.errors import InputError, StoreError, first_line
 from ood_store.progress import progress_bar
 from ood_store.store.connection import fetch_value
+from ood_store.store.damage import is_store_problem
 
 #: The manifest's own format; a dump with a newer one is refused.
 DUMP_FORMAT = 1
@@ -132,6 +133,8 @@ def _write(
             _sql("copy_parquet_by_run" if by_run else "copy_parquet").format(query=query), {"path": str(target)}
         )
     except duckdb.IOException as exc:
+        if is_store_problem(exc):  # reading the store failed, not writing the dump
+            raise
         raise StoreError(f"{target}: cannot write: {first_line(exc)}") from None
     files = sorted(target.rglob("*.parquet")) if by_run else [target]
     hashes = {f.relative_to(folder).as_posix(): sha256_of(f) for f in files}

@@ -9,6 +9,7 @@ import os
 import shutil
 import socket
 import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
@@ -240,6 +241,16 @@ def sql_rows(db: Path, sql: str, *params) -> list[tuple]:
         return con.execute(sql, list(params)).fetchall()
     finally:
         con.close()
+
+
+def benchmark(name: str):
+    """The module ``benchmarks/NAME.py``, whose trials a test runs (benchmarks/ joins the import path)."""
+    import importlib
+
+    folder = str(Path(__file__).resolve().parents[1] / "benchmarks")
+    if folder not in sys.path:
+        sys.path.append(folder)
+    return importlib.import_module(name)
 
 
 def tool(name: str) -> str:

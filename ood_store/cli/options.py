@@ -103,3 +103,14 @@ attr_file_option = click.option(
     metavar="FILE",
     help="Run attributes by run name or glob: a CSV (header run,KEY,...), TOML or YAML file.",
 )
+
+
+#: ``--allow-files DIR`` (``query``, ``export --sql``): see :func:`ood_store.open`'s ``allow_files``.
+allow_files_option = click.option(
+    "--allow-files",
+    "allow_files",
+    multiple=True,
+    type=click.Path(file_okay=False, path_type=Path),
+    metavar="DIR",
+    help="Let the SQL read files in DIR (read_csv('DIR/x.csv')); by default it reads the store only. Repeatable.",
+)
