@@ -53,25 +53,31 @@ BETWEEN_COLUMNS = (
 _REQUIRED = ("run", "task_x", "task_y", "n", "r", "p_adj", "n_eff", "p_eff_adj")
 
 
-@dataclass(frozen=True)
-class PartialCorrelations:
-    """Partial correlations between OOD tasks, per run: the table and the analysis that made it.
-
-    Attributes
-    ----------
-    table : polars.DataFrame
-        One row per (run, task_x, task_y) with the columns of :data:`PARTIAL_COLUMNS`.
-    options : Options
-        Everything that defines the analysis besides its data.
-    tasks : tuple of str
-        The OOD tasks analysed, in the analysis' order.
-    runs : tuple of str
-        The runs analysed.
-    """
+@dataclass(frozen=True, repr=False)
+class Result:
+    """What every results object holds: its rows, as a Polars DataFrame (its columns: see each class)."""
 
     table: pl.DataFrame
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__}{self._summary()}>"
+
+    def _summary(self) -> str:
+        return f": {self.table.height} rows"
+
+
+@dataclass(frozen=True, repr=False)
+class PartialCorrelations(Result):
+    """Partial correlations between OOD tasks, per run, and what made them.
+
+    One row per (run, task_x, task_y), with the columns of :data:`PARTIAL_COLUMNS`.
+    """
+
+    #: Everything that defines the analysis besides its data.
     options: Options
+    #: The OOD tasks analysed, in the analysis' order.
     tasks: tuple[str, ...]
+    #: The runs analysed.
     runs: tuple[str, ...]
 
     @property
@@ -93,105 +99,78 @@ class PartialCorrelations:
         runs = tuple(params.get("runs_analysed") or sorted(set(table["run"])))
         return cls(partial_table(table), options, tasks, runs)
 
-    def __repr__(self) -> str:
-        o = self.options
+    def _summary(self) -> str:
+        o, shape = self.options, f"{len(self.runs)} runs × {len(self.tasks)} OOD tasks"
         return (
-            f"<PartialCorrelations: {len(self.runs)} runs × {len(self.tasks)} OOD tasks, in-domain {o.in_domain!r}, "
-            f"{o.residualizer} residualiser, {o.method}; {self.table.height} rows>"
+            f": {shape}, in-domain {o.in_domain!r}, {o.residualizer} residualiser, {o.method}; {self.table.height} rows"
         )
 
 
-@dataclass(frozen=True)
-class Comparison:
-    """Partial correlations compared across runs: per pair, the runs side by side, pooled, and a verdict.
+@dataclass(frozen=True, repr=False)
+class Comparison(Result):
+    """Partial correlations compared across runs: per group and pair, the runs side by side, pooled, a verdict.
 
-    Attributes
-    ----------
-    table : polars.DataFrame
-        One row per group and pair: the ``by`` columns, :data:`COMPARISON_COLUMNS`, then ``r:<run>``.
-    by : tuple of str
-        The run attributes runs were grouped by (empty: all runs together).
-    alpha : float
-        Level of the per-run tests, pooled intervals and heterogeneity tests.
-    inference : str
-        ``effective`` (``n_eff``, ``p_eff_adj``) or ``naive`` (``n``, ``p_adj``).
-    source : PartialCorrelations or None
-        The analysis compared, when it was a result rather than a bare frame.
-    agreement : float
-        The share of runs that must share the pooled sign for a "consistently ..." verdict.
+    The columns: the ``by`` attributes, :data:`COMPARISON_COLUMNS`, then ``r:<run>``, one per run.
     """
 
-    table: pl.DataFrame
+    #: The run attributes runs were grouped by (empty: all runs together).
     by: tuple[str, ...]
+    #: Level of the per-run tests, pooled intervals and heterogeneity tests.
     alpha: float
+    #: ``effective`` (``n_eff``, ``p_eff_adj``) or ``naive`` (``n``, ``p_adj``).
     inference: str
+    #: The analysis compared, when it was a result rather than a bare frame.
     source: PartialCorrelations | None = None
+    #: The share of runs that must share the pooled sign for a "consistently ..." verdict.
     agreement: float = 0.8
 
-    def __repr__(self) -> str:
+    def _summary(self) -> str:
         grouped = f" by {', '.join(self.by)}" if self.by else ""
-        return f"<Comparison{grouped}: {self.table.height} pairs, alpha {self.alpha:g}, {self.inference} inference>"
+        return f"{grouped}: {self.table.height} pairs, alpha {self.alpha:g}, {self.inference} inference"
 
 
-@dataclass(frozen=True)
-class BetweenGroups:
+@dataclass(frozen=True, repr=False)
+class BetweenGroups(Result):
     """Partial correlations compared between groups of runs, beyond the variation within groups.
 
-    Attributes
-    ----------
-    table : polars.DataFrame
-        One row per pair: :data:`BETWEEN_COLUMNS`, then ``r:<group>``.
-    between, within : str
-        The run attributes that make the groups (e.g. ``family``) and tell runs within a group apart (``seed``).
-    alpha : float
-        Level of the test between groups.
-    inference : str
-        ``effective`` or ``naive``, as for :class:`Comparison`.
-    tau2_method : str
-        Estimator of the within-group τ²: ``PM`` or ``REML``.
-    source : PartialCorrelations or None
-        The analysis compared, when it was a result rather than a bare frame.
+    One row per pair: :data:`BETWEEN_COLUMNS`, then ``r:<group>``, one per group.
     """
 
-    table: pl.DataFrame
+    #: The run attribute that makes the groups (e.g. ``family``).
     between: str
+    #: The run attribute that tells runs within a group apart (e.g. ``seed``).
     within: str
+    #: Level of the test between groups.
     alpha: float
+    #: ``effective`` or ``naive``, as for :class:`Comparison`.
     inference: str
+    #: Estimator of the within-group τ²: ``PM`` or ``REML``.
     tau2_method: str
+    #: The analysis compared, when it was a result rather than a bare frame.
     source: PartialCorrelations | None = None
 
-    def __repr__(self) -> str:
-        return (
-            f"<BetweenGroups: {self.between} beyond {self.within}, {self.table.height} pairs, "
-            f"tau2 by {self.tau2_method}, alpha {self.alpha:g}>"
-        )
+    def _summary(self) -> str:
+        groups = f"{self.between} beyond {self.within}"
+        return f": {groups}, {self.table.height} pairs, tau2 by {self.tau2_method}, alpha {self.alpha:g}"
 
 
-@dataclass(frozen=True)
-class Sensitivity:
+@dataclass(frozen=True, repr=False)
+class Sensitivity(Result):
     """How far each pair's r depends on the residualiser (:mod:`~ood_store.analysis.sensitivity`).
 
-    Attributes
-    ----------
-    table : polars.DataFrame
-        One row per (run, task_x, task_y) with the columns of :data:`SENSITIVITY_COLUMNS`.
-    options : Options
-        The analysis, but for its residualiser and smoothing, which vary.
-    alpha : float
-        The level at which the adjusted p-values count as significant.
-    inference : str
-        ``effective`` (``p_eff_adj``) or ``naive`` (``p_adj``).
+    One row per (run, task_x, task_y), with the columns of :data:`SENSITIVITY_COLUMNS`.
     """
 
-    table: pl.DataFrame
+    #: The analysis, but for its residualiser and smoothing, which vary.
     options: Options
+    #: The level at which the adjusted p-values count as significant.
     alpha: float
+    #: ``effective`` (``p_eff_adj``) or ``naive`` (``p_adj``).
     inference: str
 
-    def __repr__(self) -> str:
+    def _summary(self) -> str:
         fragile = int(self.table["fragile"].sum() or 0)
-        return f"<Sensitivity: {self.table.height} pairs, {fragile} fragile at alpha {self.alpha:g}>"
+        return f": {self.table.height} pairs, {fragile} fragile at alpha {self.alpha:g}"
 
 
 def partial_table(data: PartialCorrelations | pl.DataFrame, also: tuple[str, ...] = ()) -> pl.DataFrame:

@@ -80,7 +80,7 @@ def load(data: Store | pl.DataFrame | Any, selection: Options) -> Series:
             runs = runs_where(store, selection.where, runs)
         if campaign is not None:
             _check_campaign(store, campaign)
-        frame = store.query(
+        frame = store._read(
             sqlfiles.load("ood_store.analysis", "series"),
             metric=metric,
             filter=filter,
@@ -92,7 +92,10 @@ def load(data: Store | pl.DataFrame | Any, selection: Options) -> Series:
         known = []
     for task in wanted or [in_domain]:
         if frame.filter(pl.col("task") == task).is_empty():
-            raise AnalysisError(missing_task_message(store, task, metric, filter, num_fewshot, runs, known))
+            message = missing_task_message(store, task, metric, filter, num_fewshot, runs, known)
+            # an unknown name is about the parameter that gave it; a missing metric, filter or shot count names its own
+            about = ("in_domain" if task == in_domain else "ood") if message.startswith("no task ") else None
+            raise AnalysisError(message, parameter=about)
     check_one_shot_count(frame)
     tasks = sorted(set(frame["task"].unique()) - {in_domain}) if ood is None else list(ood)
     if not tasks:
@@ -115,7 +118,7 @@ def resolve_in_domain(store: Store, name: str) -> str:
     when that is the only such task in the store, with a :class:`~ood_store.errors.Note`
     saying so; when there are several, an error lists them.
     """
-    found = store.query(sqlfiles.load("ood_store.analysis", "suite_tasks"), name=name)["task"].to_list()
+    found = store._read(sqlfiles.load("ood_store.analysis", "suite_tasks"), name=name)["task"].to_list()
     if not found or name in found:
         return name
     if len(found) > 1:
@@ -188,7 +191,7 @@ def runs_where(store: Store, where: Sequence[str], runs: Sequence[str] | None = 
 
 
 def _check_campaign(store: Store, campaign: str) -> None:
-    known = store.query(sqlfiles.load("ood_store.analysis", "campaigns"))["campaign"].to_list()
+    known = store._read(sqlfiles.load("ood_store.analysis", "campaigns"))["campaign"].to_list()
     if campaign not in known:
         listed = ", ".join(known) if known else "none: the store holds no campaign names"
         raise AnalysisError(f"no campaign {campaign!r} in the store; it has: {listed}", parameter="campaign")
@@ -224,12 +227,12 @@ def missing_task_message(store, task, metric, filter, num_fewshot, runs, known=(
         if task not in known:
             return f"no task {task!r} in the scores{did_you_mean(task, known)}"
         return f"task {task!r} has no {metric!r} scores{where}"
-    choices = store.query(
+    choices = store._read(
         sqlfiles.load("ood_store.analysis", "task_choices"), task=task, runs=None if runs is None else list(runs)
     )
     metrics, filters, shots = choices.row(0)
     if not metrics:
-        hint = did_you_mean(task, store.query(sqlfiles.load("ood_store.analysis", "task_names"))["task"])
+        hint = did_you_mean(task, store._read(sqlfiles.load("ood_store.analysis", "task_names"))["task"])
         return f"no task {task!r} in the store{where}{hint} (see `ood-store tasks`)"
     if metric not in metrics:
         return f"task {task!r} has no {metric!r} scores{where}; it has: {', '.join(metrics)} (choose with `metric`)"

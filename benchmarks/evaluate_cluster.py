@@ -37,6 +37,7 @@ import sys
 import tempfile
 import time
 from collections import defaultdict
+from collections.abc import Mapping
 from pathlib import Path
 
 BIN = Path(sys.executable).parent
@@ -46,9 +47,10 @@ RUN = "bench"
 PER_CHECKPOINT = ("planning", "task building", "model loading", "file writing", "ingest")
 
 
-def suite_data(folder: Path, docs: int) -> Path:
+def suite_data(folder: Path, docs: int | Mapping[str, int]) -> Path:
     """A --data-dir for the ood_nli suite: each testset's fixture rows (tests/fixtures/nli-suite, in the datasets'
-    own schemas) repeated to ``docs`` rows, each made distinct by a number in its first text field."""
+    own schemas) repeated to ``docs`` rows (or ``docs[task]``), each made distinct by a number in its first text
+    field."""
     fixtures = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "nli-suite"
     folder.mkdir(parents=True)
     for source in sorted(fixtures.glob("ood_nli_*.jsonl")):
@@ -57,7 +59,7 @@ def suite_data(folder: Path, docs: int) -> Path:
             (folder / source.name).write_text(source.read_text("utf-8"), "utf-8")
             continue
         out = []
-        for index in range(docs):
+        for index in range(docs if isinstance(docs, int) else docs[source.name.removesuffix(".jsonl")]):
             row = dict(rows[index % len(rows)])
             text = next(k for k in ("premise", "sentence1", "context") if k in row)
             row[text] = f"{row[text]} ({index})"

@@ -1,10 +1,11 @@
 """The keywords of :func:`ood_store.evaluate.runner.evaluate`, as one typed dict, and the checks of its per-run options.
 
-``Store.evaluate(checkpoints, run=..., tasks=..., **options)`` is typed with
-:class:`EvaluateOptions` (``Unpack[EvaluateOptions]``), so that the keywords
-are spelled out once, in the runner's signature, and checked against it by the
-tests. The checks (:func:`check`) are the same for keyword arguments and study
-files: each returns the value as the runner uses it, or raises
+``Store.evaluate(checkpoints, run=..., tasks=..., **options)`` and the runner
+itself take these keywords as ``**options: Unpack[EvaluateOptions]``, so that
+they are spelled out once, here, with their types; the runner's docstring
+describes each (the tests check that it describes every one). The checks
+(:func:`check`) are the same for keyword arguments and study files: each
+returns the value as the runner uses it, or raises
 :class:`~ood_store.errors.InputError` naming the parameter. Importing this
 module loads nothing of lm-eval.
 """

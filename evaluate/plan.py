@@ -24,7 +24,7 @@ from ood_store import sqlfiles
 from ood_store.errors import InputError
 from ood_store.evaluate.checkpoints import Checkpoint, resolve
 from ood_store.evaluate.suite.variant import Variant
-from ood_store.evaluate.tasklist import task_list_of, task_source
+from ood_store.evaluate.tasklist import task_list_of
 from ood_store.evaluate.workdir import Unit
 from ood_store.names import run_folder_name, unit_folder_name
 
@@ -50,6 +50,20 @@ class RunRequest:
     samples: bool = True
     attributes: dict[str, Any] | None = None
     lm_eval_kwargs: dict[str, Any] = field(default_factory=dict)
+
+    def task_source(self) -> dict[str, Any]:
+        """What this run's task list is built from (:func:`~ood_store.evaluate.tasklist.task_list_of`), as plain
+        JSON: a worker on another machine builds it again."""
+        variant = self.variant
+        return {
+            "tasks": list(self.tasks),
+            "include_paths": [str(p) for p in self.include_paths],
+            "data_dir": None if self.data_dir is None else str(self.data_dir),
+            "variant": None
+            if variant is None
+            else {k: variant.record()[k] for k in ("pattern", "verbalizers", "neutral")},
+            "num_fewshot": self.num_fewshot,
+        }
 
     def lm_eval_options(self) -> dict[str, Any]:
         """The keyword arguments of ``lm_eval.simple_evaluate`` for this run's units."""
@@ -100,9 +114,7 @@ def plan(
     catalogues: dict[str, tuple[list[str], dict[str, list[str]], set[str], bool]] = {}
     for request in requests:
         checkpoints = resolve(list(request.checkpoints), request.base_model)
-        source = task_source(
-            request.tasks, request.include_paths, request.data_dir, request.variant, request.num_fewshot
-        )
+        source = request.task_source()
         key = json.dumps(source, sort_keys=True)
         if key not in catalogues:
             with task_list_of(source) as catalogue:

@@ -20,21 +20,20 @@ again evaluates only what is neither stored nor finished.
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Unpack
 
 from ood_store.errors import InputError
 from ood_store.evaluate import executors, options
 from ood_store.evaluate.collect import Collected, collect
 from ood_store.evaluate.harness import require_eval_extra
+from ood_store.evaluate.options import EvaluateOptions
 from ood_store.evaluate.plan import DEFAULT_OUTPUT_DIR, Plan, RunRequest, check_run, plan, run_exists, step_name
 from ood_store.evaluate.study import Study
 from ood_store.evaluate.study import load as load_study
-from ood_store.evaluate.suite.variant import Variant
 from ood_store.evaluate.tasklist import TaskObjects
 from ood_store.evaluate.workdir import Unit, WorkDir
 from ood_store.evaluate.worker import run_unit
@@ -44,6 +43,12 @@ from ood_store.store.runs import parse_attributes, set_attributes
 
 #: How often the driver looks for finished units while workers run elsewhere.
 POLL_S = 0.5
+#: The keywords of :func:`evaluate` besides ``checkpoints``, ``run`` and ``tasks``.
+KEYWORDS = tuple(EvaluateOptions.__annotations__)
+# Those that define a run's evaluation (as a study's runs have them) and those of the executor.
+_RUN_OPTIONS = ("variant", "base_model", "batch_size", "device", "dtype", "num_fewshot", "limit", "samples")
+_EXECUTOR_OPTIONS = ("workers", "units_per_task", "slurm_partition", "gpus_per_task", "timeout_min", "max_parallel",
+                     "slurm_params", "ray_address")  # fmt: skip
 
 Status = Literal["evaluated", "skipped", "failed", "submitted", "pending"]
 
@@ -64,6 +69,19 @@ class CheckpointOutcome:
     error: str | None = None  # failed: why
 
 
+class _WithStatus:
+    """A read-only attribute of :class:`EvaluateReport`: its outcomes whose status is the attribute's name."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.status = name
+
+    def __get__(self, report: EvaluateReport, owner: type | None = None) -> list[CheckpointOutcome]:
+        return [c for c in report.checkpoints if c.status == self.status]
+
+    def __set__(self, report: EvaluateReport, value: object) -> None:
+        raise AttributeError(f"{self.status}: read-only (set the report's checkpoints instead)")
+
+
 @dataclass
 class EvaluateReport:
     runs: list[str]
@@ -79,28 +97,12 @@ class EvaluateReport:
         """The run evaluated (the first, for a study)."""
         return self.runs[0] if self.runs else ""
 
-    def _with(self, status: Status) -> list[CheckpointOutcome]:
-        return [c for c in self.checkpoints if c.status == status]
-
-    @property
-    def evaluated(self) -> list[CheckpointOutcome]:
-        return self._with("evaluated")
-
-    @property
-    def skipped(self) -> list[CheckpointOutcome]:
-        return self._with("skipped")
-
-    @property
-    def failed(self) -> list[CheckpointOutcome]:
-        return self._with("failed")
-
-    @property
-    def submitted(self) -> list[CheckpointOutcome]:
-        return self._with("submitted")
-
-    @property
-    def pending(self) -> list[CheckpointOutcome]:
-        return self._with("pending")
+    # The outcomes of one status, as properties: report.evaluated, report.failed, ...
+    evaluated = _WithStatus()
+    skipped = _WithStatus()
+    failed = _WithStatus()
+    submitted = _WithStatus()
+    pending = _WithStatus()
 
 
 class EvaluationInterrupted(KeyboardInterrupt):
@@ -123,36 +125,12 @@ def evaluate(
     *,
     run: str | None = None,
     tasks: Sequence[str] = (),
-    study: str | os.PathLike[str] | Study | None = None,
-    output_dir: str | Path | None = None,
-    work_dir: str | Path | None = None,
-    include_paths: Sequence[str | Path] = (),
-    data_dir: str | Path | None = None,
-    variant: Variant | None = None,
-    base_model: str | None = None,
-    batch_size: int | str | None = None,
-    device: str | None = None,
-    dtype: str | None = None,
-    num_fewshot: int | None = None,
-    limit: int | float | None = None,
-    samples: bool | None = None,
-    force: bool = False,
-    attributes: Mapping[str, Any] | list[str] | None = None,
-    lm_eval_kwargs: Mapping[str, Any] | None = None,
-    executor: str | None = None,
-    workers: int | None = None,
-    units_per_task: int | None = None,
-    slurm_partition: str | None = None,
-    gpus_per_task: float | None = None,
-    timeout_min: int | None = None,
-    max_parallel: int | None = None,
-    slurm_params: Mapping[str, Any] | list[str] | None = None,
-    ray_address: str | None = None,
-    detach: bool = False,
-    progress: bool = False,
-    log_to_file: bool = False,
+    **keywords: Unpack[EvaluateOptions],
 ) -> EvaluateReport:
     """Evaluate checkpoints with lm-eval's ``hf`` model and store the results: one run, or every run of a study.
+
+    The keywords after ``tasks`` are those of :class:`~ood_store.evaluate.options.EvaluateOptions`, typed
+    there; each is described here, with its default. Another keyword is a ``TypeError``.
 
     Parameters
     ----------
@@ -242,31 +220,26 @@ def evaluate(
         On Ctrl-C (a ``KeyboardInterrupt``), after storing what had finished;
         its ``report`` says what was stored.
     """
-    given = {
+    unknown = sorted(set(keywords) - set(KEYWORDS))
+    if unknown:
+        raise TypeError(f"evaluate() got an unexpected keyword argument {unknown[0]!r}")
+    given: dict[str, Any] = {**keywords}  # the keywords of EvaluateOptions, read by name below
+    include_paths, data_dir, lm_eval_kwargs = (
+        given.pop(name, None) for name in ("include_paths", "data_dir", "lm_eval_kwargs")
+    )
+    run_options = {
         "tasks": list(tasks) or None,
-        "include_paths": [str(Path(p).resolve()) for p in include_paths] or None,
+        "include_paths": [str(Path(p).resolve()) for p in include_paths or ()] or None,
         "data_dir": None if data_dir is None else str(Path(data_dir).resolve()),
-        "variant": variant,
-        "base_model": base_model,
-        "batch_size": batch_size,
-        "device": device,
-        "dtype": dtype,
-        "num_fewshot": num_fewshot,
-        "limit": limit,
-        "samples": samples,
+        **{name: given.get(name) for name in _RUN_OPTIONS},
         "lm_eval_kwargs": None if lm_eval_kwargs is None else dict(lm_eval_kwargs),
     }
-    overrides = {name: options.check(name, value) for name, value in given.items() if value is not None}
-    executor_options: dict[str, Any] = {
-        "workers": workers,
-        "units_per_task": units_per_task,
-        "slurm_partition": slurm_partition,
-        "gpus_per_task": gpus_per_task,
-        "timeout_min": timeout_min,
-        "max_parallel": max_parallel,
-        "slurm_params": executors.slurm_params(slurm_params) if slurm_params else None,
-        "ray_address": ray_address,
-    }
+    overrides = {name: options.check(name, value) for name, value in run_options.items() if value is not None}
+    executor_options = {name: given.get(name) for name in _EXECUTOR_OPTIONS}
+    if executor_options["slurm_params"]:
+        executor_options["slurm_params"] = executors.slurm_params(executor_options["slurm_params"])
+    study, executor, attributes = given.get("study"), given.get("executor"), given.get("attributes")
+    output_dir, work_dir = given.get("output_dir"), given.get("work_dir")
     if study is not None:
         for name, value in (("checkpoints", checkpoints), ("run", run), ("attributes", attributes)):
             if value:
@@ -291,7 +264,7 @@ def evaluate(
             RunRequest(run=check_run(run), checkpoints=[str(c) for c in checkpoints], attributes=attrs, **overrides)
         ]
     chosen = executors.settings(executor, **executor_options)
-    if detach and chosen.name == "inline":
+    if given.get("detach") and chosen.name == "inline":
         raise InputError(
             None, None, "the inline executor runs in this process: choose local, slurm or ray", parameter="detach"
         )
@@ -300,7 +273,12 @@ def evaluate(
     output = Path(output_dir or DEFAULT_OUTPUT_DIR)
     work = WorkDir(work_dir or default_work_dir(output))
     planned = plan(
-        store.connection, requests, store=store.path.resolve(), output_dir=output, force=force, log_to_file=log_to_file
+        store.connection,
+        requests,
+        store=store.path.resolve(),
+        output_dir=output,
+        force=bool(given.get("force")),
+        log_to_file=bool(given.get("log_to_file")),
     )
     if planned.units:
         if backend is not None:
@@ -321,7 +299,7 @@ def evaluate(
         work.add_units(planned.units)
         driver = _Driver(store, work, planned.units, backend, outcomes, report)
         with store._released():
-            driver.run(progress, detach)
+            driver.run(bool(given.get("progress")), bool(given.get("detach")))
     report.checkpoints = _in_order(planned, outcomes, [r.run for r in requests])
     return report
 

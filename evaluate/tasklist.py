@@ -146,26 +146,10 @@ _TASK_NEUTRAL_OPTIONS = frozenset(
 )  # fmt: skip
 
 
-def task_source(
-    tasks: Sequence[str],
-    include_paths: Sequence[str | Path] = (),
-    data_dir: str | Path | None = None,
-    variant: Variant | None = None,
-    num_fewshot: int | None = None,
-) -> dict[str, Any]:
-    """What :func:`task_list` is built from, as plain JSON (a worker on another machine builds it again)."""
-    return {
-        "tasks": list(tasks),
-        "include_paths": [str(p) for p in include_paths],
-        "data_dir": None if data_dir is None else str(data_dir),
-        "variant": None if variant is None else {k: variant.record()[k] for k in ("pattern", "verbalizers", "neutral")},
-        "num_fewshot": num_fewshot,
-    }
-
-
 @contextmanager
 def task_list_of(source: Mapping[str, Any]) -> Iterator[TaskList]:
-    """:func:`task_list` of a :func:`task_source`."""
+    """:func:`task_list` of a task source: its arguments as plain JSON, as
+    :meth:`~ood_store.evaluate.plan.RunRequest.task_source` writes them."""
     variant = source.get("variant")
     with task_list(
         source["tasks"],
@@ -205,7 +189,7 @@ class TaskObjects:
         self.built = 0  # task or group objects built so far
 
     def task_list(self, source: Mapping[str, Any]) -> TaskList:
-        """The task list (and TaskManager) of a :func:`task_source`, built once."""
+        """The task list (and TaskManager) of a task source (see :func:`task_list_of`), built once."""
         key = json.dumps(source, sort_keys=True)
         if key not in self._lists:
             self._lists[key] = self._stack.enter_context(task_list_of(source))

@@ -71,8 +71,21 @@ class Method:
 
     def test(self, inference: str) -> str:
         """Which p marks significance and what it assumes: ``p_eff_adj: effective n ..., Holm-adjusted``."""
-        adjusted = f", {_ADJUST[self.adjust]}-adjusted within each run" if self.adjust in _ADJUST else ""
+        adjusted = f", {adjusted_within(self.adjust, 'run')}" if self.adjust in _ADJUST else ""
         return f"{_P[inference]}: {_INFERENCE[inference]}{adjusted}"
+
+
+def adjusted_within(adjust: str, scope: str) -> str:
+    """How p-values were adjusted for multiple testing, and over what: ``Holm-adjusted within each panel``.
+
+    >>> adjusted_within("fdr_bh", "run")
+    'Benjamini–Hochberg-adjusted within each run'
+    >>> adjusted_within("none", "panel")
+    'not adjusted for multiple testing'
+    """
+    if adjust not in _ADJUST:
+        return "not adjusted for multiple testing"
+    return f"{_ADJUST[adjust]}-adjusted within each {scope}"
 
 
 def p_column(inference: str) -> str:

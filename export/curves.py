@@ -54,7 +54,7 @@ def curves(
     names = split_names(tasks, "tasks") or ()
     if run not in set(store.runs()["run"]):
         raise AnalysisError(f"no run {run!r} in the store (see `ood-store runs`)", parameter="run")
-    frame = store.query(
+    frame = store._read(
         sqlfiles.load("ood_store.export", "curves"),
         run=run,
         metric=metric,

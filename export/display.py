@@ -1,6 +1,6 @@
 """Display concerns shared by tables and figures: display names for testsets and runs, and run order.
 
-``--rename mnli=MNLI`` (or a mapping file) maps the names the store uses to
+``names(["mnli=MNLI"])`` (or a mapping file) maps the names the store uses to
 the ones a paper prints; runs are ordered by their attributes (family, then
 size read as a number, then seed), not alphabetically, so that ``160m`` comes
 before ``1.4b``.

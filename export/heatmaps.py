@@ -16,16 +16,18 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import matplotlib
+import numpy as np
 import polars as pl
 from matplotlib.colors import Normalize
 from matplotlib.figure import Figure
 
 from ood_store.analysis import results
 from ood_store.analysis.compare import INFERENCE, compare
+from ood_store.analysis.inference import adjust
 from ood_store.analysis.results import PartialCorrelations
 from ood_store.errors import AnalysisError
 from ood_store.export import display, grids, page, triangle
-from ood_store.export.captions import Method, p_column
+from ood_store.export.captions import Method, adjusted_within, p_column
 from ood_store.export.display import analysis_order
 
 if TYPE_CHECKING:
@@ -121,7 +123,8 @@ def heatmap_grid(
     row per value of ``rows``, one column per value of ``cols``; the runs that
     share both values are pooled into one panel (``seeds="pool"``: random
     effects on Fisher z, as :func:`~ood_store.analysis.compare`, faded where
-    the pooled p is at least ``alpha``; a lone run is drawn as it is) or drawn
+    the pooled p, adjusted over the panel's pairs by the analysis' method
+    (Holm for a bare table), is at least ``alpha``; a lone run is drawn as it is) or drawn
     side by side as small multiples (``seeds="each"``). Runs whose every r is
     NaN (too few checkpoints, say) are left out and named in the note.
 
@@ -141,7 +144,7 @@ def heatmap_grid(
         Figure width in inches; default the full page (6.75), or less when panels
         would be wider than 2 in (one column, 3.25, for a single run). The height follows.
     rows, cols : str, optional
-        Run attributes (``family``, ``size``, ``seed``, any ``--attr`` key) to facet by.
+        Run attributes (``family``, ``size``, ``seed``, any other key) to facet by.
     seeds : {"pool", "each"}
         With facets: the runs of one panel pooled, or each drawn.
     attributes : Store or polars.DataFrame, optional
@@ -177,7 +180,8 @@ def heatmap_grid(
     empty = [r for r in chosen if r not in finite]
     if not drawn:
         raise AnalysisError(f"no run has a finite r to draw: {', '.join(chosen)}", parameter="runs")
-    test = _Test(p_column(inference), alpha)
+    method = Method.of(table if isinstance(table, PartialCorrelations) else frame)
+    test = _Test(p_column(inference), alpha, method.adjust or "holm")
     labels = [names.get(t, t) for t in order]
     if rows is not None and rows == cols:
         raise AnalysisError(f"rows and cols are both {rows!r}; facet by two different attributes", parameter="cols")
@@ -189,7 +193,6 @@ def heatmap_grid(
         panel_columns = facets.ncols - len(facets.spacers)
         facets.width = grids.width_for(labels, panel_columns, width, nrows=facets.nrows, headers=rows is not None)
     norm, cmap = Normalize(vmin=-1.0, vmax=1.0), matplotlib.colormaps[CMAP]
-    method = Method.of(table if isinstance(table, PartialCorrelations) else frame)
 
     def lines(layout: grids.Layout) -> list[str]:
         return _note(method, names, inference, test, layout, facets, empty, frame) if note else []
@@ -210,6 +213,7 @@ def heatmap_grid(
 class _Test:
     column: str
     alpha: float
+    adjust: str = "holm"  # how the pooled p of a faceted panel is adjusted over its pairs (the analysis' method)
 
     def significant(self, p: float | None) -> bool:
         return p is not None and math.isfinite(p) and p < self.alpha
@@ -330,6 +334,10 @@ def _pooled(frame, runs, attributes, by, test: _Test) -> dict[tuple, list[dict]]
         out.setdefault(key, []).append(
             {"task_x": row["task_x"], "task_y": row["task_y"], "r": row["r_pooled"], "p": row["p_pooled"]}
         )
+    for rows in out.values():  # adjusted over the panel's pairs, as each run's p is over the run's
+        pooled = np.array([np.nan if row["p"] is None else row["p"] for row in rows], dtype=float)
+        for row, p in zip(rows, adjust(pooled, test.adjust), strict=True):
+            row["p"] = float(p) if np.isfinite(p) else None
     return out
 
 
@@ -364,9 +372,10 @@ def _note(method: Method, names, inference, test: _Test, layout: grids.Layout, f
             f"Panels pool the runs of each {facets.pooled}: random effects on Fisher z with each run's {n} n "
             f"(a lone run: its {test.column})."
         )
-        test_text = f"Bold: p < {test.alpha:g}; faded: not significant."
+        adjusted = adjusted_within(test.adjust, "panel")
+        test_text = f"Bold: pooled p < {test.alpha:g} ({adjusted}); faded: not significant."
         if not layout.numbers:
-            test_text = f"Faded: not significant (p \u2265 {test.alpha:g})."
+            test_text = f"Faded: not significant, pooled p \u2265 {test.alpha:g} ({adjusted})."
     elif layout.numbers:
         test_text = f"Bold: {test.column} < {test.alpha:g}; faded: not significant ({method.test(inference)})."
     else:

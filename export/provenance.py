@@ -39,7 +39,7 @@ class Provenance:
         The parameters the analysis was computed with (``ood-store analyses``
         shows the same).
     sql : str or None
-        The query, for exports of ``--sql``.
+        The query, for exports of a SQL query's rows.
     version : str
         The ood-store version that wrote the file.
     created : str

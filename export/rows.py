@@ -1,8 +1,8 @@
 """Rows (a query's result, a listing, an analysis table) as text or a file in any of the row formats.
 
 The formats are those of :data:`ood_store.export.formats.ROWS`. LaTeX goes
-through the paper tables of :mod:`ood_store.export.tables`, so that ``query
---format latex`` prints what ``export --sql`` writes.
+through the paper tables of :mod:`ood_store.export.tables`, so that a query's rows
+printed as ``latex`` are the table that exporting the same query writes.
 """
 
 from __future__ import annotations

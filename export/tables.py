@@ -202,7 +202,7 @@ def compare_table(
 ) -> PaperTable:
     """A comparison across runs (:func:`~ood_store.analysis.compare`) for a paper.
 
-    One row per pair of testsets (and ``--by`` group): runs, sign agreement,
+    One row per pair of testsets (and group of the comparison's ``by``): runs, sign agreement,
     pooled r with its interval, I² and the verdict. The pooled r is marked by
     its p-value adjusted over the rows (``adjust_method``, default Holm).
     ``wide`` adds each run's r, in the order of ``runs``. The other keywords

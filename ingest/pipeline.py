@@ -40,6 +40,7 @@ from ood_store.ingest.wandb import HistoryOptions
 from ood_store.ingest.write import BatchRefused, write_batch
 from ood_store.progress import progress_bar
 from ood_store.store.attribute_rules import AttributeRule, attributes_for, unmatched
+from ood_store.store.damage import is_store_problem
 from ood_store.store.runs import parse_attributes, set_attributes
 from ood_store.store.transaction import transaction
 
@@ -231,15 +232,21 @@ class Batch:
                 try:
                     outcome = self._refused(pending, file, at, refused.error)
                 except Exception as exc:  # a bug met while planning one file's samples again: that file is rejected
+                    if is_store_problem(exc):
+                        raise
                     outcome = _internal_error(shown, "storing", exc)
                 if outcome is not None:
                     self.outcomes[index] = outcome
                     del pending[file]
                 continue
             except duckdb.Error as exc:
+                if is_store_problem(exc):  # a damaged store or a failed transaction: not this batch's fault
+                    raise
                 self._isolate(pending, partial(_not_stored, error=first_line(exc)))
                 return
             except Exception as exc:  # a bug met by a file of the batch: find it, store the others
+                if is_store_problem(exc):
+                    raise
                 self._isolate(pending, partial(_internal_error, doing="storing", exc=exc))
                 return
             self._stored(pending, written)
@@ -257,6 +264,8 @@ class Batch:
         try:
             wider = _replanned(self.con, file_records[at], error)
         except duckdb.Error as exc:  # the reader refuses a line past the one that asked for replanning
+            if is_store_problem(exc):
+                raise
             return FileOutcome(shown, "rejected", str(samples_files.explain(error.file, exc)))
         if wider is None:
             return FileOutcome(

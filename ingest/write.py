@@ -24,7 +24,7 @@ from ood_store.errors import InputError
 from ood_store.ingest import samples as samples_files
 from ood_store.ingest.records import SCORE_SCHEMA, EvaluationRecord
 from ood_store.store.runs import fill_attributes, set_attributes
-from ood_store.store.transaction import transaction
+from ood_store.store.transaction import registered, transaction
 
 _EVALUATION_SCHEMA: dict[str, pl.DataType | type[pl.DataType]] = {
     "evaluation_id": pl.Int32,
@@ -180,11 +180,8 @@ def _evaluations_frame(records: Sequence[EvaluationRecord], ids: list[int], now:
 
 
 def _run(con: duckdb.DuckDBPyConnection, name: str, frame: pl.DataFrame, sql: str, params: dict | None = None) -> None:
-    con.register(name, frame)
-    try:
+    with registered(con, name, frame):
         con.execute(sql, params)
-    finally:
-        con.unregister(name)
 
 
 def _json(value: Any) -> str:

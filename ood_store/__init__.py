@@ -19,7 +19,7 @@ try:
 except PackageNotFoundError:  # running from a source tree that is not installed
     __version__ = "0.0.0+unknown"
 
-from ood_store.errors import InputError, OodStoreError, QueryError, StoreError, StoreLockedError
+from ood_store.errors import InputError, OodStoreError, QueryError, StoreDamagedError, StoreError, StoreLockedError
 
 if TYPE_CHECKING:
     from ood_store.store import Store, default_path, open
@@ -42,6 +42,7 @@ __all__ = [
     "OodStoreError",
     "QueryError",
     "Store",
+    "StoreDamagedError",
     "StoreError",
     "StoreLockedError",
     "__version__",

@@ -95,6 +95,10 @@ class StoreLockedError(StoreError):
     """Another process holds the store's write lock."""
 
 
+class StoreDamagedError(StoreError):
+    """The store file is damaged: DuckDB cannot read it, or its checksums fail."""
+
+
 class SchemaError(StoreError):
     """The store's schema version is not one this ood-store can use."""
 

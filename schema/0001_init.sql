@@ -62,7 +62,7 @@ CREATE TABLE evaluations (
 );
 
 -- One row per (evaluation, task, metric, filter): every evaluation's scores.
--- The public views scores_all and scores (below) add run and step.
+-- The public views scores_all and scores (views.sql) add run and step.
 CREATE TABLE evaluation_scores (
     evaluation_id     INTEGER NOT NULL,
     task              VARCHAR NOT NULL,
@@ -95,44 +95,4 @@ CREATE TABLE samples (
     target_hash     VARCHAR
 );
 
--- Every evaluation's scores, with the checkpoint they belong to.
-CREATE VIEW scores_all AS
-SELECT
-    e.run, e.step, s.task, s.num_fewshot, s.metric, s.filter, s.value, s.stderr,
-    s.n_samples, s.is_group, s.higher_is_better, s.task_version,
-    s.evaluation_id, e.date, e.source_path
-FROM evaluation_scores AS s
-JOIN evaluations AS e USING (evaluation_id);
-
--- The public contract: one row per (run, step, task, num_fewshot, metric, filter).
--- Where several evaluations hold the same key, the one with the newest `date`
--- wins (evaluations without a date count as oldest), then the one ingested last.
-CREATE VIEW scores AS
-SELECT
-    run, step, task, num_fewshot, metric, filter, value, stderr,
-    n_samples, is_group, evaluation_id
-FROM scores_all
-QUALIFY row_number() OVER (
-    PARTITION BY run, step, task, num_fewshot, metric, filter
-    ORDER BY date DESC NULLS LAST, evaluation_id DESC
-) = 1;
-
--- Keys held by more than one evaluation with different values.
-CREATE VIEW score_conflicts AS
-SELECT
-    run, step, task, num_fewshot, metric, filter,
-    count(*) AS n_evaluations,
-    min(value) AS min_value,
-    max(value) AS max_value,
-    list(evaluation_id ORDER BY evaluation_id) AS evaluation_ids,
-    list(value ORDER BY evaluation_id) AS value_list,
-    list(source_path ORDER BY evaluation_id) AS source_paths
-FROM scores_all
-GROUP BY run, step, task, num_fewshot, metric, filter
-HAVING count(DISTINCT value) > 1;
-
--- Per-sample rows with the checkpoint they belong to.
-CREATE VIEW samples_all AS
-SELECT e.run, e.step, s.*
-FROM samples AS s
-JOIN evaluations AS e USING (evaluation_id);
+-- The views over these tables (scores_all, scores, score_conflicts, samples_all, ...) are in views.sql.

@@ -30,7 +30,7 @@ CREATE TABLE partial_correlations (
     dof           DOUBLE,
     edf_x         DOUBLE,                    -- effective degrees of freedom of each fit
     edf_y         DOUBLE,
-    boot_ci_low   DOUBLE,                    -- block-bootstrap interval (NULL/NaN without --bootstrap)
+    boot_ci_low   DOUBLE,                    -- block-bootstrap interval (NULL/NaN without one)
     boot_ci_high  DOUBLE,
     block_length  BIGINT,
     reason        VARCHAR,                   -- why r is NaN

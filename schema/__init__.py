@@ -1,7 +1,11 @@
-"""The store's schema: versioned ``NNNN_name.sql`` migrations, applied in order.
+"""The store's schema: versioned ``NNNN_name.sql`` migrations, applied in order, and its views.
 
 Each migration runs in one transaction together with its row in
 ``schema_version``; a store is either at a version or at the one before it.
+Migrations hold tables only. The views have one definition each, in
+``views.sql``, for the latest version; they are made (again) in the transaction
+of the latest migration, so that a new store and one upgraded from any older
+version, whose views an earlier ood-store made, end with the same views.
 """
 
 from __future__ import annotations
@@ -67,15 +71,22 @@ def check_supported(version: int, where: str) -> None:
 
 
 def migrate(con: duckdb.DuckDBPyConnection, where: str, upto: int | None = None) -> list[int]:
-    """Bring a store up to the latest schema (or to version ``upto``); returns the versions applied."""
+    """Bring a store up to the latest schema (or to version ``upto``); returns the versions applied.
+
+    A store brought to an older version (``upto``, for staging an older dump) has its tables only:
+    the views are those of the latest version and come with its migration.
+    """
     version = current_version(con)
     check_supported(version, where)
+    latest = latest_version()
     applied = []
     for migration in migrations():
         if migration.version <= version or (upto is not None and migration.version > upto):
             continue
         with transaction(con):
             con.execute(migration.sql)
+            if migration.version == latest:
+                con.execute(sqlfiles.load(__name__, "views"))
             con.execute(
                 sqlfiles.load(__name__, "record_migration"),
                 {"version": migration.version, "name": migration.name, "applied_at": _utcnow()},

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Unpack
@@ -20,8 +20,9 @@ import polars as pl
 
 from ood_store import schema, sqlfiles
 from ood_store.errors import InputError, StoreError
-from ood_store.store import query
+from ood_store.store import query, sandbox
 from ood_store.store.connection import DEFAULT_LOCK_TIMEOUT, connect, fetch_value
+from ood_store.store.damage import damaged
 
 if TYPE_CHECKING:
     from ood_store.analysis.results import PartialCorrelations
@@ -46,6 +47,7 @@ def open(  # noqa: A001 - mirrors io.open / sqlite3.connect naming
     *,
     read_only: bool = False,
     lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
+    allow_files: Iterable[str | os.PathLike[str]] = (),
 ) -> Store:
     """Open (and, unless ``read_only``, create or migrate) the store at ``path``.
 
@@ -59,24 +61,36 @@ def open(  # noqa: A001 - mirrors io.open / sqlite3.connect naming
         a read-only open (a DuckDB rule), up to ``lock_timeout``.
     lock_timeout
         Seconds to wait for another process that holds the store.
+    allow_files
+        Folders whose files SQL run by :meth:`Store.query` may read (``read_csv('DIR/x.csv')``);
+        by default it can read the store and nothing else.
     """
-    return Store(Path(path) if path is not None else default_path(), read_only, lock_timeout)
+    return Store(Path(path) if path is not None else default_path(), read_only, lock_timeout, allow_files)
 
 
 class Store:
     """A results store. Create it with :func:`ood_store.open`."""
 
-    def __init__(self, path: Path, read_only: bool, lock_timeout: float):
+    def __init__(
+        self, path: Path, read_only: bool, lock_timeout: float, allow_files: Iterable[str | os.PathLike[str]] = ()
+    ):
         self.path = path
         self.read_only = read_only
         self.lock_timeout = lock_timeout
+        self.allow_files = sandbox.folders(allow_files)
         self._created = not read_only and not path.exists()
-        self._discard_if_empty = False  # set by an ingest that added nothing to the store it created
+        self._discard_if_empty = False  # set by an ingest or evaluate that added nothing to the store it created
+        self._user_sql = ExitStack()  # holds the sandbox of a read-only store between queries
+        self._closed = False
+        self._sandbox_con: duckdb.DuckDBPyConnection | None = None
         self._con = connect(path, read_only=read_only, lock_timeout=lock_timeout)
         try:
             self.migrations_applied = self._prepare()
-        except BaseException:
+        except BaseException as exc:
             self._con.close()
+            problem = damaged(path, exc)  # the schema's tables are the first thing read
+            if problem is not None:
+                raise problem from None
             raise
 
     # -- lifecycle ---------------------------------------------------------
@@ -98,8 +112,11 @@ class Store:
         return bool(fetch_value(self._con, sqlfiles.load("ood_store.store", "count_tables")))
 
     def close(self) -> None:
-        """Close the store. A store this object created for an ingest that added nothing is removed."""
+        """Close the store. A store this object created for an ingest that added nothing, or for an
+        evaluation that stopped before storing anything, is removed."""
         discard = self._discard_if_empty and self._holds_nothing()
+        self._closed = True
+        self._user_sql.close()
         self._con.close()
         if discard:
             for leftover in (self.path, self.path.with_name(self.path.name + ".wal")):
@@ -109,7 +126,8 @@ class Store:
     def _released(self) -> Iterator[None]:
         """Close the connection for the block (other processes may open the store), then open it again.
 
-        For :meth:`evaluate`, whose collector opens the store for each commit only.
+        For :meth:`evaluate`, whose collector opens the store for each commit only, and for
+        :meth:`query` on a store opened for writing, whose sandbox attaches the file read-only.
         """
         self._con.close()
         try:
@@ -139,7 +157,11 @@ class Store:
 
     @property
     def connection(self) -> duckdb.DuckDBPyConnection:
-        """The underlying DuckDB connection, for advanced use; prefer :meth:`query`."""
+        """The underlying DuckDB connection, for advanced use; prefer :meth:`query`.
+
+        Not a sandbox: SQL run on it can change the store. On a store opened for writing,
+        :meth:`query` and :meth:`evaluate` close it and open a new one: take it again after them.
+        """
         return self._con
 
     # -- reading -----------------------------------------------------------
@@ -150,12 +172,45 @@ class Store:
 
         >>> store.query("SELECT * FROM scores WHERE run = $run", run="r1")  # doctest: +SKIP
 
-        Statements that change the store (INSERT, CREATE, COPY, ATTACH, ...)
-        are refused with a :class:`~ood_store.errors.QueryError`.
+        The statement runs in a sandbox (:mod:`ood_store.store.sandbox`): a connection of its own on
+        which the store is attached read-only, no other file can be read or written (but those in the
+        folders of ``allow_files``) and no setting can be changed. Statements that would change the
+        store (INSERT, CREATE, COPY, ATTACH, a DELETE inside a WITH, ``nextval()``, ...) are refused
+        with a :class:`~ood_store.errors.QueryError`. On a store opened for writing, the store's own
+        connection is closed while the query runs (DuckDB lets a process open a file read-only only
+        when it does not have it open for writing), so other processes may take the store meanwhile.
         """
-        return query.read_only(self._con, sql, params)
+        with self._sandbox() as con:
+            return query.read_only(con, sql, params)
 
-    def _read(self, sql: str, params: Mapping[str, Any] | None = None) -> pl.DataFrame:
+    @contextmanager
+    def _sandbox(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        """The sandbox for one query: kept between queries on a read-only store (no process can change
+        the file while this one reads it), a fresh one each time on a store opened for writing."""
+        if self._closed:
+            raise StoreError(f"{self.path}: the store is closed")
+        with ExitStack() as stack:
+            opened = sandbox.sandbox(self.path, allow_files=self.allow_files, lock_timeout=self.lock_timeout)
+            if not self.read_only:
+                stack.enter_context(self._released())
+                con = stack.enter_context(opened)
+            elif self._sandbox_con is None:
+                con = self._sandbox_con = self._user_sql.enter_context(opened)
+            else:
+                con = self._sandbox_con
+            try:
+                yield con
+            except duckdb.Error as exc:  # a block of the store that fails its checksum, met by the query
+                problem = damaged(self.path, exc)
+                if problem is None:
+                    raise
+                raise problem from None
+
+    def _read(self, sql: str, /, **params: Any) -> pl.DataFrame:
+        """The rows of ood-store's own SQL (a ``.sql`` file of the package) on the store's connection.
+
+        Not checked and not in the sandbox: never for SQL that a user wrote (that is :meth:`query`).
+        """
         return query.rows(self._con, sql, params)
 
     def runs(self) -> pl.DataFrame:
@@ -164,7 +219,7 @@ class Store:
 
     def tasks(self, run: str | None = None) -> pl.DataFrame:
         """One row per (task, metric, filter, num_fewshot) in ``scores``, optionally for one run."""
-        return self._read(sqlfiles.load("ood_store.store", "list_tasks"), {"run": run})
+        return self._read(sqlfiles.load("ood_store.store", "list_tasks"), run=run)
 
     # -- writing -----------------------------------------------------------
     def ingest(
@@ -234,7 +289,11 @@ class Store:
         from ood_store.evaluate.runner import evaluate
 
         self._require_writable("evaluate")
-        return evaluate(self, [str(c) for c in checkpoints], run=run, tasks=tasks, **options)
+        try:
+            return evaluate(self, [str(c) for c in checkpoints], run=run, tasks=tasks, **options)
+        except BaseException:
+            self._discard_if_empty = self._created  # refused before anything was stored: leave no store file
+            raise
 
     def set_run_attributes(
         self,

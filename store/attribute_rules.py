@@ -1,7 +1,7 @@
 """Run attributes for many runs at once: rules of a run name or glob and the attributes it gets.
 
-Rules come from ``KEY=VALUE`` pairs for one run or glob (``ood-store runs set
-RUN|--match GLOB KEY=VALUE...``) or from an attribute file (``--attr-file``):
+Rules come from ``KEY=VALUE`` pairs for one run or glob (``Store.set_run_attributes(run or match,
+attributes)``) or from an attribute file (``attribute_file``):
 
 * CSV: a header row whose first column is ``run`` (a run name or a glob), the
   other columns attributes; an empty cell sets nothing.
@@ -108,7 +108,7 @@ def _csv_rules(path: Path) -> list[AttributeRule]:
 
 
 def for_run(run: str, rules: Sequence[AttributeRule]) -> dict[str, Any]:
-    """What ``rules`` give one run (``evaluate --attr-file``); a file with no rule for it is an error."""
+    """What ``rules`` give one run (``evaluate``'s ``attribute_file``); a file with no rule for it is an error."""
     if rules and not any(item.matches(run) for item in rules):
         where = rules[0].where.split(": ")[0] if rules[0].where else None
         raise InputError(where, None, f"no run or glob here matches run {run!r}")

@@ -10,12 +10,16 @@ from __future__ import annotations
 import os
 import re
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import duckdb
 
 from ood_store.errors import StoreError, StoreLockedError, first_line
+from ood_store.store.damage import damaged_file, has_duckdb_magic, store_problem
+
+T = TypeVar("T")
 
 DEFAULT_LOCK_TIMEOUT = 30.0
 #: The longest pause between two tries to open a store that another process holds: short enough that
@@ -23,21 +27,35 @@ DEFAULT_LOCK_TIMEOUT = 30.0
 MAX_RETRY_DELAY_S = 0.1
 
 _LOCK_HELD = re.compile(r"Conflicting lock is held in (?P<exe>.*?) \(PID (?P<pid>\d+)\)")
-_MAGIC = b"DUCK"  # bytes 8..12 of every DuckDB database file
 
 
 def connect(path: Path, *, read_only: bool, lock_timeout: float) -> duckdb.DuckDBPyConnection:
     """Open ``path``, waiting up to ``lock_timeout`` seconds for another writer."""
     _check_file(path, read_only)
+    return waiting(path, lock_timeout, lambda: duckdb.connect(str(path), read_only=read_only))
+
+
+def waiting(path: Path, lock_timeout: float, open_store: Callable[[], T]) -> T:
+    """``open_store()`` (a connect, an ATTACH of ``path``), tried again while another process holds the store.
+
+    Gives up after ``lock_timeout`` seconds naming the holder; a damaged file or any other refusal is a
+    one-line :class:`StoreError` naming ``path``.
+    """
     deadline = time.monotonic() + max(lock_timeout, 0.0)
     delay = 0.02
     while True:
         try:
-            return duckdb.connect(str(path), read_only=read_only)
-        except duckdb.IOException as exc:
-            held = _LOCK_HELD.search(str(exc))
+            return open_store()
+        except duckdb.ConnectionException as exc:
+            raise StoreError(f"{path}: already open in this process in another mode ({first_line(exc)})") from None
+        except duckdb.ResourceInUseException as exc:  # an ATTACH of a file this process has open for writing
+            raise StoreError(f"{path}: already open for writing in this process ({first_line(exc)})") from None
+        except duckdb.Error as exc:
+            held = _LOCK_HELD.search(str(exc)) if isinstance(exc, duckdb.IOException) else None
             if held is None:
-                raise StoreError(f"{path}: cannot open the store: {first_line(exc)}") from None
+                raise store_problem(path, exc) or StoreError(
+                    f"{path}: cannot open the store: {first_line(exc)}"
+                ) from None
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 pid = int(held.group("pid"))
@@ -48,8 +66,6 @@ def connect(path: Path, *, read_only: bool, lock_timeout: float) -> duckdb.DuckD
                 ) from None
             time.sleep(min(delay, remaining))
             delay = min(delay * 2, MAX_RETRY_DELAY_S)
-        except duckdb.ConnectionException as exc:
-            raise StoreError(f"{path}: already open in this process in another mode ({first_line(exc)})") from None
 
 
 def describe_process(pid: int, exe: str) -> str:
@@ -79,7 +95,9 @@ def _check_file(path: Path, read_only: bool) -> None:
             head = fh.read(12)
     except OSError as exc:
         raise StoreError(f"{path}: cannot read the store: {exc.strerror}") from None
-    if len(head) > 0 and head[8:12] != _MAGIC:
+    if not head:
+        raise damaged_file(path, "it is empty (0 bytes)")
+    if not has_duckdb_magic(head):
         raise StoreError(f"{path}: not a DuckDB database file")
     if not read_only and not os.access(path, os.W_OK):
         raise StoreError(f"{path}: the store is not writable")

@@ -19,7 +19,7 @@ import datetime as dt
 import hashlib
 import json
 import os
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +29,7 @@ from ood_store import __version__, schema, sqlfiles
 from ood_store.errors import InputError, StoreError, first_line
 from ood_store.progress import progress_bar
 from ood_store.store.connection import fetch_value
+from ood_store.store.damage import is_store_problem
 
 #: The manifest's own format; a dump with a newer one is refused.
 DUMP_FORMAT = 1
@@ -39,20 +40,12 @@ DERIVED = ("scores",)
 
 @dataclass
 class TableDump:
-    """One table of a dump: its row count and files (relative paths and their sha256)."""
+    """One table of a dump: its row count and files (relative paths and their sha256), as the manifest lists it."""
 
     rows: int
     partitioned_by: list[str]
+    added_columns: list[str]  # columns the dump adds (the run of per-evaluation rows)
     files: dict[str, str]
-    added_columns: list[str] = field(default_factory=list)  # columns the dump adds (the run of per-evaluation rows)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "rows": self.rows,
-            "partitioned_by": self.partitioned_by,
-            "added_columns": self.added_columns,
-            "files": self.files,
-        }
 
 
 @dataclass
@@ -110,8 +103,8 @@ def dump(con: duckdb.DuckDBPyConnection, folder: str | os.PathLike[str], *, prog
         "schema_version": version,
         "ood_store_version": __version__,
         "created_at": dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "tables": {name: t.to_json() for name, t in report.tables.items()},
-        "derived": {name: t.to_json() for name, t in report.derived.items()},
+        "tables": {name: asdict(t) for name, t in report.tables.items()},
+        "derived": {name: asdict(t) for name, t in report.derived.items()},
     }
     (folder / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n", "utf-8")
     return report
@@ -140,11 +133,13 @@ def _write(
             _sql("copy_parquet_by_run" if by_run else "copy_parquet").format(query=query), {"path": str(target)}
         )
     except duckdb.IOException as exc:
+        if is_store_problem(exc):  # reading the store failed, not writing the dump
+            raise
         raise StoreError(f"{target}: cannot write: {first_line(exc)}") from None
     files = sorted(target.rglob("*.parquet")) if by_run else [target]
     hashes = {f.relative_to(folder).as_posix(): sha256_of(f) for f in files}
     rows = int(fetch_value(con, _sql("parquet_rows"), {"files": [str(f) for f in files]})) if files else 0
-    return TableDump(rows, ["run"] if by_run else [], hashes, added or [])
+    return TableDump(rows, ["run"] if by_run else [], added or [], hashes)
 
 
 def sha256_of(path: Path) -> str:
@@ -216,4 +211,4 @@ def _table(path: Path, folder: Path, name: str, entry: Any) -> TableDump:
         con.close()
     if rows != entry["rows"]:
         raise InputError(path, f"{where}.rows", f"says {entry['rows']}, the files hold {rows}")
-    return TableDump(rows, list(entry.get("partitioned_by") or []), files, list(entry.get("added_columns") or []))
+    return TableDump(rows, list(entry.get("partitioned_by") or []), list(entry.get("added_columns") or []), files)

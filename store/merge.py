@@ -32,10 +32,11 @@ import polars as pl
 from ood_store import schema, sqlfiles
 from ood_store.errors import InputError, OodStoreError, StoreError, first_line
 from ood_store.store.connection import fetch_value
+from ood_store.store.damage import damaged
 from ood_store.store.dump import quoted, read_manifest
 from ood_store.store.runs import attributes_of, set_attributes
 from ood_store.store.staging import fill_from_dump, fill_from_store, staged
-from ood_store.store.transaction import transaction
+from ood_store.store.transaction import registered, transaction
 
 Prefer = Literal["theirs", "ours"]
 PREFER: tuple[str, ...] = ("theirs", "ours")
@@ -133,15 +134,21 @@ def merge(
         raise InputError(other, None, "no such store file")
     if other.resolve() == store_path.resolve():
         raise InputError(other, None, "is the store itself; give another store to merge")
-    version = _attached_version(con, other)
-    if version == schema.latest_version():
-        try:
-            return _merge_attached(con, str(other), prefer)
-        finally:
-            con.execute(_sql("detach_incoming"))
-    con.execute(_sql("detach_incoming"))
-    with staged(store_path, version, fill_from_store(other)) as path:
-        return _merge_file(con, path, str(other), prefer)
+    try:
+        version = _attached_version(con, other)
+        if version == schema.latest_version():
+            try:
+                return _merge_attached(con, str(other), prefer)
+            finally:
+                con.execute(_sql("detach_incoming"))
+        con.execute(_sql("detach_incoming"))
+        with staged(store_path, version, fill_from_store(other)) as path:
+            return _merge_file(con, path, str(other), prefer)
+    except duckdb.Error as exc:  # DuckDB does not say which of the two files failed its checksum
+        problem = damaged(f"{other} (or the store {store_path})", exc)
+        if problem is None:
+            raise
+        raise problem from None
 
 
 def _attached_version(con: duckdb.DuckDBPyConnection, other: Path) -> int:
@@ -149,7 +156,7 @@ def _attached_version(con: duckdb.DuckDBPyConnection, other: Path) -> int:
     try:
         con.execute(_sql("attach_incoming"), {"path": str(other)})
     except duckdb.Error as exc:
-        raise StoreError(f"{other}: cannot open the store to merge: {first_line(exc)}") from None
+        raise damaged(other, exc) or StoreError(f"{other}: cannot open the store to merge: {first_line(exc)}") from None
     try:
         if not fetch_value(con, _sql("incoming_has_version_table")):
             raise StoreError(f"{other}: not an ood-store (no schema_version table)")
@@ -200,10 +207,8 @@ def _merge_evaluations(con: duckdb.DuckDBPyConnection, report: MergeReport) -> N
     if not new:
         return
     ids = [row[0] for row in con.execute(sqlfiles.load("ood_store.ingest", "reserve_ids"), {"n": len(new)}).fetchall()]
-    con.register(
-        "merge_ids", pl.DataFrame({"old_id": new, "new_id": ids}, schema={"old_id": pl.Int64, "new_id": pl.Int64})
-    )
-    try:
+    id_map = pl.DataFrame({"old_id": new, "new_id": ids}, schema={"old_id": pl.Int64, "new_id": pl.Int64})
+    with registered(con, "merge_ids", id_map):
         report.evaluations_added = _count(con.execute(_sql("merge_insert_evaluations")))
         for (table,) in con.execute(_sql("merge_per_evaluation_tables")).fetchall():
             added = _count(con.execute(_sql("merge_insert_rows").format(table=quoted(table))))
@@ -211,8 +216,6 @@ def _merge_evaluations(con: duckdb.DuckDBPyConnection, report: MergeReport) -> N
                 report.scores_added = added
             elif table == "samples":
                 report.samples_added = added
-    finally:
-        con.unregister("merge_ids")
 
 
 def reconcile(

@@ -1,15 +1,18 @@
-"""Read-only SQL on a store: one statement, checked before it runs, rows as a Polars DataFrame."""
+"""Read-only SQL on a store: one statement, checked before it runs (in a sandbox), rows as a Polars DataFrame."""
 
 from __future__ import annotations
 
+import json
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import duckdb
 import polars as pl
 
+from ood_store import sqlfiles
 from ood_store.errors import QueryError
+from ood_store.store.damage import what_is_wrong
 
 # Statement types a query may run: reads only. (PIVOT parses as MULTI.)
 _READ_STATEMENTS = {
@@ -17,19 +20,105 @@ _READ_STATEMENTS = {
     duckdb.StatementType.EXPLAIN,
     duckdb.StatementType.MULTI,
 }
+# Query nodes of a SELECT that only read; another (DELETE_QUERY_NODE, INSERT_..., UPDATE_...) writes.
+_READING_NODES = {"SELECT_NODE", "SET_OPERATION_NODE", "RECURSIVE_CTE_NODE", "CTE_NODE"}
+# Functions that change the store when a SELECT calls them.
+_WRITING_FUNCTIONS = {
+    "nextval": "advances a sequence",
+    "checkpoint": "writes the store file",
+    "force_checkpoint": "writes the store file",
+}
 
 
 def read_only(con: duckdb.DuckDBPyConnection, sql: str, params: Mapping[str, Any] | None = None) -> pl.DataFrame:
-    """Run ``sql``, one read-only statement with ``$name`` parameters, on ``con``; anything else is refused."""
+    """Run ``sql``, one read-only statement with ``$name`` parameters, on ``con``; anything else is refused.
+
+    ``con`` should be a sandbox (:mod:`ood_store.store.sandbox`): DuckDB's settings there are what
+    keeps a query from writing or reading other files. The check here refuses, before anything runs
+    and with a message that says why, the statements that would write: any statement but a SELECT
+    (or EXPLAIN of one, or PIVOT), a SELECT with a data-modifying common table expression, and one
+    that calls ``nextval()`` or ``checkpoint()``.
+    """
+    check(con, sql)
+    return rows(con, sql, params)
+
+
+def check(con: duckdb.DuckDBPyConnection, sql: str) -> None:
+    """Refuse ``sql`` unless it is one statement that only reads (parsed by DuckDB on ``con``)."""
     statements = _parse(sql)
     if len(statements) != 1:
         raise QueryError(f"expected one SQL statement, got {len(statements)}")
     kind = statements[0].type
+    if kind == duckdb.StatementType.EXPLAIN:  # EXPLAIN ANALYZE runs the statement it explains
+        sql = _explained(sql)
+        inner = _parse(sql)
+        if len(inner) != 1 or inner[0].type not in _READ_STATEMENTS - {duckdb.StatementType.EXPLAIN}:
+            raise QueryError(
+                f"queries are read-only: EXPLAIN of {inner[0].type.name if inner else 'no'} statements "
+                "is not allowed (add data with `ood-store ingest`)"
+            )
+        kind = inner[0].type
     if kind not in _READ_STATEMENTS:
         raise QueryError(
             f"queries are read-only: {kind.name} statements are not allowed (add data with `ood-store ingest`)"
         )
-    return rows(con, sql, params)
+    if kind == duckdb.StatementType.SELECT:
+        _check_select(con, sql)
+
+
+def _explained(sql: str) -> str:
+    """The statement that ``EXPLAIN [ANALYZE] [VERBOSE] [(options)] statement`` explains, read off DuckDB's tokens."""
+    tokens = [(start, kind) for start, kind in duckdb.tokenize(sql) if kind != duckdb.token_type.comment]
+    depth = 0
+    for number, (start, kind) in enumerate(tokens[1:], 1):  # tokens[0] is EXPLAIN
+        end = tokens[number + 1][0] if number + 1 < len(tokens) else len(sql)
+        text = sql[start:end].strip()
+        if depth:
+            depth += text.count("(") - text.count(")") if kind == duckdb.token_type.operator else 0
+        elif kind == duckdb.token_type.keyword and text.upper() in ("ANALYZE", "ANALYSE", "VERBOSE"):
+            continue
+        elif kind == duckdb.token_type.operator and text.startswith("(") and not _one_statement(sql[start:]):
+            depth = text.count("(") - text.count(")")  # an option list, not a parenthesised query
+        else:
+            return sql[start:]
+    return ""
+
+
+def _one_statement(sql: str) -> bool:
+    try:
+        return len(duckdb.extract_statements(sql)) == 1
+    except duckdb.Error:
+        return False
+
+
+def _check_select(con: duckdb.DuckDBPyConnection, sql: str) -> None:
+    """Refuse a SELECT whose parse tree holds a write: a DELETE, INSERT or UPDATE in a CTE, ``nextval()``..."""
+    tree = json.loads(rows(con, _sql("serialize_query"), {"sql": sql}).item())
+    if tree.get("error"):  # not serializable (a PIVOT inside, say): the sandbox's settings still hold
+        return
+    for node in _nodes(tree):
+        kind = node.get("type")
+        if isinstance(kind, str) and kind.endswith("_NODE") and kind not in _READING_NODES:
+            what = kind.removesuffix("_NODE").removesuffix("_QUERY")
+            raise QueryError(
+                f"queries are read-only: {what} statements are not allowed, inside a query either "
+                "(add data with `ood-store ingest`)"
+            )
+        name = node.get("function_name")
+        if node.get("class") == "FUNCTION" and isinstance(name, str) and name.lower() in _WRITING_FUNCTIONS:
+            raise QueryError(f"queries are read-only: {name.lower()}() {_WRITING_FUNCTIONS[name.lower()]}")
+
+
+def _nodes(tree: Any) -> Iterator[dict[str, Any]]:
+    """Every JSON object in ``tree``, depth first."""
+    stack = [tree]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            yield item
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
 
 
 def rows(con: duckdb.DuckDBPyConnection, sql: str, params: Mapping[str, Any] | None = None) -> pl.DataFrame:
@@ -38,6 +127,8 @@ def rows(con: duckdb.DuckDBPyConnection, sql: str, params: Mapping[str, Any] | N
         relation = con.sql(sql, params=dict(params) if params else None)
         return _as_text_where_polars_cannot(relation).pl()
     except duckdb.Error as exc:
+        if what_is_wrong(exc) is not None:  # the store's fault, not the query's: named where the path is known
+            raise
         raise QueryError(_duckdb_message(exc)) from None
     except pl.exceptions.PolarsError as exc:  # a column type Polars cannot import
         raise QueryError(f"cannot turn the result into a DataFrame: {exc}") from None
@@ -66,6 +157,10 @@ def _parse(sql: str) -> list[Any]:
         return duckdb.extract_statements(sql)
     except duckdb.Error as exc:
         raise QueryError(_duckdb_message(exc)) from None
+
+
+def _sql(name: str) -> str:
+    return sqlfiles.load("ood_store.store", name)
 
 
 def _duckdb_message(exc: duckdb.Error) -> str:

@@ -176,7 +176,7 @@ def run_attributes(store: Store, names: Sequence[str], parameter: str = "by") ->
 
 def attribute_columns(store: Store, names: Sequence[str]) -> pl.DataFrame:
     """Like :func:`run_attributes`, but an attribute that no run has is a column of nulls."""
-    runs = store.query(sqlfiles.load("ood_store.store", "run_attributes"))
+    runs = store._read(sqlfiles.load("ood_store.store", "run_attributes"))
     columns = []
     for name in names:
         column = COLUMNS.get(name, name)

@@ -13,7 +13,7 @@ from ood_store import __version__, sqlfiles
 from ood_store.analysis.results import PARTIAL_COLUMNS, PartialCorrelations, partial_table
 from ood_store.errors import AnalysisError
 from ood_store.store.connection import fetch_one, fetch_value
-from ood_store.store.transaction import transaction
+from ood_store.store.transaction import registered, transaction
 
 KIND = "partial_correlations"
 _STORED = PARTIAL_COLUMNS[:-4]  # the parameter columns live in analyses.params
@@ -31,10 +31,7 @@ def save(con: duckdb.DuckDBPyConnection, name: str, result: PartialCorrelations,
         raise AnalysisError(
             f"expected the result of partial_correlations, got {type(result).__name__}", parameter="result"
         )
-    table = partial_table(result)
-    missing = set(_STORED) - set(table.columns)
-    if missing:
-        raise AnalysisError(f"not a partial-correlation table: no column(s) {', '.join(sorted(missing))}")
+    table = partial_table(result, also=_STORED)
     exists = fetch_value(con, _sql("analysis_exists"), {"name": name})
     if exists and not replace:
         raise AnalysisError(
@@ -47,14 +44,10 @@ def save(con: duckdb.DuckDBPyConnection, name: str, result: PartialCorrelations,
         "created_at": dt.datetime.now(dt.UTC).replace(tzinfo=None),
         "version": __version__,
     }
-    con.register("new_rows", table.select(_STORED))
-    try:
-        with transaction(con):
-            if exists:
-                sqlfiles.execute(con, _sql("delete_analysis"), values)
-            sqlfiles.execute(con, _sql("save_analysis"), values)
-    finally:
-        con.unregister("new_rows")
+    with registered(con, "new_rows", table.select(_STORED)), transaction(con):
+        if exists:
+            sqlfiles.execute(con, _sql("delete_analysis"), values)
+        sqlfiles.execute(con, _sql("save_analysis"), values)
 
 
 def load(con: duckdb.DuckDBPyConnection, name: str) -> PartialCorrelations:

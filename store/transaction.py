@@ -1,9 +1,11 @@
-"""One transaction on a store connection: committed when the block ends, rolled back if it raises."""
+"""One transaction on a store connection: committed when the block ends, rolled back if it raises;
+and a DataFrame registered for the statements of a block."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
+from typing import Any
 
 import duckdb
 
@@ -38,3 +40,21 @@ def transaction(con: duckdb.DuckDBPyConnection) -> Iterator[duckdb.DuckDBPyConne
             con.execute("ROLLBACK")
         raise
     con.execute("COMMIT")
+
+
+@contextmanager
+def registered(con: duckdb.DuckDBPyConnection, name: str, frame: Any) -> Iterator[None]:
+    """``frame`` (a Polars or Arrow table) readable as view ``name`` on ``con`` for the block.
+
+    When a statement of the block fails inside a transaction, DuckDB refuses every later one,
+    the unregister too ("Current transaction is aborted"); that second error is dropped, so that
+    the first, which says what went wrong (a damaged store, a bad value), is the one raised.
+    """
+    con.register(name, frame)
+    try:
+        yield
+    except BaseException:
+        with suppress(duckdb.Error):
+            con.unregister(name)
+        raise
+    con.unregister(name)

@@ -7,7 +7,9 @@ import atexit
 import json
 import os
 import shutil
+import socket
 import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
@@ -15,16 +17,24 @@ import duckdb
 import pytest
 from click.testing import CliRunner
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
-# A fresh Hugging Face datasets cache per test process: what `datasets` prints and caches must not
-# depend on what an earlier run on this machine left in ~/.cache (a warm cache hides its progress
-# bars, a cold one on CI shows them).
+# Offline, whatever the environment says: the tests never download (models and tokenizers are built from code).
+os.environ["HF_HUB_OFFLINE"] = os.environ["HF_DATASETS_OFFLINE"] = "1"
+# A fresh Hugging Face home (hub cache, modules) and datasets cache per test process: what the tests
+# find, print and cache must not depend on what an earlier run on this machine left in ~/.cache (a
+# warm datasets cache hides its progress bars, a cold one on CI shows them; a model in the hub cache
+# would load offline here and nowhere else).
+os.environ["HF_HOME"] = _HF_HOME = tempfile.mkdtemp(prefix="ood-store-tests-hf-home-")
+for _variable in ("HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE", "TRANSFORMERS_CACHE", "HF_MODULES_CACHE"):
+    os.environ.pop(_variable, None)  # each would point somewhere other than HF_HOME
 os.environ["HF_DATASETS_CACHE"] = _HF_DATASETS_CACHE = tempfile.mkdtemp(prefix="ood-store-tests-hf-datasets-")
-atexit.register(shutil.rmtree, _HF_DATASETS_CACHE, ignore_errors=True)
+for _folder in (_HF_HOME, _HF_DATASETS_CACHE):
+    atexit.register(shutil.rmtree, _folder, ignore_errors=True)
 # One torch thread per xdist worker: `make test` runs 2 workers on 2 cores, and torch's
-# threads spinning against each other's made the model tests several times slower.
-os.environ.setdefault("OMP_NUM_THREADS", "1")
+# threads spinning against each other's made the model tests several times slower. Set, not
+# defaulted: the executor tests compare loglikelihoods computed here with those of worker
+# processes (Ray's run on one thread unless it is set), so every process must sum in the same order,
+# whatever OMP_NUM_THREADS the machine's environment holds.
+os.environ["OMP_NUM_THREADS"] = os.environ["MKL_NUM_THREADS"] = "1"
 
 FIXTURES = Path(__file__).parent / "fixtures"
 REAL = FIXTURES / "lm-eval-real"
@@ -70,9 +80,49 @@ def table_dump(db: Path) -> dict[str, list[tuple]]:
         con.close()
 
 
+def store_of_version(db: Path, version: int, *statements: str, params: dict | None = None) -> None:
+    """A store at schema ``version`` made with today's migrations cut there (tables only: the views come
+    with the latest migration), holding what ``statements`` insert; not opened through ood_store, which
+    would migrate it."""
+    from ood_store import schema, sqlfiles
+
+    con = duckdb.connect(str(db))
+    try:
+        assert schema.migrate(con, str(db), upto=version) == list(range(1, version + 1))
+        for statement in statements:
+            sqlfiles.execute(con, statement, params)  # each statement with the parameters it names
+    finally:
+        con.close()
+
+
+def store_as_made_at(db: Path, commit: str, migrations: tuple[str, ...]) -> duckdb.DuckDBPyConnection:
+    """A connection to a new store at ``db`` made as the ood-store of ``commit`` made one: its
+    ``migrations``, read from git at that commit, each run in a transaction with its schema_version
+    row. For the scripts that make the fixtures of older stores."""
+    con = duckdb.connect(str(db))
+    for version, name in enumerate(migrations, start=1):
+        sql = subprocess.run(
+            ["git", "show", f"{commit}:schema/{name}"], cwd=FIXTURES, check=True, capture_output=True, text=True
+        ).stdout
+        con.execute("BEGIN TRANSACTION")
+        con.execute(sql)
+        con.execute("INSERT INTO schema_version VALUES ($v, $name, now()::TIMESTAMP)", {"v": version, "name": name})
+        con.execute("COMMIT")
+    return con
+
+
 @pytest.fixture
 def runner() -> CliRunner:
     return CliRunner()
+
+
+@pytest.fixture
+def dead_address():
+    """``127.0.0.1:PORT`` where nothing listens while the test runs: a port bound here and never listened on,
+    so that a connection is refused at once, whatever else runs on the machine (no well-known port assumed free)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        yield f"127.0.0.1:{sock.getsockname()[1]}"
 
 
 @pytest.fixture
@@ -191,6 +241,16 @@ def sql_rows(db: Path, sql: str, *params) -> list[tuple]:
         return con.execute(sql, list(params)).fetchall()
     finally:
         con.close()
+
+
+def benchmark(name: str):
+    """The module ``benchmarks/NAME.py``, whose trials a test runs (benchmarks/ joins the import path)."""
+    import importlib
+
+    folder = str(Path(__file__).resolve().parents[1] / "benchmarks")
+    if folder not in sys.path:
+        sys.path.append(folder)
+    return importlib.import_module(name)
 
 
 def tool(name: str) -> str:

@@ -363,8 +363,10 @@ def test_bad_options_are_analysis_errors():
         with pytest.raises(AnalysisError, match=message):
             partial_correlations(frame, in_domain="mnli", **kwargs)
     # a task the frame does not have at all: the close names it has (difflib, as evaluate's hint)
-    with pytest.raises(AnalysisError, match=r"^no task 'nli' in the scores; did you mean mnli, anli\?$"):
+    with pytest.raises(AnalysisError, match=r"^in_domain: no task 'nli' in the scores; did you mean mnli, anli\?$"):
         partial_correlations(frame, in_domain="nli")
+    with pytest.raises(AnalysisError, match=r"^ood: no task 'rt' in the scores; did you mean rte\?$"):
+        partial_correlations(frame, in_domain="mnli", ood=["rt", "hans"])
     with pytest.raises(AnalysisError, match="task 'hans' has no 'acc' scores"):
         partial_correlations(frame.with_columns(metric=pl.lit("f1")).vstack(frame.with_columns(metric=pl.lit("acc"))
                              .filter(pl.col("task") != "hans")), in_domain="mnli", ood=["hans", "rte"])  # fmt: skip

@@ -136,7 +136,9 @@ def test_planted_model_differences_are_found_and_seed_noise_is_not():
     verdicts = {}
     for dataset in ("planted-between", "planted-seeds"):
         table, runs = _planted(dataset)
-        out = between_groups(table, between="family", within="seed", attributes=runs).table
+        result = between_groups(table, between="family", within="seed", attributes=runs)
+        assert repr(result) == "<BetweenGroups: family beyond seed, 3 pairs, tau2 by PM, alpha 0.05>"
+        out = result.table
         verdicts[dataset] = dict(zip(zip(out["task_x"], out["task_y"], strict=True), out["verdict"], strict=True))
         xy = out.filter((pl.col("task_x") == "x") & (pl.col("task_y") == "y")).row(0, named=True)
         if dataset == "planted-between":

@@ -9,7 +9,14 @@ import pytest
 
 import ood_store
 from conftest import PYTHIA_ANALYSIS, PYTHIA_IN_DOMAIN, PYTHIA_OOD, PYTHIA_SIZES
-from ood_store.analysis import Comparison, Options, PartialCorrelations, compare, partial_correlations
+from ood_store.analysis import (
+    Comparison,
+    Options,
+    PartialCorrelations,
+    compare,
+    partial_correlations,
+    residualizer_sensitivity,
+)
 from ood_store.analysis.results import partial_table
 from ood_store.errors import AnalysisError
 from ood_store.export import figures
@@ -26,6 +33,20 @@ def test_a_result_holds_its_table_options_tasks_and_runs(analysis_db):
     assert result.options == Options(in_domain=PYTHIA_IN_DOMAIN, ood=("sciq", "piqa", "arc_easy"))
     assert result.table.height == 3 * 3 and set(result.table["run"]) == set(RUNS)
     assert "3 runs × 3 OOD tasks" in repr(result)
+
+
+def test_each_result_says_in_its_repr_what_it_holds(analysis_db):
+    with ood_store.open(analysis_db, read_only=True) as store:
+        result = partial_correlations(store, PYTHIA_IN_DOMAIN, ["sciq", "piqa", "arc_easy"])
+        by_size = compare(result, by=["size"], attributes=store)
+        sensitivity = residualizer_sensitivity(store, PYTHIA_IN_DOMAIN, ["sciq", "piqa"], alpha=0.1)
+    assert repr(result) == (
+        "<PartialCorrelations: 3 runs × 3 OOD tasks, in-domain 'lambada_openai', linear residualiser, pearson; 9 rows>"
+    )
+    assert repr(compare(result)) == "<Comparison: 3 pairs, alpha 0.05, effective inference>"
+    assert repr(by_size) == "<Comparison by size: 9 pairs, alpha 0.05, effective inference>"  # 3 sizes × 3 pairs
+    fragile = sum(sensitivity.table["fragile"].to_list())
+    assert repr(sensitivity) == f"<Sensitivity: 3 pairs, {fragile} fragile at alpha 0.1>"
 
 
 def test_a_saved_analysis_comes_back_as_the_result_it_was_saved_from(analysis_db, tmp_path):
@@ -52,6 +73,11 @@ def test_saving_needs_a_result_not_a_bare_frame(analysis_db, tmp_path):
         frame = store.analysis(PYTHIA_ANALYSIS).table
         with pytest.raises(AnalysisError, match="expected the result of partial_correlations, got DataFrame"):
             store.save_analysis("bare", frame)  # type: ignore[arg-type]
+        result = store.analysis(PYTHIA_ANALYSIS)
+        lacking = PartialCorrelations(result.table.drop("acf1_x"), result.options, result.tasks, result.runs)
+        with pytest.raises(AnalysisError, match=r"^not a partial-correlation table: no column\(s\) acf1_x$"):
+            store.save_analysis("lacking", lacking)
+        assert "lacking" not in store.analyses()["name"].to_list()
 
 
 def test_compare_keeps_what_it_compared(analysis_db):

@@ -99,6 +99,28 @@ def test_disagreements_are_grouped_by_run_and_campaigns(both):
     assert f"""  See them: ood-store --db {db} query "SELECT * FROM score_conflicts WHERE run = '{RUN}'\"""" in lines
 
 
+def test_the_conflicts_the_summary_points_to_print_as_csv(both, runner):
+    """`query "SELECT * FROM score_conflicts" --format csv`: one row per differing score, lists as JSON."""
+    import csv
+    import io
+
+    db, _ = both
+    expected = {}
+    for step in sorted(ZERO_STEPS & BASE_STEPS):
+        zero = json.loads(next(p for p in ZERO if step_of(p) == step).read_text())["results"]
+        base = json.loads(next(p for p in BASE if step_of(p) == step).read_text())["results"]
+        for task, entry in base.items():
+            for key, value in entry.items():
+                if not key.endswith("_stderr") and zero[task][key] != value:
+                    expected[(step, task, key)] = sorted([zero[task][key], value])
+    result = runner.invoke(main, ["--db", str(db), "query", "SELECT * FROM score_conflicts", "--format", "csv"])
+    assert result.exit_code == 0, result.output
+    rows = list(csv.DictReader(io.StringIO(result.output)))
+    got = {(int(r["step"]), r["task"], r["metric"]): sorted(json.loads(r["value_list"])) for r in rows}
+    assert got == expected and len(rows) == 30  # the 30 of the README's tour
+    assert {tuple(sorted(json.loads(r["campaigns"]))) for r in rows} == {("baseline", "zero-shot")}
+
+
 def test_tasks_list_the_campaigns_that_hold_them(both, runner):
     db, _ = both
     result = runner.invoke(main, ["--db", str(db), "tasks", "-f", "json"])

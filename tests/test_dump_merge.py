@@ -12,7 +12,7 @@ import polars as pl
 import pytest
 
 import ood_store
-from conftest import FIXTURES, V0413, pythia_files, table_dump
+from conftest import FIXTURES, V0413, pythia_files, store_of_version, table_dump
 from ood_store import schema
 from ood_store.cli import main
 
@@ -21,20 +21,20 @@ DATA_TABLES = (
     "runs", "checkpoints", "evaluations", "evaluation_scores", "samples", "analyses", "partial_correlations",
 )  # fmt: skip
 OLD_DUMP = FIXTURES / "dump-schema-2" / "store"
+PREVIOUS_DUMP = FIXTURES / "dump-schema-4" / "store"  # written by the ood-store of schema 4 itself (make.py there)
 SCORES = "SELECT run, step, task, num_fewshot, metric, filter, value, stderr FROM scores"
 
 
+def nan_spelled(found: list[tuple]) -> list[tuple]:
+    """Rows sorted, NaN spelled out (NaN is not equal to itself)."""
+    return sorted((tuple("NaN" if v != v else v for v in row) for row in found), key=repr)
+
+
 def rows(db) -> dict[str, list[tuple]]:
-    """Every row of every data table, sorted, NaN spelled out (NaN is not equal to itself)."""
+    """Every row of every data table, sorted, NaN spelled out."""
     con = duckdb.connect(str(db), read_only=True)
     try:
-        return {
-            t: sorted(
-                (tuple("NaN" if v != v else v for v in row) for row in con.execute(f"SELECT * FROM {t}").fetchall()),
-                key=repr,
-            )
-            for t in DATA_TABLES
-        }
+        return {t: nan_spelled(con.execute(f"SELECT * FROM {t}").fetchall()) for t in DATA_TABLES}
     finally:
         con.close()
 
@@ -195,23 +195,60 @@ def test_a_dump_of_schema_version_2_loads(tmp_path):
     assert runs == [("pythia", "160m")] and analysis.height == 3
 
 
-def test_a_store_of_schema_version_2_merges(tmp_path, monkeypatch):
-    """The store: one made at schema 2 (migrations cut to two), filled with the schema-2 dump's rows by SQL."""
-    shipped = schema.migrations()
-    old = tmp_path / "old.duckdb"
-    monkeypatch.setattr(schema, "migrations", lambda: shipped[:2])
-    manifest = json.loads((OLD_DUMP / "manifest.json").read_text())
-    with ood_store.open(old) as store:
-        assert store.schema_version == 2
+def test_a_dump_written_by_the_previous_schema_versions_ood_store_loads(tmp_path, runner):
+    """Every row the schema-4 dump holds, read from its Parquet files by DuckDB alone, is in the store it loads
+    into, with the columns schema 4 had; its scores are those of ingesting the same files today."""
+    manifest = json.loads((PREVIOUS_DUMP / "manifest.json").read_text())
+    assert manifest["schema_version"] == 4 == schema.latest_version() - 1
+    db = tmp_path / "new.duckdb"
+    result = runner.invoke(main, ["--db", str(db), "load", str(PREVIOUS_DUMP)])
+    assert result.exit_code == 0, result.output
+    assert result.output.splitlines()[0] == (
+        f"Loaded {PREVIOUS_DUMP} into {db}: 13 evaluations (1,054 scores, 92 samples), 4 runs, 13 checkpoints, "
+        "1 analysis."
+    )
+    con = duckdb.connect(str(db), read_only=True)
+    try:
         for table, entry in manifest["tables"].items():
-            if entry["files"]:
-                files = [str(OLD_DUMP / f) for f in entry["files"]]
-                extra = f"EXCLUDE ({', '.join(entry['added_columns'])})" if entry["added_columns"] else ""
-                sql = (
-                    f"INSERT INTO {table} BY NAME SELECT * {extra} FROM read_parquet($files, hive_partitioning = false)"
-                )
-                store.connection.execute(sql, {"files": files})
-    monkeypatch.setattr(schema, "migrations", lambda: shipped)
+            files = [str(PREVIOUS_DUMP / f) for f in entry["files"]]
+            added = f"EXCLUDE ({', '.join(entry['added_columns'])})" if entry["added_columns"] else ""
+            dumped = duckdb.execute(f"SELECT * {added} FROM read_parquet($files, hive_partitioning = false)",
+                                    {"files": files})  # fmt: skip
+            columns = [c[0] for c in dumped.description]
+            expected = nan_spelled(dumped.fetchall())
+            got = nan_spelled(con.execute(f"SELECT {', '.join(columns)} FROM {table}").fetchall())
+            assert len(got) == entry["rows"] and got == expected, table
+        sources = dict(con.execute("SELECT source_format, count(*) FROM evaluations GROUP BY ALL").fetchall())
+    finally:
+        con.close()
+    assert sources == {"lm-eval": 8, "eee": 1, "wandb": 4}
+    # The same evaluations as the files give today: same content hashes, so the load adds nothing to a store
+    # that ingested them, and the same scores.
+    direct = tmp_path / "direct.duckdb"
+    with ood_store.open(direct) as store:
+        assert store.ingest([*pythia_files("160m")[:6], V0413, FIXTURES / "eee"]).ok
+        assert store.ingest([FIXTURES / "wandb" / "opt-125m-mnli-s2.parquet"],
+                            wandb_map=["eval.{task}.{metric}", "eval/{task}/{metric}"]).ok  # fmt: skip
+        report = store.load(PREVIOUS_DUMP)
+        assert (report.evaluations_added, report.evaluations_present) == (0, 13)
+        assert report.analyses_added == ["schema4-linear"]
+        expected_scores = sorted(store.query(SCORES).rows(), key=repr)
+    with ood_store.open(db, read_only=True) as store:
+        assert sorted(store.query(SCORES).rows(), key=repr) == expected_scores
+
+
+def test_a_store_of_schema_version_2_merges(tmp_path):
+    """The store: one made at schema 2 (migrations cut to two), filled with the schema-2 dump's rows by SQL."""
+    old = tmp_path / "old.duckdb"
+    manifest = json.loads((OLD_DUMP / "manifest.json").read_text())
+    inserts, files = [], {}
+    for table, entry in manifest["tables"].items():
+        if entry["files"]:
+            files[table] = [str(OLD_DUMP / f) for f in entry["files"]]
+            extra = f"EXCLUDE ({', '.join(entry['added_columns'])})" if entry["added_columns"] else ""
+            source = f"read_parquet($files_{table}, hive_partitioning = false)"
+            inserts.append(f"INSERT INTO {table} BY NAME SELECT * {extra} FROM {source}")
+    store_of_version(old, 2, *inserts, params={f"files_{table}": f for table, f in files.items()})
     before = old.read_bytes()
     with ood_store.open(tmp_path / "new.duckdb") as store:
         report = store.merge(old)

@@ -212,3 +212,30 @@ def test_non_finite_scores_follow_the_lm_eval_rule(db, tmp_path):
     [rejected] = report.rejected
     assert rejected.path == str(overflow) and "does not fit a DOUBLE" in (rejected.reason or "")
     assert values[first["evaluation_name"]] is None and values[second["evaluation_name"]] == float("inf")
+
+
+def test_scores_that_are_not_finite_are_left_out_of_the_export_and_counted(runner, tmp_path):
+    """EEE's score is a finite number: a NaN (stored as NULL) or ±Infinity score has no place in a file. The
+    export says how many it left out; the rest comes back on import."""
+    doc = json.loads(LEADERBOARD.read_text())
+    doc["results"]["leaderboard_ifeval"]["prompt_level_loose_acc,none"] = float("-inf")
+    doc["results"]["leaderboard_musr_murder_mysteries"]["acc_norm,none"] = float("nan")
+    source = tmp_path / "in" / LEADERBOARD.name
+    source.parent.mkdir()
+    source.write_text(json.dumps(doc))  # NaN and -Infinity as lm-eval writes them
+    db, out = tmp_path / "a.duckdb", tmp_path / "out"
+    assert runner.invoke(main, ["--db", str(db), "ingest", str(source)]).exit_code == 0
+    result = runner.invoke(main, ["--db", str(db), "export-eee", str(out)])
+    assert result.exit_code == 0, result.output
+    assert result.stderr == "Left out 2 scores that are not finite numbers (EEE holds none).\n"
+    validate_folder(out)
+    with ood_store.open(db, read_only=True) as store:
+        finite = sorted(store.query(SCORES + " WHERE isfinite(value)").rows(), key=repr)
+    with ood_store.open(tmp_path / "b.duckdb") as store:
+        assert store.ingest([out]).ok
+        assert sorted(store.query(SCORES).rows(), key=repr) == finite
+    kept = {(r["evaluation_name"], r["metric_config"]["metric_name"]) for r in json.loads(
+        next(out.rglob("*.json")).read_text())["evaluation_results"]}  # fmt: skip
+    assert ("leaderboard_ifeval", "prompt_level_loose_acc") not in kept
+    assert ("leaderboard_musr_murder_mysteries", "acc_norm") not in kept
+    assert ("leaderboard_ifeval", "inst_level_loose_acc") in kept

@@ -7,6 +7,7 @@ expectations; never from ood-store's own output."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import sys
@@ -113,9 +114,10 @@ def test_summary_names_what_was_done(evaluated, runner, toy_run, tmp_path):
     ]
 
 
-def test_the_progress_bar_counts_checkpoints_times_tasks_with_the_time_left(runner, toy_run, tmp_path):
+def test_the_progress_bar_counts_checkpoints_times_tasks_with_the_time_left(runner, toy_run, tmp_path, monkeypatch):
     """One bar over 3 checkpoints x the 4 tasks of the toy_demo tag: 12 in all, never negative (it once showed
     -3/3: checkpoints counted, a tag counted as one task), lm-eval's own bars kept off the terminal."""
+    monkeypatch.delenv("TQDM_DISABLE", raising=False)
     db = tmp_path / "store.duckdb"
     args = [a for a in toy_evaluate_args(db, toy_run, tmp_path / "out", tasks=("toy_demo",)) if a != "-q"]
     result = runner.invoke(main, [*args, "--limit", "4"], env={"TTY_COMPATIBLE": "1", "COLUMNS": "200"})
@@ -126,6 +128,7 @@ def test_the_progress_bar_counts_checkpoints_times_tasks_with_the_time_left(runn
     assert counts[-1] == (12, 12) and {done for done, _ in counts} >= {4, 8, 12}
     assert any(re.search(r"\d:\d\d:\d\d", line) for line in bar)  # the time left
     assert "it/s" not in result.output  # no tqdm line of lm-eval's
+    assert "TQDM_DISABLE" not in os.environ  # set for the workers while evaluating, not left to later commands
 
 
 @shared_store
@@ -264,8 +267,8 @@ TOY = ["{run}", "--run", "r", "--tasks", "toy_nli", "--include-path", "{tasks}",
         ),
         ([*TOY, "--detach"], "Error: --detach: the inline executor runs in this process: choose local, slurm or ray"),
         (
-            [*TOY, "--executor", "ray", "--ray-address", "127.0.0.1:9"],
-            "Error: --ray-address: cannot connect to a Ray cluster at 127.0.0.1:9: Connection refused",
+            [*TOY, "--executor", "ray", "--ray-address", "{dead}"],
+            "Error: --ray-address: cannot connect to a Ray cluster at {dead}: Connection refused",
         ),
         (
             [*TOY, "--work-dir", "{tmp}/bad.toml/work"],
@@ -273,12 +276,12 @@ TOY = ["{run}", "--run", "r", "--tasks", "toy_nli", "--include-path", "{tasks}",
         ),
     ],
 )
-def test_bad_input_is_one_line_and_leaves_the_store_unchanged(runner, toy_run, tmp_path, args, message):
+def test_bad_input_is_one_line_and_leaves_the_store_unchanged(runner, toy_run, tmp_path, dead_address, args, message):
     db = tmp_path / "store.duckdb"
     runner.invoke(main, ["--db", str(db), "ingest", "-q", "tests/fixtures/lm-eval-real/v0.4/saucam-PowerBot-8B"])
     before = table_dump(db)
     (tmp_path / "bad.toml").write_text("family = \n")
-    fill = {"run": str(toy_run["run"]), "tmp": str(tmp_path), "tasks": str(toy_run["tasks"])}
+    fill = {"run": str(toy_run["run"]), "tmp": str(tmp_path), "tasks": str(toy_run["tasks"]), "dead": dead_address}
     result = runner.invoke(main, ["--db", str(db), "evaluate", *[a.format(**fill) for a in args]])
     assert result.exit_code != 0
     assert "Traceback" not in result.output
@@ -286,6 +289,21 @@ def test_bad_input_is_one_line_and_leaves_the_store_unchanged(runner, toy_run, t
     assert len(result.output.strip().splitlines()) == 1
     assert table_dump(db) == before
     assert not (tmp_path / "out-work").exists() and not (tmp_path / "out").exists()  # nothing planned or written
+
+
+def test_the_command_reads_ray_address_from_the_environment(runner, toy_run, tmp_path, dead_address):
+    """As Ray's own tools do (``ray job submit`` sets RAY_ADDRESS): a dead one is one line, before anything runs."""
+    db = tmp_path / "store.duckdb"
+    args = [a.format(run=toy_run["run"], tasks=toy_run["tasks"], tmp=tmp_path) for a in TOY]
+    result = runner.invoke(
+        main, ["--db", str(db), "evaluate", *args, "--executor", "ray"], env={"RAY_ADDRESS": dead_address}
+    )
+    assert result.exit_code == 1 and "Traceback" not in result.output
+    assert (
+        result.output
+        == f"Error: --ray-address: cannot connect to a Ray cluster at {dead_address}: Connection refused\n"
+    )
+    assert not db.exists() and not (tmp_path / "out").exists()
 
 
 @pytest.mark.parametrize(("executor", "module", "extra"), [("slurm", "submitit", "slurm"), ("ray", "ray", "ray")])
@@ -320,7 +338,6 @@ def test_an_unknown_task_is_named_with_close_matches(runner, toy_run, tmp_path):
 
 def test_a_killed_process_loses_only_the_checkpoint_in_flight(toy_run, tmp_path):
     """SIGKILL `ood-store evaluate` while it evaluates the second checkpoint; the rerun does the rest."""
-    import os
     import signal
     import subprocess
     import sys
@@ -330,7 +347,7 @@ def test_a_killed_process_loses_only_the_checkpoint_in_flight(toy_run, tmp_path)
     command = [str(Path(sys.executable).parent / "ood-store"), *evaluate_args(db, toy_run, out)]
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     step_4 = out / "toy__opt-sim-s1" / "step-4"  # its temporary folder appears once step 0 is stored
-    deadline = time.monotonic() + 120
+    deadline = time.monotonic() + 300
     while not list(step_4.glob(".*.tmp/lm-eval.log")) and process.poll() is None and time.monotonic() < deadline:
         time.sleep(0.01)
     os.kill(process.pid, signal.SIGKILL)

@@ -16,6 +16,7 @@ import socket
 import subprocess
 import sys
 import time
+from contextlib import contextmanager
 from importlib.metadata import version
 from pathlib import Path
 
@@ -39,45 +40,81 @@ def _evaluate(db: Path, toy_run, root: Path, **options):
         )  # fmt: skip
 
 
-@pytest.fixture(scope="module")
-def inline(toy_run, tmp_path_factory):
-    """The inline evaluation, counting lm-eval's task loads and evaluations (its own methods, wrapped)."""
+@contextmanager
+def counting_lm_eval():
+    """lm-eval's task loads and evaluations while the block runs (its own methods, wrapped): yields
+    ``{"loads": [[spec, ...] per TaskManager.load call], "evaluations": [checkpoint per simple_evaluate call]}``."""
     import lm_eval
     from lm_eval.tasks import TaskManager
 
-    root = tmp_path_factory.mktemp("inline")
-    loads: list[list[str]] = []
-    evaluations: list[str] = []
+    seen: dict[str, list] = {"loads": [], "evaluations": []}
     real_load, real_evaluate = TaskManager.load, lm_eval.simple_evaluate
 
     def load(self, task_list):
-        loads.append(list(task_list) if isinstance(task_list, list) else [task_list])
+        seen["loads"].append(list(task_list) if isinstance(task_list, list) else [task_list])
         return real_load(self, task_list)
 
     def simple_evaluate(*args, **kwargs):
-        evaluations.append(kwargs["model_args"]["pretrained"])
+        seen["evaluations"].append(kwargs["model_args"]["pretrained"])
         return real_evaluate(*args, **kwargs)
 
     TaskManager.load, lm_eval.simple_evaluate = load, simple_evaluate
     try:
-        report = _evaluate(root / "store.duckdb", toy_run, root)
+        yield seen
     finally:
         TaskManager.load, lm_eval.simple_evaluate = real_load, real_evaluate
-    return {"root": root, "report": report, "rows": evaluation_rows(root / "store.duckdb"), "loads": loads,
-            "evaluations": evaluations}  # fmt: skip
+
+
+def built_from_names(loads: list[list]) -> list[str]:
+    """The tasks built from their YAML (given by name); objects passed back in are built already."""
+    return sorted(spec for specs in loads for spec in specs if isinstance(spec, str))
+
+
+@pytest.fixture(scope="module")
+def inline(toy_run, tmp_path_factory):
+    """The inline evaluation, counting lm-eval's task loads and evaluations."""
+    root = tmp_path_factory.mktemp("inline")
+    with counting_lm_eval() as seen:
+        report = _evaluate(root / "store.duckdb", toy_run, root)
+    return {"root": root, "report": report, "rows": evaluation_rows(root / "store.duckdb"), **seen}
 
 
 def test_inline_builds_each_task_once_for_all_checkpoints(inline):
     assert len(inline["evaluations"]) == len(TOY_STEPS)  # one lm-eval call per checkpoint
     # Each task is built from its YAML once, although three checkpoints were evaluated on it: simple_evaluate
     # was given the built objects (it passes them through TaskManager.load) and built none itself.
-    built = [spec for specs in inline["loads"] for spec in specs if isinstance(spec, str)]
-    assert sorted(built) == sorted(TOY_TASKS)
+    assert built_from_names(inline["loads"]) == sorted(TOY_TASKS)
     assert len(inline["loads"]) == len(TOY_TASKS) + len(TOY_STEPS)
     rows = inline["rows"]
     assert len(rows["scores"]) == len(TOY_STEPS) * len(TOY_TASKS)
     assert len(rows["samples"]) == len(TOY_STEPS) * len(TOY_TASKS) * 16
     assert [(c.step, c.status) for c in inline["report"].checkpoints] == [(s, "evaluated") for s in TOY_STEPS]
+
+
+def test_a_worker_process_builds_each_task_once_for_all_its_units(toy_run, tmp_path):
+    """What every executor runs in its worker processes (``worker.work``), here in this process: three units
+    (checkpoints) of a planned work folder, each task built from its YAML once and reused for all three."""
+    from ood_store.evaluate import worker
+    from ood_store.evaluate.plan import RunRequest, plan
+    from ood_store.evaluate.workdir import WorkDir
+
+    db = tmp_path / "store.duckdb"
+    request = RunRequest(
+        run=TOY_RUN, checkpoints=[str(toy_run["run"])], tasks=list(TOY_TASKS), include_paths=[str(toy_run["tasks"])],
+        batch_size=8, limit=4,
+    )  # fmt: skip
+    with ood_store.open(db) as store:
+        planned = plan(store.connection, [request], store=db.resolve(), output_dir=tmp_path / "out")
+    assert [u.step for u in planned.units] == list(TOY_STEPS)
+    work = WorkDir(tmp_path / "work").create()
+    work.add_units(planned.units)
+    attempt = work.start_attempt([u.id for u in planned.units], "test")
+    with counting_lm_eval() as seen:
+        assert worker.work(work.path, attempt) == len(TOY_STEPS)
+    assert [Path(p).name for p in seen["evaluations"]] == [f"checkpoint-{s}" for s in TOY_STEPS]
+    assert built_from_names(seen["loads"]) == sorted(TOY_TASKS)
+    assert len(seen["loads"]) == len(TOY_TASKS) + len(TOY_STEPS)  # the rest: simple_evaluate passing objects
+    assert work.marked("done") == {u.id for u in planned.units} and not work.marked("failed")
 
 
 @pytest.mark.parametrize(
@@ -90,8 +127,13 @@ def test_inline_builds_each_task_once_for_all_checkpoints(inline):
         ("ray", {"workers": 2}, "2 Ray workers on a Ray instance on this machine"),
     ],
 )
-def test_every_executor_stores_the_same_rows(inline, toy_run, tmp_path, monkeypatch, executor, options, jobs):
+def test_every_executor_stores_the_same_rows(
+    inline, toy_run, tmp_path, monkeypatch, dead_address, executor, options, jobs
+):
     monkeypatch.setenv("RAY_USAGE_STATS_ENABLED", "0")
+    # Without --ray-address the workers run on a Ray of their own, here: never on a cluster that RAY_ADDRESS
+    # (or an earlier `ray start` on this machine) names. One that answers nothing shows it.
+    monkeypatch.setenv("RAY_ADDRESS", dead_address)
     db = tmp_path / "store.duckdb"
     report = _evaluate(db, toy_run, tmp_path, executor=executor, **options)
     assert report.executor == executor and report.jobs.startswith(jobs), report.jobs
@@ -183,3 +225,30 @@ def test_slurm_gets_one_job_array_with_the_sbatch_directives_asked_for(toy_run, 
     for expected in ("--partition=gpu", "--gpus-per-node=1", "--time=90", "--array=0-2%2", "--qos=high", "--mem=32G",
                      "--ntasks-per-node=1", "--job-name=ood-store"):  # fmt: skip
         assert f"#SBATCH {expected}" in directives, (expected, directives)
+
+
+def test_local_workers_each_see_their_own_gpus_or_a_share_of_the_cores(monkeypatch):
+    """The README's rule: by default one worker per visible GPU, each seeing its own (CUDA_VISIBLE_DEVICES,
+    --gpus-per-task each); without GPUs, the cores shared out between the workers (unless set already)."""
+    from ood_store.evaluate.executors import settings
+    from ood_store.evaluate.executors.local import LocalExecutor
+
+    def environments(**options):
+        return LocalExecutor(settings("local", **options)).worker_environments()
+
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "4,5,6,7")  # the GPUs this machine gives us, by its numbers
+    assert [e["CUDA_VISIBLE_DEVICES"] for e in environments()] == ["4", "5", "6", "7"]
+    assert [e["CUDA_VISIBLE_DEVICES"] for e in environments(gpus_per_task=2)] == ["4,5", "6,7"]
+    assert [e["CUDA_VISIBLE_DEVICES"] for e in environments(workers=2)] == ["4", "5"]
+    assert [e["CUDA_VISIBLE_DEVICES"] for e in environments(gpus_per_task=0, workers=2)] == ["", ""]  # CPUs only
+
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")  # no GPU
+    monkeypatch.delenv("OMP_NUM_THREADS")
+    monkeypatch.delenv("MKL_NUM_THREADS")
+    monkeypatch.setattr(os, "cpu_count", lambda: 8)
+    shared = environments(workers=2)
+    assert [(e["OMP_NUM_THREADS"], e["MKL_NUM_THREADS"]) for e in shared] == [("4", "4"), ("4", "4")]
+    assert [e["CUDA_VISIBLE_DEVICES"] for e in shared] == ["", ""]
+    assert len(environments()) == 1  # one worker where there is no GPU and no --workers
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")  # set already: kept
+    assert {e["OMP_NUM_THREADS"] for e in environments(workers=2)} == {"1"}

@@ -1,10 +1,12 @@
 """Nothing is lost and nothing is stored twice when a worker or the collector dies, or a checkpoint is broken.
 
-Processes are killed for real (SIGKILL) at chosen points. The collector's points are its transactions:
-a wrapper (COLLECTOR below) runs the real `ood-store collect` with ``ood_store.store.transaction``'s
-``transaction`` wrapped so that it signals, through files, just before each commit and just after it,
-and can pause there. The reference store is an inline evaluation of the same checkpoints
-(tests/test_evaluate.py checks that against lm-eval's own files).
+Processes are killed for real (SIGKILL) at chosen points. The collector's points are its transactions
+and its opens of the store: a wrapper (COLLECTOR below) runs the real `ood-store collect` with
+``ood_store.store.transaction``'s ``transaction`` and ``ood_store.open`` wrapped so that it signals,
+through files, just before each commit, just after it, and once the store is closed again; at the
+points it is told to, it then waits until the test releases it (a file), so that what the test sees
+at each point never depends on how fast the machine is. The reference store is an inline evaluation
+of the same checkpoints (tests/test_evaluate.py checks that against lm-eval's own files).
 """
 
 from __future__ import annotations
@@ -35,32 +37,41 @@ import sys, time
 from contextlib import contextmanager
 from pathlib import Path
 
-signals, pause_at, pause_s, yield_s = Path(sys.argv[1]), sys.argv[2], float(sys.argv[3]), float(sys.argv[4])
+signals, pause_at = Path(sys.argv[1]), set(sys.argv[2].split(","))
 import importlib
 module = importlib.import_module("ood_store.store.transaction")  # before ingest imports its `transaction`
+import ood_store
 
-real = module.transaction
-commits = 0
+real_transaction, real_open = module.transaction, ood_store.open
+commits = opens = 0
 
-def mark(when):
-    (signals / f"commit-{commits}-{when}").touch()
-    if f"{commits}-{when}" == pause_at:
-        time.sleep(pause_s)
+def point(name):
+    (signals / name).touch()
+    if name in pause_at:  # wait until the test releases this point (or kills the process)
+        deadline = time.monotonic() + 600
+        while not (signals / f"release-{name}").exists() and time.monotonic() < deadline:
+            time.sleep(0.01)
 
 @contextmanager
 def transaction(con):
     global commits
-    with real(con) as inner:
+    with real_transaction(con) as inner:
         yield inner
         commits += 1
-        mark("before")  # every row of the transaction written, not yet committed
-    mark("after")
+        point(f"commit-{commits}-before")  # every row of the transaction written, not yet committed
+    point(f"commit-{commits}-after")  # committed; the store still open
 
-module.transaction = transaction
-import ood_store.evaluate.collect as collect
-collect.YIELD_S = yield_s
+@contextmanager
+def store_open(*args, **kwargs):
+    global opens
+    with real_open(*args, **kwargs) as store:
+        yield store
+    opens += 1
+    point(f"closed-{opens}")  # the store closed again: other processes may open it
+
+module.transaction, ood_store.open = transaction, store_open
 from ood_store.cli import main
-main(sys.argv[5:], prog_name="ood-store")
+main(sys.argv[3:], prog_name="ood-store")
 """
 
 
@@ -129,10 +140,10 @@ def test_a_collector_killed_mid_commit_loses_nothing_and_stores_nothing_twice(
     signals = tmp_path / "signals"
     signals.mkdir()
     process = subprocess.Popen(
-        [sys.executable, "-c", COLLECTOR, str(signals), kill_at, "600", "0", "--db", str(db), "collect", str(work)],
+        [sys.executable, "-c", COLLECTOR, str(signals), f"commit-{kill_at}", "--db", str(db), "collect", str(work)],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
-    wait_for(lambda: (signals / f"commit-{kill_at}").exists(), f"commit {kill_at}", process=process)
+    wait_for(lambda: (signals / f"commit-{kill_at}").exists(), f"commit {kill_at}", process=process)  # held there
     os.kill(process.pid, signal.SIGKILL)
     process.wait()
 
@@ -145,30 +156,44 @@ def test_a_collector_killed_mid_commit_loses_nothing_and_stores_nothing_twice(
 
 
 def test_a_query_during_collection_waits_for_the_commit_and_gets_in_between_commits(finished_work, tmp_path):
+    import threading
+
     work, db = fresh_copy(finished_work, tmp_path)
     signals = tmp_path / "signals"
     signals.mkdir()
-    # Pause 3 s before the second commit, and 3 s after each commit before the next unit.
+    # The collector is held once the first unit is committed and the store closed, in the second unit's
+    # transaction (all its rows written, not committed), and once that is committed and the store closed,
+    # each time until this test releases it.
     collector = subprocess.Popen(
-        [sys.executable, "-c", COLLECTOR, str(signals), "2-before", "3", "3", "--db", str(db), "collect", str(work)],
+        [sys.executable, "-c", COLLECTOR, str(signals), "closed-1,commit-2-before,closed-2", "--db", str(db),
+         "collect", str(work)],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
 
-    def query() -> tuple[tuple[int, int], float]:
+    def query() -> tuple[int, int]:
         """This process reads the store as `ood-store query` does: a read-only open that waits for the lock."""
-        started = time.monotonic()
-        with ood_store.open(db, read_only=True, lock_timeout=60) as store:
-            row = store.query("SELECT count(DISTINCT evaluation_id) AS e, count(*) AS s FROM scores_all").row(0)
-        return row, time.monotonic() - started
+        with ood_store.open(db, read_only=True, lock_timeout=120) as store:
+            return store.query("SELECT count(DISTINCT evaluation_id) AS e, count(*) AS s FROM scores_all").row(0)
 
-    wait_for(lambda: (signals / "commit-1-after").exists(), "the first commit", process=collector)
-    between, _ = query()  # between the first and the second unit
+    def release(point: str) -> None:
+        (signals / f"release-{point}").touch()
+
+    wait_for(lambda: (signals / "closed-1").exists(), "the first commit", process=collector)
+    between = query()  # between the first and the second unit: the store is free
+    release("closed-1")
     wait_for(lambda: (signals / "commit-2-before").exists(), "the second unit's transaction", process=collector)
-    during, waited = query()  # the store is held while the second unit's commit is under way: this waits
+    during: list[tuple[int, int]] = []
+    reader = threading.Thread(target=lambda: during.append(query()))
+    reader.start()
+    reader.join(1.0)
+    waiting = reader.is_alive()  # the store is held while the commit is under way: the read waits for it
+    release("commit-2-before")  # the collector commits, closes the store and is held again: the read gets in
+    reader.join(120)
+    release("closed-2")
     assert collector.wait(120) == 0
-    after, _ = query()
+    after = query()
     assert between == (1, PER_UNIT_SCORES)
-    assert during == (2, 2 * PER_UNIT_SCORES) and waited > 1.0  # the whole commit, not part of it
+    assert waiting and during == [(2, 2 * PER_UNIT_SCORES)]  # the whole commit, never part of it
     assert after == (3, 3 * PER_UNIT_SCORES)
 
 
@@ -207,6 +232,32 @@ def test_a_worker_killed_mid_unit_leaves_only_that_unit_to_evaluate_again(toy_ru
     assert lines[2] == "Already in the store: 2 checkpoints (--force evaluates them again)."
     assert {p.name: p.read_text() for p in (work / "done").glob("*.json") if p.name in finished} == finished
     assert evaluation_rows(db) == reference  # every unit once: no duplicate scores or samples
+
+
+def test_units_finished_but_not_stored_are_stored_by_the_next_evaluate_not_evaluated_again(
+    toy_run, reference, tmp_path, runner, monkeypatch
+):
+    """Workers finished every unit (--detach), nothing collected; the same command again (inline now) plans the
+    same unit ids, finds their completion markers, and stores the units without running lm-eval."""
+    import lm_eval
+
+    db, out, work = tmp_path / "store.duckdb", tmp_path / "out", tmp_path / "work"
+    args = [*toy_evaluate_args(db, toy_run, out, tasks=TASKS), "--work-dir", str(work)]
+    detached = runner.invoke(main, [*args, "--executor", "local", "--workers", "2", "--detach"])
+    assert detached.exit_code == 0, detached.output
+    wait_for(lambda: len(list((work / "done").glob("*.json"))) == len(TOY_STEPS), "3 completion markers")
+    finished = {p.name: p.read_text() for p in (work / "done").glob("*.json")}
+
+    calls: list[str] = []
+    real = lm_eval.simple_evaluate
+    monkeypatch.setattr(lm_eval, "simple_evaluate", lambda *a, **k: calls.append(k["model_args"]) or real(*a, **k))
+    again = runner.invoke(main, [a for a in args if a != "-q"])
+    assert again.exit_code == 0, again.output
+    assert again.output.splitlines()[0] == f"Evaluated 3 checkpoints of run {TOY_RUN} into {db}: 6 scores, 96 samples."
+    assert calls == []  # lm-eval never ran: the finished units were stored as they were
+    assert sorted(p.name for p in (work / "units").glob("*.json")) == sorted(finished)  # no new unit planned
+    assert {p.name: p.read_text() for p in (work / "done").glob("*.json")} == finished
+    assert evaluation_rows(db) == reference
 
 
 def test_a_broken_checkpoint_fails_alone_and_is_retried_when_fixed(toy_run, reference, tmp_path, runner):

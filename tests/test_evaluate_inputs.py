@@ -99,3 +99,17 @@ def test_run_files(tmp_path):
         toml.write_text(text)
         with pytest.raises(InputError, match=message):
             read_run_file(toml)
+
+
+def test_a_report_lists_its_outcomes_by_status():
+    import typing
+
+    from ood_store.evaluate.runner import CheckpointOutcome, EvaluateReport, Status
+
+    statuses = typing.get_args(Status)
+    outcomes = [CheckpointOutcome(f"c{i}", i, status, []) for i, status in enumerate(statuses * 2)]
+    report = EvaluateReport(["r"], outcomes)
+    for i, status in enumerate(statuses):
+        assert [c.checkpoint for c in getattr(report, status)] == [f"c{i}", f"c{i + len(statuses)}"]
+    with pytest.raises(AttributeError, match="failed: read-only"):
+        report.failed = []  # type: ignore[misc]

@@ -16,7 +16,7 @@ from matplotlib.collections import PolyCollection, QuadMesh
 from PIL import Image
 
 import ood_store
-from conftest import PYTHIA_ANALYSIS, PYTHIA_IN_DOMAIN, PYTHIA_OOD
+from conftest import PYTHIA_ANALYSIS, PYTHIA_IN_DOMAIN, PYTHIA_OOD, sql_rows
 from ood_store.analysis import compare
 from ood_store.errors import AnalysisError, OodStoreError
 from ood_store.export import figures
@@ -277,15 +277,11 @@ def test_sign_matrix_refuses_a_table_that_is_not_a_compare_result(table):
 @pytest.fixture(scope="module")
 def acc_rows(analysis_db) -> dict[str, list[tuple]]:
     """task -> [(step, value, stderr)] of the 410m run's acc, straight from the scores view."""
-    con = duckdb.connect(str(analysis_db), read_only=True)
-    try:
-        rows = con.execute(
-            "SELECT task, step, value, stderr FROM scores WHERE run = ? AND metric = 'acc' AND filter = 'none' "
-            "AND step IS NOT NULL ORDER BY task, step",
-            [RUN_410M],
-        ).fetchall()
-    finally:
-        con.close()
+    sql = (
+        "SELECT task, step, value, stderr FROM scores WHERE run = ? AND metric = 'acc' AND filter = 'none' "
+        "AND step IS NOT NULL ORDER BY task, step"
+    )
+    rows = sql_rows(analysis_db, sql, RUN_410M)
     out: dict[str, list[tuple]] = {}
     for task, step, value, stderr in rows:
         out.setdefault(task, []).append((step, value, stderr))

@@ -18,6 +18,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.collections import LineCollection, PathCollection, QuadMesh
 from matplotlib.text import Text
 from PIL import Image
+from statsmodels.stats.multitest import multipletests
 
 import ood_store
 from conftest import PLANTED_ANALYSIS, PLANTED_NAMES, sql_rows
@@ -153,6 +154,15 @@ def test_grid_of_24_runs_wraps_to_the_page_with_labels_on_every_row_and_column(g
             assert values[i, j] == pytest.approx(saved[(run, frozenset((OOD[i + 1], OOD[j])))]["r"])
 
 
+def test_full_titles_are_whole_display_names_wrapped_and_still_apart(grid, tmp_path):
+    figure = grid(short_titles=False).figure
+    titles = [ax.get_title() for ax in panels(figure)]
+    # A run's display name, without --rename, is its name after the last "/" (as in one run's heatmap).
+    assert [t.replace("\n", "") for t in titles] == [run.rsplit("/", 1)[-1] for run in RUNS]
+    assert "Runs:" not in figure.get_supxlabel()  # nothing common left out of the titles for the note to name
+    check_layout(figure, tmp_path)
+
+
 def test_cells_too_small_for_their_numbers_keep_their_colours_and_the_note_says_so(grid):
     figure = grid(width=3.25).figure
     assert all(not ax.texts for ax in panels(figure))  # no r printed: 5 pt would not fit a 0.06 in cell
@@ -174,9 +184,21 @@ def test_facets_by_family_and_size_pool_the_seeds(grid, store, saved, tmp_path):
     check_tick_labels(figure)
     check_layout(figure, tmp_path)
     pooled = compare(store.analysis(PLANTED_ANALYSIS), by=["family", "size"], attributes=store).table
+    loosened = 0  # cells the adjustment fades that the raw pooled p would have kept
     for (r, c), ax in by_place.items():
         family, size = sorted(FAMILIES)[r], SIZES[c]
         (mesh,) = [m for m in ax.collections if isinstance(m, QuadMesh)]
+        # Faded where the pooled p, Holm-adjusted over the panel's 28 pairs (statsmodels), is at least 0.05.
+        panel = pooled.filter((pl.col("family") == family) & (pl.col("size") == size))
+        holm = dict(zip(zip(panel["task_x"], panel["task_y"], strict=True),
+                        multipletests(panel["p_pooled"].to_numpy(), method="holm")[1], strict=True))  # fmt: skip
+        alphas = np.asarray(mesh.get_alpha())
+        for i, j in CELLS:
+            x, y = OOD[i + 1], OOD[j]
+            p = holm.get((x, y), holm.get((y, x)))
+            assert (alphas[i, j] < 1) == (p >= 0.05), (family, size, x, y, p)
+            raw = panel.filter(pl.col("task_x").is_in([x, y]) & pl.col("task_y").is_in([x, y]))["p_pooled"][0]
+            loosened += raw < 0.05 <= p
         for i, j in CELLS:
             x, y = OOD[i + 1], OOD[j]
             row = pooled.filter(
@@ -186,6 +208,10 @@ def test_facets_by_family_and_size_pool_the_seeds(grid, store, saved, tmp_path):
             assert mesh.get_array()[i, j] == pytest.approx(row["r_pooled"])
             seeds = [saved[(f"ood-lab/nli-ft-{family}-{size}-seed{s}", frozenset((x, y)))]["r"] for s in SEEDS]
             assert min(seeds) <= row["r_pooled"] <= max(seeds)  # a weighted mean of the three seeds
+    assert loosened > 0  # the adjustment is not a no-op on this study
+    note = figure.get_supxlabel().replace("\n", " ")
+    assert "Panels pool the runs of each family and size: random effects on Fisher z with each run's effective" in note
+    assert "Bold: pooled p < 0.05 (Holm-adjusted within each panel); faded: not significant." in note
     # The planted sign flip: RTE-HANS positive in opt and pythia, negative in llama and qwen, at both sizes.
     i, j = OOD.index("hans") - 1, OOD.index("rte")
     signs = {sorted(FAMILIES)[r]: np.sign(by_place[(r, c)].collections[0].get_array()[i, j]) for r, c in by_place}

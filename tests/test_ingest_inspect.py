@@ -6,12 +6,18 @@ directly, the .eval logs (zip archives) through their header.json."""
 from __future__ import annotations
 
 import json
+import re
+import shlex
+import shutil
+import subprocess
+import sys
 import zipfile
+from pathlib import Path
 
 import pytest
 
 import ood_store
-from conftest import table_dump
+from conftest import FIXTURES, table_dump
 from ood_store.cli import main
 
 pytestmark = pytest.mark.xdist_group("inspect")
@@ -118,6 +124,50 @@ def test_without_the_inspect_extra_a_log_is_one_line_naming_the_extra(runner, db
     assert result.exit_code == 1
     expected = f"  {path}: reading inspect_ai logs needs inspect_ai: pip install 'ood-store[inspect]'"
     assert expected in result.output.splitlines()
+
+
+# An inspect_ai task file, as the README's ood_tasks.py stands for: one generation task, scored by `includes`.
+TASK_FILE = """
+from inspect_ai import Task, task
+from inspect_ai.dataset import Sample
+from inspect_ai.scorer import includes
+from inspect_ai.solver import generate
+
+
+@task
+def toy_nli():
+    prompts = [f"Premise: dog {i} runs. Hypothesis: an animal moves. Answer:" for i in range(4)]
+    samples = [Sample(input=prompt, target="yes") for prompt in prompts]
+    return Task(dataset=samples, solver=generate(), scorer=includes())
+"""
+
+
+def readme_example() -> list[str]:
+    """The command lines of the README's inspect_ai example (its sh block), comments left out."""
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    block = re.search(r"```sh\n(.*?)```", readme.split("### inspect_ai logs", 1)[1], flags=re.DOTALL)[1]
+    return [line.split("#")[0].strip() for line in block.splitlines() if line.split("#")[0].strip()]
+
+
+def test_the_readmes_example_runs_on_a_hugging_face_checkpoint(tmp_path, runner, monkeypatch):
+    """The README's two commands as written, in a folder with a task file and a checkpoint-500 folder (the toy
+    GPT-2 of tests/fixtures/toy-checkpoint), through inspect_ai's own command line and its hf provider."""
+    evaluate, ingest = map(shlex.split, readme_example())
+    assert evaluate[:2] == ["inspect", "eval"] and ingest[:2] == ["ood-store", "ingest"]
+    (tmp_path / "ood_tasks.py").write_text(TASK_FILE)
+    model = next(a.removeprefix("hf/") for a in evaluate if a.startswith("hf/"))
+    shutil.copytree(FIXTURES / "toy-checkpoint", tmp_path / model, ignore=shutil.ignore_patterns("make.py"))
+    command = [str(Path(sys.executable).parent / "inspect"), *evaluate[1:], "--max-tokens", "4", "--display", "none"]
+    subprocess.run(command, cwd=tmp_path, check=True, capture_output=True, timeout=600)  # a short answer is enough
+    (log,) = (tmp_path / "logs").glob("*.eval")
+    monkeypatch.chdir(tmp_path)
+    result = runner.invoke(main, ["--db", "inspect.duckdb", *ingest[1:]])
+    assert result.exit_code == 0, result.output
+    with ood_store.open(tmp_path / "inspect.duckdb", read_only=True) as store:
+        got = set(store.query(SCORES_SQL).rows())
+        runs = store.query("SELECT run, family, in_domain_task FROM runs").rows()
+    assert got == expected_scores(header(log), "runs/opt-mnli-s1", 500)
+    assert runs == [("runs/opt-mnli-s1", "OPT", "mnli")]
 
 
 def with_header_literal(source, out, literal):

@@ -9,15 +9,27 @@ import json
 
 import pyarrow.parquet as pq
 import pytest
+import yaml
 
 import ood_store
 from conftest import FIXTURES, table_dump
 from ood_store.cli import main
+from ood_store.errors import InputError
 
 WANDB = FIXTURES / "wandb"
 RUN1 = WANDB / "opt-125m-mnli-s1" / "history.csv"
 RUN2 = WANDB / "opt-125m-mnli-s2.parquet"
 SCORES_SQL = "SELECT run, step, task, metric, value FROM scores"
+# Run 1's config as attributes: nested keys joined with ".", lists as JSON, keys starting with "_" left out, the
+# seed in its own column (written out by hand from config.yaml).
+RUN1_ATTRIBUTES = {
+    "model_name_or_path": "facebook/opt-125m",
+    "learning_rate": 2e-05,
+    "per_device_train_batch_size": 16,
+    "lora.r": 8,
+    "lora.alpha": 16,
+    "eval_sets": '["mnli", "hans", "anli_r1"]',
+}
 
 
 def csv_rows(path=RUN1) -> list[dict[str, str]]:
@@ -53,14 +65,41 @@ def test_a_trainer_history_by_global_step_with_its_config(db, runner):
     assert set(evaluations["source_format"]) == {"wandb"} and set(evaluations["identity_from"]) == {"flags"}
     seed, attributes = run[0]
     assert seed == 1
-    assert json.loads(attributes) == {
-        "model_name_or_path": "facebook/opt-125m",
-        "learning_rate": 2e-05,
-        "per_device_train_batch_size": 16,
-        "lora.r": 8,
-        "lora.alpha": 16,
-        "eval_sets": '["mnli", "hans", "anli_r1"]',
-    }  # from config.yaml beside the history; _wandb and _name_or_path left out
+    assert json.loads(attributes) == RUN1_ATTRIBUTES  # from config.yaml beside the history
+
+
+def run_config() -> dict:
+    """Run 1's config as W&B's public API gives it (``run.config``, wandb/apis/public/runs.py): each
+    ``{desc, value}`` of config.yaml unwrapped, W&B's internal keys (``_wandb``, ``wandb_version``) left out."""
+    raw = yaml.safe_load((RUN1.parent / "config.yaml").read_text())
+    return {key: entry["value"] for key, entry in raw.items() if key not in ("_wandb", "wandb_version")}
+
+
+def test_a_config_json_beside_the_history_or_named_by_wandb_config_gives_the_attributes(db, runner, tmp_path):
+    beside = tmp_path / "run1"
+    beside.mkdir()
+    (beside / "history.csv").write_bytes(RUN1.read_bytes())
+    (beside / "config.json").write_text(json.dumps(run_config()))  # json.dump(run.config, ...)
+    args = ["--db", str(db), "ingest", "--wandb-step", "train/global_step"]
+    result = runner.invoke(main, [*args, str(beside / "history.csv"), "--run", "s1"])
+    assert result.exit_code == 0, result.output
+    elsewhere = tmp_path / "configs" / "s2.json"
+    elsewhere.parent.mkdir()
+    elsewhere.write_text(json.dumps({"seed": 2, "learning_rate": 3e-5, "optimizer": {"name": "adamw", "eps": 1e-8}}))
+    result = runner.invoke(main, ["--db", str(db), "ingest", str(RUN2), "--wandb-map", "eval/{task}/{metric}",
+                                  "--wandb-config", str(elsewhere)])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    with ood_store.open(db, read_only=True) as store:
+        runs = {
+            run: (seed, json.loads(a)) for run, seed, a in store.query("SELECT run, seed, attributes FROM runs").rows()
+        }
+    assert runs == {
+        "s1": (1, RUN1_ATTRIBUTES),
+        "opt-125m-mnli-s2": (2, {"learning_rate": 3e-5, "optimizer.name": "adamw", "optimizer.eps": 1e-8}),
+    }
+    with ood_store.open(db) as store, pytest.raises(InputError, match="no such file") as raised:
+        store.ingest([RUN2], wandb_config=tmp_path / "no.json")
+    assert raised.value.parameter == "wandb_config"
 
 
 def test_a_parquet_history_by_step_with_nested_and_slashed_keys(db):
@@ -118,10 +157,14 @@ def test_a_history_exported_again_with_more_steps_adds_only_the_new_ones(db, tmp
 def test_a_bad_cell_rejects_the_file_naming_row_and_column(db, tmp_path, runner, edit, message):
     path = tmp_path / "h.csv"
     path.write_text(edit(RUN1.read_text()))
+    with ood_store.open(db) as store:  # a store with a history in it already
+        assert store.ingest([RUN2], wandb_map=["eval/{task}/{metric}"]).ok
+    before = table_dump(db)
     result = runner.invoke(main, ["--db", str(db), "ingest", str(path), "--wandb-step", "train/global_step"])
     assert result.exit_code == 1
     assert any(line.startswith(f"  {path}: {message}") for line in result.output.splitlines()), result.output
     assert "Ingested 0 files" in result.output
+    assert table_dump(db) == before  # the rows before the bad one did not go in either
 
 
 def test_two_values_for_one_step_are_refused(db, tmp_path, runner):

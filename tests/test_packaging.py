@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import subprocess
 import sys
 import zipfile
@@ -64,3 +65,16 @@ def test_installed_modules_come_from_the_mapped_folders():
     for folder in ("evaluate", "ingest", "store", "schema", "analysis", "export"):
         module = importlib.import_module(f"ood_store.{folder}")
         assert Path(module.__file__).parent == ROOT / folder
+
+
+def test_the_suites_label_hooks_import_nothing_else():
+    """lm-eval calls ood_store.evaluate.suite.labels while it builds a task: that loads no store, no pipeline."""
+    code = (
+        "import sys; before = set(sys.modules); import ood_store.evaluate.suite.labels; "
+        "print(sorted(m for m in set(sys.modules) - before if m.split('.')[0] in "
+        "('ood_store', 'duckdb', 'polars', 'numpy', 'lm_eval', 'torch')))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    loaded = ast.literal_eval(out)
+    suite = ["ood_store.evaluate", "ood_store.evaluate.suite", "ood_store.evaluate.suite.labels"]
+    assert loaded == ["ood_store", "ood_store.errors", *suite]

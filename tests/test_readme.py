@@ -61,14 +61,20 @@ def test_the_tour_runs_as_written(runner, tour_dir):
     # The LaTeX the README shows is the table the tour exported, less its provenance comments.
     exported = (tour_dir / "pythia-gam.tex").read_text().splitlines()
     assert blocks("latex") == ["\n".join(line for line in exported if not line.startswith("%")) + "\n"]
-    # The figures the README shows are the ones the tour plotted (same kind and size), committed under docs/.
+    # The figures the README shows are the ones the tour plotted, committed under docs/: the same size, and
+    # drawn by the matplotlib that drew them (its version is in the PNG), the same pixels (a one-word change
+    # of a note is an RMS of about 7). Another matplotlib lays text out a pixel apart, so only sizes compare.
     images = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", README)
     assert images == ["docs/pythia-gam.png", "docs/planted-grid.png", "docs/planted-forest.png"]
+    import numpy as np
     from PIL import Image
 
     for image in images:
         with Image.open(ROOT / image) as shown, Image.open(tour_dir / Path(image).name) as plotted:
             assert shown.size == plotted.size, image
+            if shown.info.get("Software") == plotted.info.get("Software"):
+                difference = np.asarray(shown.convert("RGB"), float) - np.asarray(plotted.convert("RGB"), float)
+                assert np.sqrt((difference**2).mean()) <= 1.0, f"{image} is not what the tour plots now"
     # The tables the README shows fit the page they are for: pdflatex finds no overfull box.
     page = (
         "\\documentclass[twocolumn]{article}\n"
@@ -106,3 +112,24 @@ def test_main_job_is_the_demo():
     assert setup.splitlines()[0].split("#")[0].strip() == "make demo"
     makefile = (ROOT / "Makefile").read_text()
     assert re.search(r"^demo: .*\n\t\$\(BIN\)/ood-store demo$", makefile, flags=re.MULTILINE)
+
+
+def test_the_developing_map_names_every_folder_and_only_files_that_exist():
+    """Each line of the map starts with a top-level folder; the modules and folders it names are there."""
+    section = README.split("## Developing", 1)[1]
+    block = section.split("```\n", 2)[1]
+    entries: dict[str, str] = {}
+    for line in block.splitlines():
+        if line and not line.startswith(" "):
+            folder, text = line.split(maxsplit=1)
+            entries[folder] = text
+        else:
+            entries[folder] += " " + line.strip()
+    tracked = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    top = {path.split("/")[0] + "/" for path in tracked.splitlines() if "/" in path and not path.startswith(".")}
+    assert set(entries) == top - {"docs/"}  # docs/ holds the README's images only
+    for folder, text in entries.items():
+        named = re.findall(r"(?<![\w/.])([a-z_]+(?:/[a-z_]+)*(?:\.py|\.sql|/))", text)
+        assert named or folder == "benchmarks/", folder
+        for name in named:
+            assert (ROOT / folder / name).exists(), f"{folder} names {name}"

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import zipfile
+
 import duckdb
 import pytest
 
 import ood_store
-from conftest import pythia_files, table_dump
+from conftest import FIXTURES, pythia_files, store_of_version, table_dump
 from ood_store import schema
 from ood_store.cli import main
 
@@ -149,27 +151,20 @@ def test_store_in_a_missing_folder(tmp_path, runner):
     assert (result.exit_code, result.output) == (1, f"Error: {db}: folder {db.parent} does not exist\n")
 
 
-def _store_of_schema(db, monkeypatch, version: int, *statements: str) -> list[int]:
+def _store_of_schema(db, version: int, *statements: str) -> list[int]:
     """A store at schema ``version`` holding what ``statements`` insert (as ood-store then wrote it: today's
     writer fills columns of later versions), opened again with every migration; returns those applied."""
-    shipped = schema.migrations()
-    monkeypatch.setattr(schema, "migrations", lambda: shipped[:version])
-    with ood_store.open(db) as store:
-        assert store.schema_version == version
-        for statement in statements:
-            store.connection.execute(statement)
+    store_of_version(db, version, *statements)
     before = table_dump(db)
-    monkeypatch.setattr(schema, "migrations", lambda: shipped)
     with ood_store.open(db) as store:
         applied = store.migrations_applied
     assert table_dump(db)["evaluation_scores"] == before["evaluation_scores"]
     return applied
 
 
-def test_a_store_of_schema_2_gains_campaign_and_source_format(db, monkeypatch):
+def test_a_store_of_schema_2_gains_campaign_and_source_format(db):
     applied = _store_of_schema(
         db,
-        monkeypatch,
         2,
         "INSERT INTO evaluations (content_hash, source_path, run, identity_from, format, samples_files, "
         "ingested_at, ood_store_version) VALUES ('h', '/x.json', 'r', 'model', 'v0.3', [], now()::TIMESTAMP, '0')",
@@ -179,12 +174,11 @@ def test_a_store_of_schema_2_gains_campaign_and_source_format(db, monkeypatch):
         assert store.query("SELECT campaign, source_format FROM evaluations").rows() == [(None, "lm-eval")]
 
 
-def test_a_store_before_campaigns_keeps_its_scores_and_gains_campaign_views(db, monkeypatch):
+def test_a_store_before_campaigns_keeps_its_scores_and_gains_campaign_views(db):
     """0005 makes `value` nullable (NaN is stored as NULL) and adds campaigns to the views; rows are kept."""
     campaigns_version = next(m.version for m in schema.migrations() if m.name == "0005_campaigns.sql")
     applied = _store_of_schema(
         db,
-        monkeypatch,
         campaigns_version - 1,
         "INSERT INTO evaluations (content_hash, source_path, run, step, identity_from, format, samples_files, "
         "ingested_at, ood_store_version, campaign) VALUES ('h', '/zero-shot/x.json', 'r', 1000, 'revision', "
@@ -201,3 +195,53 @@ def test_a_store_before_campaigns_keeps_its_scores_and_gains_campaign_views(db, 
         campaigns = store.query("SELECT DISTINCT campaign, value FROM scores").rows()
     assert nullable == [("YES",)]
     assert campaigns == [("zero-shot", 0.5)]
+
+
+def _views(con: duckdb.DuckDBPyConnection) -> dict[str, str]:
+    return dict(con.execute("SELECT view_name, sql FROM duckdb_views() WHERE NOT internal ORDER BY 1").fetchall())
+
+
+def test_views_come_from_one_file_whatever_the_version_a_store_starts_at(db, tmp_path):
+    """Migrations hold tables; views.sql is made again with the latest migration. A store that an earlier
+    ood-store left at version 4, with the views its 0001 made (tests/fixtures/store-schema-4), ends with the
+    same views as a new store, and they read its rows as the views of today define them."""
+    with zipfile.ZipFile(FIXTURES / "store-schema-4" / "store.duckdb.zip") as archive:
+        archive.extract("store.duckdb", tmp_path)
+    old = tmp_path / "store.duckdb"
+    con = duckdb.connect(str(old), read_only=True)
+    before, old_views = table_dump(old), _views(con)
+    assert "campaign" not in [c[0] for c in con.execute("SELECT * FROM scores LIMIT 0").description]
+    con.close()
+    assert set(old_views) == {"scores_all", "scores", "score_conflicts", "samples_all"}  # 0001's, before 0005
+    with ood_store.open(old) as store:
+        assert store.migrations_applied == [5]
+        upgraded = _views(store.connection)
+        scores = store.query("SELECT task, value, campaign FROM scores ORDER BY task").rows()
+        per_campaign = store.query("SELECT campaign, value FROM campaign_scores WHERE task = 'arc_easy' ORDER BY 1")
+        conflicts = store.query("SELECT task, value_list, campaigns FROM score_conflicts").rows()
+        samples = store.query("SELECT run, step, task, doc_id FROM samples_all").rows()
+    ood_store.open(db).close()
+    con = duckdb.connect(str(db), read_only=True)
+    fresh = _views(con)
+    con.close()
+    assert set(fresh) == {"scores_all", "scores", "campaign_scores", "score_conflicts", "samples_all"}
+    assert upgraded == fresh
+    for name in ("runs", "checkpoints", "evaluations", "evaluation_scores", "samples"):
+        assert table_dump(old)[name] == before[name], name
+    # what make.py inserted: arc_easy 0.25 (zero-shot, 2023-01) and 0.375 (baseline, 2023-06), piqa 0.5
+    assert scores == [("arc_easy", 0.375, "baseline"), ("piqa", 0.5, "zero-shot")]
+    assert per_campaign.rows() == [("baseline", 0.375), ("zero-shot", 0.25)]
+    assert conflicts == [("arc_easy", [0.25, 0.375], ["zero-shot", "baseline"])]
+    assert samples == [("r", 1000, "piqa", 0)]
+
+
+def test_a_store_staged_at_an_older_version_has_tables_only(tmp_path):
+    """migrate(upto=...) (staging an older dump) stops before the views, which are the latest version's."""
+    db = tmp_path / "v2.duckdb"
+    store_of_version(db, 2)
+    con = duckdb.connect(str(db), read_only=True)
+    assert _views(con) == {}
+    tables = {row[0] for row in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
+    con.close()
+    assert tables == {"schema_version", "runs", "checkpoints", "evaluations", "evaluation_scores", "samples",
+                      "analyses", "partial_correlations"}  # fmt: skip

@@ -258,9 +258,12 @@ def test_hans_per_heuristic_and_label_sub_tasks_and_the_readme_recipe_agree(toy_
     samples = samples_of(Path(path), "ood_nli_hans")
     # The README's recipe, run on this evaluation's samples files.
     readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
-    [recipe] = re.findall(r'^ood-store query "(SELECT doc\.heuristic.*)"$', readme, flags=re.MULTILINE)
+    [recipe] = re.findall(
+        r'^ood-store query --allow-files lm-eval-results "(SELECT doc\.heuristic.*)"$', readme, flags=re.MULTILINE
+    )
     sql = recipe.replace("lm-eval-results/RUN/step-N/*/*/", f"{Path(path).parent}/")  # RUN/step-N/UNIT/MODEL/
-    printed = runner.invoke(main, ["--db", str(db), "query", sql, "--format", "json"])
+    allowed = ["--allow-files", str(out)]  # the README's lm-eval-results
+    printed = runner.invoke(main, ["--db", str(db), "query", *allowed, sql, "--format", "json"])
     by_recipe = {(r["heuristic"], r["label"]): (r["pairs"], r["acc"]) for r in json.loads(printed.output)}
     with ood_store.open(db, read_only=True) as store:
         stored = dict(store.query("SELECT task, value FROM scores WHERE task LIKE 'ood_nli_hans_%'").rows())

@@ -1,7 +1,9 @@
 """``ray``: workers as Ray tasks, each with ``gpus_per_task`` GPUs (``num_gpus``).
 
 Connects to the cluster at ``ray_address`` (``auto``, ``HOST:PORT`` or
-``ray://HOST:PORT``), or starts a Ray instance on this machine. Each of the
+``ray://HOST:PORT``), or starts a Ray instance of its own on this machine (never
+joining, unasked, a cluster that ``RAY_ADDRESS`` or an earlier ``ray start``
+names: without ``ray_address`` the workers run here). Each of the
 ``workers`` tasks runs :func:`ood_store.evaluate.worker.work` and evaluates
 units until none is left; a task is not retried when its worker dies (the
 unit it held is evaluated by the next submission). ``detach`` starts the
@@ -40,14 +42,13 @@ class RayExecutor:
         kwargs: dict[str, Any] = {"log_to_driver": False, "logging_level": logging.ERROR}
         if address:
             kwargs["address"] = address
-        else:
-            kwargs["include_dashboard"] = False
+        else:  # "local": a new instance, even where RAY_ADDRESS or `ray start` names a cluster
+            kwargs.update(address="local", include_dashboard=False)
         try:
             self.ray.init(**kwargs)
         except (ConnectionError, RuntimeError, ValueError) as exc:
-            raise InputError(
-                None, None, f"cannot connect to a Ray cluster at {address}: {first_line(exc)}", parameter="ray_address"
-            ) from None
+            what = f"connect to a Ray cluster at {address}" if address else "start Ray on this machine"
+            raise InputError(None, None, f"cannot {what}: {first_line(exc)}", parameter="ray_address") from None
         self._started = not address
 
     def workers(self) -> tuple[int, float]:

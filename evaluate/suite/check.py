@@ -1,4 +1,4 @@
-"""``ood-store suite check DIR``: is a data folder what ``--data-dir`` needs? One line per problem.
+"""``ood-store suite check DIR``: is a data folder what ``data_dir`` (of ``evaluate``) needs? One line per problem.
 
 A data folder holds, per task of the suite, ``<task>.jsonl`` (the evaluated
 split) and, for in-context examples, ``<task>.train.jsonl`` (the training
@@ -48,7 +48,7 @@ class Checked:
 
 
 def check(folder: str | Path, *, fewshot: bool = False) -> Checked:
-    """Check a data folder for ``--data-dir``; see the module docstring.
+    """Check a data folder for ``data_dir``; see the module docstring.
 
     Parameters
     ----------

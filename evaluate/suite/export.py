@@ -1,7 +1,7 @@
 """``ood-store suite export DIR``: the suite's testsets as local JSONL, for air-gapped machines.
 
 Run it where the Hugging Face hub is reachable; copy DIR to the cluster and
-evaluate there with ``--data-dir DIR``. Each file holds one split in the
+evaluate there with ``data_dir=DIR``. Each file holds one split in the
 dataset's own schema (the hub's columns and label encodings), so the suite's
 label maps apply unchanged: ``<task>.jsonl`` the evaluated split and, with
 ``fewshot``, ``<task>.train.jsonl`` the training split that in-context

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 
 def variants(store: Store, runs: Sequence[str] | None = None) -> pl.DataFrame:
     """One row per run and variant: key, pattern, verbalisers, neutral scheme, checkpoints and tasks evaluated."""
-    return store.query(sqlfiles.load("ood_store.evaluate.suite", "variants"), runs=None if runs is None else list(runs))
+    return store._read(sqlfiles.load("ood_store.evaluate.suite", "variants"), runs=None if runs is None else list(runs))
 
 
 def variant_scores(
@@ -46,7 +46,7 @@ def variant_scores(
     polars.DataFrame
         ``run, step, task, variant, num_fewshot, metric, filter, value, stderr``.
     """
-    frame = store.query(
+    frame = store._read(
         sqlfiles.load("ood_store.evaluate.suite", "variant_scores"),
         testsets=list(TESTSETS),
         runs=None if runs is None else list(runs),

@@ -8,17 +8,23 @@ from collections.abc import Iterator, MutableMapping
 from pathlib import Path
 
 import click
+import duckdb
 
 from ood_store import __version__
 from ood_store.cli.flags import spelled
+from ood_store.cli.options import FILE
 from ood_store.errors import Note, OodStoreError
 from ood_store.store import DB_ENV, DEFAULT_DB, Store
 from ood_store.store import open as open_store
 from ood_store.store.connection import DEFAULT_LOCK_TIMEOUT
+from ood_store.store.damage import store_problem
 
 
 class _Group(click.Group):
     """Turns user errors (OodStoreError) into a one-line ``Error: ...`` and exit status 1.
+
+    So too a DuckDB error that says the store file is damaged, wherever a command meets it
+    (:func:`ood_store.store.damage.store_problem`): it names the store and what to do.
 
     Library errors name the Python parameters they are about; they are printed
     with the flags that set them (:mod:`ood_store.cli.flags`).
@@ -32,6 +38,11 @@ class _Group(click.Group):
                 return super().invoke(ctx)
             except OodStoreError as exc:
                 raise click.ClickException(spelled(exc)) from None
+            except duckdb.Error as exc:  # a damaged store found in the middle of a command
+                problem = store_problem(ctx.obj.db, exc) if isinstance(ctx.obj, Settings) else None
+                if problem is None:
+                    raise
+                raise click.ClickException(spelled(problem)) from None
 
 
 def _show_notes(show):
@@ -52,14 +63,14 @@ class Settings:
         self.lock_timeout = lock_timeout
         self.db_given = db_given  # --db or OOD_STORE_DB, not the default
 
-    def open(self, *, read_only: bool = False) -> Store:
-        return open_store(self.db, read_only=read_only, lock_timeout=self.lock_timeout)
+    def open(self, *, read_only: bool = False, allow_files: tuple[Path, ...] = ()) -> Store:
+        return open_store(self.db, read_only=read_only, lock_timeout=self.lock_timeout, allow_files=allow_files)
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option(
     "--db",
-    type=click.Path(dir_okay=False, path_type=Path),
+    type=FILE,
     envvar=DB_ENV,
     default=DEFAULT_DB,
     show_default=True,

@@ -131,7 +131,7 @@ def _pythia(settings) -> None:
             f"Store {settings.db}: ingested {totals['ingested']} files ({totals['scores']:,} scores), "
             f"{totals['present']} already present.\n"
         )
-        frame = store.query(sqlfiles.load("ood_store.examples", "demo_pythia"))
+        frame = store._read(sqlfiles.load("ood_store.examples", "demo_pythia"))
     click.echo("LAMBADA (OpenAI) accuracy over training steps, from the `scores` table:\n")
     click.echo(render(frame, "table"))
     db, prog = settings.db, _program()

@@ -6,11 +6,12 @@ from pathlib import Path
 
 import click
 
+from ood_store.cli.options import FOLDER
 from ood_store.export.eee import RELATIONSHIPS, EeeSource
 
 
 @click.command("export-eee")
-@click.argument("folder", type=click.Path(file_okay=False, path_type=Path))
+@click.argument("folder", type=FOLDER)
 @click.option("--run", "runs", multiple=True, metavar="RUN", help="Only this run. Repeatable.  [default: every run]")
 @click.option(
     "--collection",

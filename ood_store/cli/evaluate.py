@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import os
-import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import click
 
 from ood_store.cli.counts import n
-from ood_store.cli.options import attr_file_option
+from ood_store.cli.options import FILE, FOLDER, attr_file_option
 from ood_store.errors import InputError
 from ood_store.evaluate.executors import NAMES
 from ood_store.evaluate.plan import run_folder
@@ -34,7 +35,7 @@ from ood_store.store.runs import parse_attributes, read_run_file
 )
 @click.option(
     "--study",
-    type=click.Path(dir_okay=False, path_type=Path),
+    type=FILE,
     help="A TOML (or .yaml) file of many runs, each with its checkpoints, tasks and attributes; instead of "
     "CHECKPOINT, --run and --attr. Other options given here apply to every run.",
 )
@@ -47,7 +48,7 @@ from ood_store.store.runs import parse_attributes, read_run_file
 )
 @click.option(
     "--run-file",
-    type=click.Path(dir_okay=False, path_type=Path),
+    type=FILE,
     help="A TOML (or .yaml) file with the run's name (`run = ...`) and attributes (`family = ...`).",
 )
 @attr_file_option
@@ -84,13 +85,13 @@ from ood_store.store.runs import parse_attributes, read_run_file
 )
 @click.option(
     "--output-dir",
-    type=click.Path(file_okay=False, path_type=Path),
+    type=FOLDER,
     help="Where lm-eval's results and samples files are kept (OUTPUT_DIR/RUN/step-N/unit-HASH/).  "
     "[default: lm-eval-results]",
 )
 @click.option(
     "--work-dir",
-    type=click.Path(file_okay=False, path_type=Path),
+    type=FOLDER,
     help="The work folder (plan, completion markers, job logs), on storage every worker sees.  "
     "[default: beside --output-dir, lm-eval-results-work]",
 )
@@ -125,7 +126,12 @@ from ood_store.store.runs import parse_attributes, read_run_file
     metavar="KEY=VALUE",
     help="slurm: a further sbatch parameter, e.g. qos=high, mem=64G, account=lab (repeatable).",
 )
-@click.option("--ray-address", help="ray: the cluster, e.g. auto or ray://head:10001 (default: start Ray here).")
+@click.option(
+    "--ray-address",
+    envvar="RAY_ADDRESS",
+    show_envvar=True,
+    help="ray: the cluster, e.g. auto or ray://head:10001 (default: RAY_ADDRESS if set, else start Ray here).",
+)
 @click.option(
     "--detach", is_flag=True, help="Submit the workers and return; `ood-store collect WORK_DIR` stores results."
 )
@@ -190,11 +196,9 @@ def evaluate(
         variant = variant_of(given)  # given here, it replaces every run's [suite]
         if rules:  # the file's attributes of each run win over the study's
             study = load_study(study).with_attributes(lambda name: attributes_for(name, rules))
-    if not verbose and "tqdm" not in sys.modules:  # tqdm reads TQDM_* settings when it is imported
-        os.environ.setdefault("TQDM_DISABLE", "1")  # keeps lm-eval.log free of progress bars
     no_samples = options.pop("no_samples")
     slurm_params = options.pop("slurm_params")
-    with settings.open() as store:
+    with settings.open() as store, _progress_bars_off(not verbose):
         try:
             report = store.evaluate(
                 checkpoints,
@@ -215,6 +219,21 @@ def evaluate(
     _summarise(report, settings.db, quiet, variant)
     if report.failed:
         raise SystemExit(1)
+
+
+@contextmanager
+def _progress_bars_off(off: bool) -> Iterator[None]:
+    """``TQDM_DISABLE=1`` while evaluating, so that lm-eval.log holds no progress bars: for worker processes
+    started meanwhile, and for this one if it has not imported tqdm yet (tqdm reads TQDM_* when it is
+    imported). The environment is as it was afterwards (a program that calls the command keeps its own)."""
+    before = os.environ.get("TQDM_DISABLE")
+    if off and before is None:
+        os.environ["TQDM_DISABLE"] = "1"
+    try:
+        yield
+    finally:
+        if off and before is None:
+            os.environ.pop("TQDM_DISABLE", None)
 
 
 def _summarise(report: EvaluateReport, db, quiet: bool, variant: Variant | None) -> None:

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import click
 
 from ood_store.cli.flags import spelled
 from ood_store.cli.options import (
+    FILE,
+    allow_files_option,
     alpha_option,
     choice,
     inference_option,
@@ -21,6 +21,7 @@ from ood_store.export import display, formats, tables
 @click.command()
 @click.option("--analysis", "analysis_name", metavar="NAME", help="A saved analysis (`ood-store analyses`).")
 @click.option("--sql", metavar="SQL", help="Export the rows of this read-only query instead.")
+@allow_files_option
 @click.option("--compare", "compared", is_flag=True, help="With --analysis: export its comparison across runs.")
 @click.option("--by", multiple=True, metavar="ATTR", help="With --compare: compare runs within groups of ATTR.")
 @click.option(
@@ -43,7 +44,7 @@ from ood_store.export import display, formats, tables
     type=click.Choice(tables.FORMATS, case_sensitive=False),
     help="Output format.  [default: from the -o extension (.tex .md .csv .json .parquet), else latex]",
 )
-@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), help="Write to FILE.")
+@click.option("-o", "--output", type=FILE, help="Write to FILE.")
 @click.option(
     "--digits",
     type=click.IntRange(0, 12),
@@ -66,8 +67,8 @@ from ood_store.export import display, formats, tables
 @rename_options
 @order_by_option
 @click.pass_obj
-def export(settings, analysis_name, sql, compared, by, wide, transpose, compact, output_format, output, digits, mark,
-           inference, alpha, caption, label, width, landscape, split, standalone, rename, rename_file,
+def export(settings, analysis_name, sql, allow_files, compared, by, wide, transpose, compact, output_format, output,
+           digits, mark, inference, alpha, caption, label, width, landscape, split, standalone, rename, rename_file,
            order_by):  # fmt: skip
     """Export a saved analysis (or its comparison, or any query) as a table for a paper.
 
@@ -87,6 +88,8 @@ def export(settings, analysis_name, sql, compared, by, wide, transpose, compact,
     """
     if (analysis_name is None) == (sql is None):
         raise click.UsageError("Give either --analysis NAME or --sql SQL.")
+    if allow_files and sql is None:
+        raise click.UsageError("--allow-files needs --sql.")
     if sql is not None and (compared or wide or by or transpose):
         raise click.UsageError("--compare, --by, --wide and --transpose need --analysis.")
     if by and not compared:
@@ -97,7 +100,7 @@ def export(settings, analysis_name, sql, compared, by, wide, transpose, compact,
     names = display.names(rename, rename_file)
     layout = {"digits": digits, "names": names, "caption": caption, "label": label, "landscape": landscape,
               "split": split, **({"width": width} if width is not None else {})}  # fmt: skip
-    with settings.open(read_only=True) as store:
+    with settings.open(read_only=True, allow_files=allow_files) as store:
         if sql is not None:
             table = tables.from_query(store, sql, **layout)
         else:

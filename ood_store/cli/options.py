@@ -6,6 +6,11 @@ from pathlib import Path
 
 import click
 
+#: The types of arguments and options that name a file or a folder (as ``Path``; whether it exists is checked where
+#: it is used, so that the error names it as the library does).
+FILE = click.Path(dir_okay=False, path_type=Path)
+FOLDER = click.Path(file_okay=False, path_type=Path)
+
 
 def choice(flag: str, choices: tuple[str, ...], default: str, help: str, **kwargs):  # noqa: A002 - click's name
     """An option whose value is one of ``choices``, its default shown in ``--help``."""
@@ -14,9 +19,7 @@ def choice(flag: str, choices: tuple[str, ...], default: str, help: str, **kwarg
 
 def folder_option(flag: str, default: str | Path, help: str):  # noqa: A002 - click's name
     """An option naming a folder (made when missing), its default shown in ``--help``."""
-    return click.option(
-        flag, type=click.Path(file_okay=False, path_type=Path), default=default, show_default=True, help=help
-    )
+    return click.option(flag, type=FOLDER, default=default, show_default=True, help=help)
 
 
 def alpha_option(help: str = "Significance level of the adjusted p-values."):  # noqa: A002 - click's name
@@ -53,7 +56,7 @@ rename_options = bundle(
     ),
     click.option(
         "--rename-file",
-        type=click.Path(dir_okay=False, path_type=Path),
+        type=FILE,
         help="A YAML, JSON or TOML mapping of names to display names.",
     ),
 )
@@ -96,7 +99,18 @@ def width_option(default: str, what: str = "Figure width; the height follows."):
 attr_file_option = click.option(
     "--attr-file",
     "attribute_file",
-    type=click.Path(dir_okay=False, path_type=Path),
+    type=FILE,
     metavar="FILE",
     help="Run attributes by run name or glob: a CSV (header run,KEY,...), TOML or YAML file.",
+)
+
+
+#: ``--allow-files DIR`` (``query``, ``export --sql``): see :func:`ood_store.open`'s ``allow_files``.
+allow_files_option = click.option(
+    "--allow-files",
+    "allow_files",
+    multiple=True,
+    type=click.Path(file_okay=False, path_type=Path),
+    metavar="DIR",
+    help="Let the SQL read files in DIR (read_csv('DIR/x.csv')); by default it reads the store only. Repeatable.",
 )

@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from ood_store.cli.options import (
+    FILE,
     alpha_option,
     bundle,
     choice,
@@ -21,7 +22,7 @@ _output = click.option(
     "-o",
     "--output",
     required=True,
-    type=click.Path(dir_okay=False, path_type=Path),
+    type=FILE,
     metavar="FILE",
     help="The figure file; its extension picks the format: .pdf, .png (300 dpi) or .svg.",
 )
@@ -117,7 +118,12 @@ def heatmap(settings, analysis_name, run, tasks, alpha, inference, rename, renam
     "pool",
     "With --rows/--cols: the runs that share a panel (the seeds) pooled into one heatmap, or each drawn.",
 )
-@click.option("--full-titles", is_flag=True, help="Keep whole run names as titles (by default, less what all share).")
+@click.option(
+    "--full-titles",
+    is_flag=True,
+    help="Keep whole display names as titles (by default, less what all share; a run's is its name after the "
+    "last /, unless renamed).",
+)
 @_no_note
 @_figure_file("6.75in, the full page; less for few runs")
 @click.pass_obj

@@ -6,6 +6,7 @@ import sys
 
 import click
 
+from ood_store.cli.options import allow_files_option
 from ood_store.cli.output import emit, output_options
 
 
@@ -20,10 +21,14 @@ from ood_store.cli.output import emit, output_options
     metavar="NAME VALUE",
     help="A named parameter, used as $NAME in the SQL. Repeatable.",
 )
+@allow_files_option
 @output_options
 @click.pass_obj
-def query(settings, sql: str, params: tuple[tuple[str, str], ...], output_format: str, output) -> None:
+def query(settings, sql: str, params: tuple[tuple[str, str], ...], allow_files, output_format: str, output) -> None:
     """Run a read-only SQL query (SQL, or - to read it from standard input).
+
+    The query reads the store and nothing else: no other file (unless in a
+    folder of --allow-files), no setting, no extension.
 
     \b
     Tables and views: scores (one row per run, step, task, num_fewshot,
@@ -36,7 +41,7 @@ def query(settings, sql: str, params: tuple[tuple[str, str], ...], output_format
     """
     if sql == "-":
         sql = sys.stdin.read()
-    with settings.open(read_only=True) as store:
+    with settings.open(read_only=True, allow_files=allow_files) as store:
         frame = store.query(sql, **dict(params))
     emit(frame, output_format, output)
 

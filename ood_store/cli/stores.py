@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from ood_store.cli.options import FILE, FOLDER
 from ood_store.store.merge import PREFER, MergeReport
 
 _prefer = click.option(
@@ -21,7 +22,7 @@ def _plural(n: int, word: str, words: str | None = None) -> str:
 
 
 @click.command()
-@click.argument("folder", type=click.Path(file_okay=False, path_type=Path))
+@click.argument("folder", type=FOLDER)
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar, no summary.")
 @click.pass_obj
 def dump(settings, folder: Path, quiet: bool) -> None:
@@ -47,7 +48,7 @@ def dump(settings, folder: Path, quiet: bool) -> None:
 
 
 @click.command()
-@click.argument("folder", type=click.Path(file_okay=False, path_type=Path))
+@click.argument("folder", type=FOLDER)
 @_prefer
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
 @click.pass_obj
@@ -65,7 +66,7 @@ def load(settings, folder: Path, prefer: str | None, quiet: bool) -> None:
 
 
 @click.command()
-@click.argument("other", type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("other", type=FILE)
 @_prefer
 @click.pass_obj
 def merge(settings, other: Path, prefer: str | None) -> None:

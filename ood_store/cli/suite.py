@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from ood_store.cli.options import FOLDER
 from ood_store.cli.output import emit, output_options
 
 
@@ -69,7 +70,7 @@ def variants(settings, runs: tuple[str, ...], output_format: str, output) -> Non
 
 
 @suite.command("export")
-@click.argument("folder", type=click.Path(file_okay=False, path_type=Path))
+@click.argument("folder", type=FOLDER)
 @click.option("--task", "names", multiple=True, metavar="TASK", help="Export only this suite task. Repeatable.")
 @click.option("--fewshot", is_flag=True, help="Also export the training splits (TASK.train.jsonl), for --num-fewshot.")
 def export(folder: Path, names: tuple[str, ...], fewshot: bool) -> None:
@@ -89,7 +90,7 @@ def export(folder: Path, names: tuple[str, ...], fewshot: bool) -> None:
 
 
 @suite.command("check")
-@click.argument("folder", type=click.Path(file_okay=False, path_type=Path))
+@click.argument("folder", type=FOLDER)
 @click.option("--fewshot", is_flag=True, help="Require the training splits (TASK.train.jsonl) too.")
 def check(folder: Path, fewshot: bool) -> None:
     """Check a data folder for --data-dir: one line per problem; exit status 1 if there is any.

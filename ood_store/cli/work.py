@@ -8,11 +8,12 @@ from pathlib import Path
 import click
 
 from ood_store.cli.counts import n
+from ood_store.cli.options import FOLDER
 from ood_store.cli.output import emit, output_options
 from ood_store.evaluate.collect import collect as collect_units
 from ood_store.evaluate.workdir import WorkDir, status_table
 
-_WORK_DIR = click.argument("work_dir", type=click.Path(file_okay=False, path_type=Path), metavar="WORK_DIR")
+_WORK_DIR = click.argument("work_dir", type=FOLDER, metavar="WORK_DIR")
 _STATES = ("stored", "done", "running", "pending", "failed")
 
 

@@ -63,7 +63,7 @@ def run_demo(store: Store, workdir: Path, settings: DemoSettings | None = None, 
         progress=progress,
         log_to_file=True,
     )
-    long = store.query(sqlfiles.load("ood_store.examples", "demo_toy"), run=RUN)
+    long = store._read(sqlfiles.load("ood_store.examples", "demo_toy"), run=RUN)
     scores = long.pivot(on="task", index="step", values="acc", sort_columns=True).sort("step")
     partial = partial_correlations(store, IN_DOMAIN, OOD, runs=[RUN]).table
     return DemoResult(workdir, trained, report, scores, partial)

@@ -14,7 +14,7 @@ residuals with a correlation planted per family (:data:`PLANTED`):
 The residuals are AR(1) over checkpoints (φ = :data:`AR1`), as training
 curves are. :func:`build` ingests the files, sets each run's family, size and
 seed, and saves the partial correlations as analysis :data:`ANALYSIS`
-(``ood-store demo --planted``). Everything is seeded: the same files on every
+(what ``ood-store demo`` builds when asked for the planted study). Everything is seeded: the same files on every
 machine.
 """
 

@@ -210,26 +210,20 @@ def finetune(
     return paths
 
 
-TASK_YAML = """task: {name}
-tag: toy_demo
-dataset_path: json
-dataset_kwargs:
-  data_files:
-    test: {data}
-test_split: test
-output_type: multiple_choice
-doc_to_text: "{{{{premise}}}} Question: {{{{hypothesis}}}} Yes or No?"
-doc_to_choice: ["Yes", "No"]
-target_delimiter: " "
-doc_to_target: label
-metric_list:
-  - metric: acc
-    aggregation: mean
-    higher_is_better: true
-metadata:
-  version: 1.0
-  description: "{style}"
-"""
+#: What every toy task measures: accuracy, as the mean over documents.
+ACCURACY = {"metric": "acc", "aggregation": "mean", "higher_is_better": True}
+
+
+def local_task_yaml(name: str, data: Path, *, tag: str | None = None, **fields: Any) -> str:
+    """The YAML of an lm-eval task ``name`` over the JSONL file ``data`` (its only split, ``test``).
+
+    ``fields`` (``output_type``, ``doc_to_text``, ``metric_list``, ...) follow the data source, in order.
+    """
+    import yaml
+
+    config: dict[str, Any] = {"task": name, **({"tag": tag} if tag else {})}
+    config |= {"dataset_path": "json", "dataset_kwargs": {"data_files": {"test": str(data)}}, "test_split": "test"}
+    return yaml.safe_dump(config | fields, sort_keys=False, allow_unicode=True, width=1000)
 
 
 def write_tasks(folder: Path, sets: Sequence[ToySet]) -> list[str]:
@@ -238,6 +232,17 @@ def write_tasks(folder: Path, sets: Sequence[ToySet]) -> list[str]:
     for toy in sets:
         data = folder / f"{toy.name}.jsonl"
         data.write_text("".join(json.dumps(row) + "\n" for row in toy.rows), encoding="utf-8")
-        yaml = TASK_YAML.format(name=toy.name, data=json.dumps(str(data.resolve())), style=toy.style)
+        yaml = local_task_yaml(
+            toy.name,
+            data.resolve(),
+            tag="toy_demo",
+            output_type="multiple_choice",
+            doc_to_text="{{premise}} Question: {{hypothesis}} Yes or No?",
+            doc_to_choice=["Yes", "No"],
+            target_delimiter=" ",
+            doc_to_target="label",
+            metric_list=[ACCURACY],
+            metadata={"version": 1.0, "description": toy.style},
+        )
         (folder / f"{toy.name}.yaml").write_text(yaml, encoding="utf-8")
     return [toy.name for toy in sets]
