@@ -26,12 +26,14 @@
    quarters of the same files, start together on one new store: each must exit 0
    with no raw lock error, and the store must hold every file once, the same
    rows as one clean ingest.
-4. **Hostile SQL.** ``benchmarks/hostile_sql.py`` (issue 17, items 3 and 4), when
-   present: its ``trials(workdir)`` rows, by class.
+4. **The store's trials.** ``benchmarks/hostile_sql.py`` and
+   ``benchmarks/damaged_stores.py`` (issue 17, items 3 and 4), where present:
+   their ``trials(workdir)`` rows (``--ingest-only`` leaves them out).
 
-Prints a table, class / tried / held / failed, then what failed; the exit status
-is 1 when anything failed. ``--files 5000 --kill-trials 20`` is the full run; the
-test suite runs a small one (tests/test_reliability.py).
+Prints what failed, then a table, class / tried / held / failed
+(benchmarks/trial_table.py); the exit status is 1 when anything failed.
+``--files 5000 --kill-trials 20`` is the full run; the test suite runs a small
+one (tests/test_reliability.py).
 """
 
 from __future__ import annotations
@@ -59,6 +61,7 @@ import duckdb
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import mutations  # noqa: E402
+import trial_table  # noqa: E402
 from mutations import ANY, BAD, NOT_STORED, STORE, Item  # noqa: E402
 
 OOD_STORE = str(Path(sys.executable).parent / "ood-store")
@@ -85,54 +88,43 @@ SCORES = (
 )
 
 
-class Table:
-    """Tried, held and what failed, by class, in the order the classes first appear."""
+class Trials:
+    """Every trial as a row of benchmarks/trial_table.py, ``(class, trial, held, detail)``, classes in the
+    order they are registered (or first met)."""
 
     def __init__(self) -> None:
-        self.tried: dict[str, int] = defaultdict(int)
-        self.failures: dict[str, list[str]] = defaultdict(list)
+        self.rows: list[trial_table.Row] = []
+        self.order: dict[str, int] = {}
 
     def register(self, classes: list[str]) -> None:
-        """Rows for ``classes``, in this order, before any is tried."""
         for cls in classes:
-            self.tried.setdefault(cls, 0)
+            self.order.setdefault(cls, len(self.order))
 
-    def add(self, cls: str, failure: str | None = None) -> None:
-        self.tried[cls] += 1
-        if failure is not None:
-            self.failures[cls].append(failure)
+    def add(self, cls: str, trial: str, failure: str | None = None) -> None:
+        self.register([cls])
+        self.rows.append((cls, trial, failure is None, failure or "held"))
 
-    @property
-    def failed(self) -> int:
-        return sum(len(f) for f in self.failures.values())
-
-    def print(self, shown: int = 5) -> None:
-        width = max(len(c) for c in self.tried)
-        print(f"{'class':<{width}}  {'tried':>6}  {'held':>6}  {'failed':>6}")
-        print(f"{'-' * width}  {'-' * 6}  {'-' * 6}  {'-' * 6}")
-        for cls, tried in self.tried.items():
-            failed = len(self.failures[cls])
-            print(f"{cls:<{width}}  {tried:>6,}  {tried - failed:>6,}  {failed:>6,}")
-        total = sum(self.tried.values())
-        print(f"{'total':<{width}}  {total:>6,}  {total - self.failed:>6,}  {self.failed:>6,}")
-        for cls, failures in self.failures.items():
-            if failures:
-                print(f"\n{cls}: {len(failures)} failed, e.g.")
-                for failure in failures[:shown]:
-                    print(f"  {failure[:400]}")
+    def report(self) -> int:
+        """The failed rows and the table (trial_table.report); the exit status."""
+        return trial_table.report(sorted(self.rows, key=lambda row: self.order[row[0]]), every_row=False)
 
 
 # --- running ood-store --------------------------------------------------------------------------
 
 
-def _give_up_reading_everything() -> None:
+# prctl(2) options and the capabilities that let root read any folder (linux/prctl.h, linux/capability.h).
+PR_CAPBSET_DROP, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 24, 47, 4
+CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH = 1, 2
+
+
+def give_up_reading_everything() -> None:
     """In a child before exec: leave CAP_DAC_OVERRIDE and CAP_DAC_READ_SEARCH out of the bounding set (and
     clear the ambient set), so that the program runs as any user would, unable to list a folder of mode 000."""
     libc = ctypes.CDLL(None, use_errno=True)
-    for capability in (1, 2):
-        if libc.prctl(24, capability, 0, 0, 0) != 0:  # PR_CAPBSET_DROP
+    for capability in (CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH):
+        if libc.prctl(PR_CAPBSET_DROP, capability, 0, 0, 0) != 0:
             raise OSError(ctypes.get_errno(), "prctl(PR_CAPBSET_DROP)")
-    libc.prctl(47, 4, 0, 0, 0)  # PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL
+    libc.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
 
 
 def reading_restriction(workdir: Path) -> tuple[Any, bool]:
@@ -148,10 +140,10 @@ def reading_restriction(workdir: Path) -> tuple[Any, bool]:
         probe.chmod(0o755)
         probe.rmdir()
     try:
-        subprocess.run(["true"], preexec_fn=_give_up_reading_everything, check=True)
+        subprocess.run(["true"], preexec_fn=give_up_reading_everything, check=True)
     except (subprocess.SubprocessError, OSError):
         return None, False
-    return _give_up_reading_everything, True
+    return give_up_reading_everything, True
 
 
 def ingest(db: Path, *paths: Path, preexec: Any = None, timeout: float = 600) -> subprocess.CompletedProcess:
@@ -214,15 +206,15 @@ def plan(rng: random.Random, files: int, kinds: list[mutations.Kind]) -> list[mu
 BATCHES = "batches: no traceback, exit status, one line each"
 
 
-def run_batch(db: Path, folder: Path, items: list[Item], reference, preexec, timeout: float, table: Table) -> None:
+def run_batch(db: Path, folder: Path, items: list[Item], reference, preexec, timeout: float, table: Trials) -> None:
     """Ingest one batch folder and judge it, and each item in it."""
     start = time.monotonic()
     try:
         result = ingest(db, folder, preexec=preexec, timeout=timeout)
     except subprocess.TimeoutExpired:
-        table.add(BATCHES, f"{folder.name}: did not finish in {timeout:g} s")
+        table.add(BATCHES, folder.name, f"did not finish in {timeout:g} s")
         for item in items:
-            table.add(item.cls, f"{item.name}: its batch did not finish")
+            table.add(item.cls, item.name, "its batch did not finish")
         return
     output = result.stdout + result.stderr
     rejections, unattributed = _rejections(result.stderr)
@@ -236,17 +228,14 @@ def run_batch(db: Path, folder: Path, items: list[Item], reference, preexec, tim
     if orphans:
         problems.append(f"{orphans} rows without their evaluation")
     seconds = time.monotonic() - start
-    table.add(
-        "batches: no traceback, exit status, one line each",
-        f"{folder.name}: {'; '.join(problems)}" if problems else None,
-    )
+    table.add(BATCHES, folder.name, "; ".join(problems) or None)
 
     stored = _stored(db, folder)
     for item in items:
         failure = judge(item, stored.get(item.name), rejections.get(item.name, []), reference)
         if "Traceback" in output and failure is None and item.expect != BAD:
             failure = "its batch printed a traceback"
-        table.add(item.cls, None if failure is None else f"{item.name} (from {item.source.name}): {failure}")
+        table.add(item.cls, f"{item.name} (from {item.source.name})", failure)
     print(f"  {folder.name}: {len(items)} items in {seconds:.1f} s, exit status {result.returncode}", flush=True)
 
 
@@ -333,7 +322,7 @@ def _same_scores(item: Item, got: dict[tuple, tuple], expected: dict[tuple, tupl
     return f"{len(wrong)} scores differ from its source's, e.g. {first}: {got.get(first)} != {expected.get(first)}"
 
 
-def mutated_files(args, workdir: Path, table: Table) -> None:
+def mutated_files(args, workdir: Path, table: Trials) -> None:
     preexec, unreadable = reading_restriction(workdir)
     if not unreadable:
         print("Note: the class of folders that cannot be listed is left out: root here cannot give up reading them.")
@@ -402,7 +391,7 @@ def clean_ingest(args, workdir: Path) -> Clean:
     return Clean(folders, canonical(db), seconds, writing)
 
 
-def kill_trials(args, workdir: Path, clean: Clean, table: Table) -> None:
+def kill_trials(args, workdir: Path, clean: Clean, table: Trials) -> None:
     """SIGKILL an ingest, then run it again: every other trial at any moment, the others about when it writes."""
     root = clean.folders[0].parent
     print(
@@ -430,8 +419,9 @@ def kill_trials(args, workdir: Path, clean: Clean, table: Table) -> None:
             problems += _differences(canonical(db), clean.rows)
         verdict = "; ".join(problems) or "the rerun's store equals the clean one"
         print(f"  trial {trial}: killed at {at:.2f} s ({left}): {verdict}", flush=True)
-        failure = f"trial {trial}, killed at {at:.2f} s ({left}): {verdict}" if problems else None
-        table.add("SIGKILL, then ingest again", failure)
+        table.add(
+            "SIGKILL, then ingest again", f"trial {trial}, killed at {at:.2f} s ({left})", verdict if problems else None
+        )
 
 
 def _left_by_kill(db: Path, scratch: Path) -> str:
@@ -463,7 +453,7 @@ def _differences(got: dict[str, list[str]], expected: dict[str, list[str]]) -> l
     return [f"tables differ from a clean ingest's: {', '.join(differ)}"] if differ else []
 
 
-def concurrent_trials(args, workdir: Path, clean: Clean, table: Table) -> None:
+def concurrent_trials(args, workdir: Path, clean: Clean, table: Trials) -> None:
     folders, expected = clean.folders, clean.rows
     print(
         f"3. {args.concurrent_trials} trials of 4 concurrent ingests, each of 3/4 of {len(folders)} files", flush=True
@@ -482,24 +472,31 @@ def concurrent_trials(args, workdir: Path, clean: Clean, table: Table) -> None:
                 problems.append(f"process {k} exited {process.returncode}: {(out + err).strip()[-300:]}")
         if not problems:
             problems += _differences(canonical(db), expected)
-        table.add("4 concurrent ingests", f"trial {trial}: {'; '.join(problems)}" if problems else None)
+        table.add("4 concurrent ingests", f"trial {trial}", "; ".join(problems) or None)
 
 
 # --- 4. hostile SQL -------------------------------------------------------------------------------
 
 
-def hostile_sql(workdir: Path, table: Table) -> None:
-    """The rows of benchmarks/hostile_sql.py's ``trials``, by class, when that module is on this branch."""
-    if importlib.util.find_spec("hostile_sql") is None:
-        print("4. The SQL class was not run: benchmarks/hostile_sql.py is not on this branch (issue 17, item 3).")
-        return
-    module = importlib.import_module("hostile_sql")
-    folder = workdir / "sql"
-    folder.mkdir()
-    rows = module.trials(folder)
-    print(f"4. {len(rows)} hostile SQL attempts (benchmarks/hostile_sql.py)")
-    for cls, attempt, held, detail in rows:
-        table.add(f"SQL: {cls}", None if held else f"{attempt}: {detail}")
+#: The store's own trials (issue 17, items 3 and 4): module, what they try, and why one would be missing.
+STORE_TRIALS = (
+    ("hostile_sql", "hostile SQL attempts", "the SQL sandbox"),
+    ("damaged_stores", "commands on damaged store files", "damaged stores"),
+)
+
+
+def store_trials(workdir: Path, table: Trials) -> None:
+    """The rows of benchmarks/hostile_sql.py's and damaged_stores.py's ``trials``, where those modules are."""
+    for number, (name, what, item) in enumerate(STORE_TRIALS, start=4):
+        if importlib.util.find_spec(name) is None:
+            print(f"{number}. Not run: benchmarks/{name}.py ({item}, issue 17) is not on this branch.")
+            continue
+        folder = workdir / name
+        folder.mkdir()
+        rows = importlib.import_module(name).trials(folder)
+        print(f"{number}. {len(rows)} {what} (benchmarks/{name}.py)", flush=True)
+        for cls, trial, held, detail in rows:
+            table.add(cls, trial, None if held else detail)
 
 
 def main() -> None:
@@ -511,26 +508,29 @@ def main() -> None:
     parser.add_argument("--concurrent-trials", type=int, default=5, help="Trials of 4 concurrent ingests (default 5).")
     parser.add_argument("--seed", type=int, default=17)
     parser.add_argument("--timeout", type=float, default=600, help="Seconds an ingest may take (default 600).")
+    parser.add_argument(
+        "--ingest-only", action="store_true", help="Leave out the SQL and damaged-store trials (their tests run them)."
+    )
     parser.add_argument("--workdir", type=Path, help="Where to write (default: a new temporary folder, removed after).")
     args = parser.parse_args()
     workdir = Path(args.workdir or tempfile.mkdtemp(prefix="ood-store-reliability-"))
     workdir.mkdir(parents=True, exist_ok=True)
     start = time.monotonic()
-    table = Table()
+    table = Trials()
     try:
         mutated_files(args, workdir, table)
         if args.kill_trials or args.concurrent_trials:
             clean = clean_ingest(args, workdir)
             kill_trials(args, workdir, clean, table)
             concurrent_trials(args, workdir, clean, table)
-        hostile_sql(workdir, table)
+        if not args.ingest_only:
+            store_trials(workdir, table)
     finally:
         if args.workdir is None:
             mutations.unlock(workdir)
             shutil.rmtree(workdir, ignore_errors=True)
     print(f"\nseed {args.seed}, {time.monotonic() - start:.0f} s\n")
-    table.print()
-    sys.exit(1 if table.failed else 0)
+    sys.exit(table.report())
 
 
 if __name__ == "__main__":

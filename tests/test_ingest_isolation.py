@@ -11,7 +11,6 @@ a bug to fix, not a test case to keep.
 
 from __future__ import annotations
 
-import ctypes
 import errno
 import json
 import os
@@ -23,10 +22,11 @@ from pathlib import Path
 import pytest
 
 import ood_store
-from conftest import V0413, pythia_files
+from conftest import V0413, benchmark, pythia_files
 from ood_store.cli import main
 
 GOOD = pythia_files("410m")[:3]
+reliability = benchmark("reliability")  # its way of running a command without root's power to read any folder
 OOD_STORE = str(Path(sys.executable).parent / "ood-store")
 LOOP = os.strerror(errno.ELOOP)  # "Too many levels of symbolic links"
 
@@ -129,27 +129,13 @@ def test_a_fifo_in_place_of_a_samples_file_rejects_its_results_file(tmp_path):
     ingest_process(tmp_path, folder, f"{samples}: not a regular file (a FIFO): not read")
 
 
-def _drop_file_permission_override() -> None:
-    """In the child, before exec: give up the capabilities that let root read any folder.
-
-    CAP_DAC_OVERRIDE and CAP_DAC_READ_SEARCH leave the bounding set (and the ambient
-    set is cleared), so the program exec'd runs without them and a folder of mode
-    000 is unreadable to it, as it is to any other user.
-    """
-    libc = ctypes.CDLL(None, use_errno=True)
-    pr_capbset_drop, pr_cap_ambient, pr_cap_ambient_clear_all = 24, 47, 4
-    for capability in (1, 2):  # CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH
-        if libc.prctl(pr_capbset_drop, capability, 0, 0, 0) != 0:
-            raise OSError(ctypes.get_errno(), "prctl(PR_CAPBSET_DROP)")
-    libc.prctl(pr_cap_ambient, pr_cap_ambient_clear_all, 0, 0, 0)
-
-
 def test_a_folder_that_cannot_be_listed_is_named(tmp_path):
     """A sub-folder of mode 000: named, exit status 1, the readable files stored.
 
     Run as any user but root, mode 000 is enough. Root reads every folder by its
-    capabilities: the ingest then runs in a process that has given them up (so the
-    case is as real as for any other user, not skipped).
+    capabilities (CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH): the ingest then runs in a
+    process that has given them up before it started, so that the case is as real
+    as for any other user, not skipped.
     """
     folder = good_folder(tmp_path)
     locked = folder / "locked"
@@ -162,7 +148,7 @@ def test_a_folder_that_cannot_be_listed_is_named(tmp_path):
             privileged = True  # root, or a user with CAP_DAC_OVERRIDE / CAP_DAC_READ_SEARCH
         except PermissionError:
             privileged = False
-        preexec = _drop_file_permission_override if privileged else None
+        preexec = reliability.give_up_reading_everything if privileged else None
         unreadable = f"{locked}: cannot read this folder: {os.strerror(errno.EACCES)}"
         ingest_process(tmp_path, folder, unreadable, preexec_fn=preexec)
     finally:
