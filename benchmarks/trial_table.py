@@ -26,11 +26,13 @@ def collect(trials: Callable[[Path], list[Row]], description: str) -> list[Row]:
         return trials(workdir)
 
 
-def report(rows: list[Row]) -> int:
-    """Print each row, then tried / held / failed per class; the exit status (1 when any failed)."""
+def report(rows: list[Row], *, every_row: bool = True) -> int:
+    """Print each row (only those that failed, without ``every_row``), then tried / held / failed per class;
+    the exit status (1 when any failed)."""
     kind_width = max(len(kind) for kind, _, _, _ in rows)
-    width = max(len(trial) for _, trial, _, _ in rows)
-    for kind, trial, held, detail in rows:
+    shown = [row for row in rows if every_row or not row[2]]
+    width = max((len(trial) for _, trial, _, _ in shown), default=0)
+    for kind, trial, held, detail in shown:
         print(f"{kind:<{kind_width}}  {trial:<{width}}  {'held' if held else 'FAILED':<6}  {detail[:110]}")
     print(f"\n{'class':<{kind_width}}  {'tried':>5} {'held':>5} {'failed':>6}")
     for kind in dict.fromkeys(kind for kind, _, _, _ in rows):

@@ -8,16 +8,26 @@
   holds (``config.json``, ``tokenizer.json``, ...). Files in none of the formats
   are skipped there; a folder with no results file at all is an error.
 * Anything else with ``*``, ``?`` or ``[`` is a glob (``**`` recurses).
+
+Only regular files are read: a FIFO, a socket or a device found under a results
+file's name is named as a problem, never opened. Links to folders are not
+followed (a link loop cannot trap the search); a link to a file is, and a file
+link that loops or leads nowhere is named as unreadable, as is every folder that
+cannot be listed. Each problem rejects that path only; the exit status is then 1.
 """
 
 from __future__ import annotations
 
+import errno
 import glob
 import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
 from ood_store.errors import InputError
+from ood_store.ingest.regular import cannot_read, not_regular
+from ood_store.ingest.report import unexpected
 from ood_store.ingest.samples import results_beside
 
 # File name endings a folder search reads (samples files are found beside their results file).
@@ -51,54 +61,91 @@ class Candidate:
 
 def discover(arguments: list[str]) -> tuple[list[Candidate], list[str], list[InputError]]:
     """Candidates in a stable order, the folder and glob arguments that were
-    searched (each must turn out to hold an lm-eval file), and the arguments
-    that named nothing usable."""
-    searched: list[str] = []
-    found: dict[Path, Candidate] = {}
-    errors: list[InputError] = []
+    searched (each must turn out to hold an lm-eval file), and the problems:
+    arguments that name nothing usable, folders that cannot be listed, files
+    found that cannot be read (a link loop) or are not regular files (a FIFO)."""
+    search = _Search()
     for argument in arguments:
+        try:
+            search.argument(argument)
+        except Exception as exc:  # one argument's surprise must not stop the others
+            search.errors.append(
+                InputError(None, None, f"internal error while searching {argument}: {unexpected(exc)}")
+            )
+    # A glob and the folders it matches can meet a file twice: each problem is named once.
+    errors = list({str(error): error for error in search.errors}.values())
+    return sorted(search.found.values(), key=lambda c: str(c.path)), search.searched, errors
+
+
+class _Search:
+    """What the arguments have found so far: candidates by resolved path, the arguments searched, the problems."""
+
+    def __init__(self) -> None:
+        self.searched: list[str] = []
+        self.found: dict[Path, Candidate] = {}
+        self.errors: list[InputError] = []
+
+    def argument(self, argument: str) -> None:
         path = Path(os.path.expanduser(argument))
-        if path.is_dir():
-            searched.append(argument)
-            for file in _search(path):
-                found.setdefault(file.resolve(), Candidate(file, argument, explicit=False))
-        elif path.is_file():
-            try:
-                file = _as_results(path)
-            except InputError as exc:
-                errors.append(exc)
-                continue
-            found[file.resolve()] = Candidate(file, argument, explicit=True)
-        elif glob.has_magic(argument):
-            searched.append(argument)
-            matches = sorted(glob.glob(os.path.expanduser(argument), recursive=True))
-            if not matches:
-                errors.append(InputError(argument, None, "no files match this pattern"))
-            for match in matches:
-                sub = Path(match)
-                if sub.is_dir():
-                    for file in _search(sub):
-                        found.setdefault(file.resolve(), Candidate(file, argument, explicit=False))
-                elif _is_candidate_name(sub.name):
-                    try:
-                        file = _as_results(sub)
-                    except InputError as exc:
-                        errors.append(exc)
-                        continue
-                    found.setdefault(file.resolve(), Candidate(file, argument, explicit=False))
+        try:
+            mode = path.stat().st_mode
+        except ValueError:  # a NUL character, which no path holds
+            self.errors.append(InputError(argument, None, "not a path: it holds a NUL character"))
+            return
+        except OSError as exc:
+            if glob.has_magic(argument):
+                self.glob(argument)
+            elif exc.errno == errno.ENOENT:
+                self.errors.append(InputError(argument, None, "no such file or directory"))
+            else:
+                self.errors.append(cannot_read(argument, exc))
+            return
+        if stat.S_ISDIR(mode):
+            self.searched.append(argument)
+            self.folder(path, argument, shown=argument)
         else:
-            errors.append(InputError(argument, None, "no such file or directory"))
-    return sorted(found.values(), key=lambda c: str(c.path)), searched, errors
+            self.file(path, argument, explicit=True)
 
+    def glob(self, argument: str) -> None:
+        self.searched.append(argument)
+        matches = sorted(glob.glob(os.path.expanduser(argument), recursive=True))
+        if not matches:
+            self.errors.append(InputError(argument, None, "no files match this pattern"))
+        for match in matches:
+            sub = Path(match)
+            if sub.is_dir():
+                self.folder(sub, argument)
+            elif _is_candidate_name(sub.name):
+                self.file(sub, argument, explicit=False)
 
-def _search(folder: Path) -> list[Path]:
-    files = []
-    for dirpath, dirnames, filenames in os.walk(folder):
-        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
-        for name in filenames:
-            if name.lower().endswith(SEARCHED) and name not in CHECKPOINT_FILES and not name.startswith("."):
-                files.append(Path(dirpath) / name)
-    return files
+    def folder(self, folder: Path, root: str, shown: str | None = None) -> None:
+        """Search ``folder`` (``shown`` as the user named it), naming each folder in it that cannot be listed."""
+
+        def unreadable(exc: OSError) -> None:
+            where = shown if shown is not None and exc.filename == str(folder) else exc.filename
+            self.errors.append(InputError(where, None, f"cannot read this folder: {exc.strerror}"))
+
+        for dirpath, dirnames, filenames in os.walk(folder, onerror=unreadable):
+            dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+            for name in sorted(filenames):
+                if name.lower().endswith(SEARCHED) and name not in CHECKPOINT_FILES and not name.startswith("."):
+                    self.file(Path(dirpath) / name, root, explicit=False)
+
+    def file(self, path: Path, root: str, *, explicit: bool) -> None:
+        """A results file (or the one a samples file stands for), or the reason it cannot be read."""
+        try:
+            path = _as_results(path)
+            error = not_regular(str(path), path.stat().st_mode)
+        except InputError as exc:
+            error = exc
+        except OSError as exc:
+            error = cannot_read(str(path), exc)
+        if error is not None:
+            self.errors.append(error)
+        elif explicit:
+            self.found[path.resolve()] = Candidate(path, root, explicit=True)
+        else:
+            self.found.setdefault(path.resolve(), Candidate(path, root, explicit=False))
 
 
 def _is_candidate_name(name: str) -> bool:

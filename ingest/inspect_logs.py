@@ -14,16 +14,22 @@ samples), in the ``inspect`` extra. One log is one evaluation:
   one first: metric as inspect_ai names it (``accuracy``, ``mean``), the
   scorer's name as the filter (``match``, ``includes``), and the scorer's
   ``stderr`` metric as the standard error of its other metrics;
-* a log whose status is not ``success`` (an error, a cancelled run) is rejected.
+* a log whose status is not ``success`` (an error, a cancelled run) is rejected;
+* the header of a ``.eval`` log keeps the limits of every JSON input
+  (:mod:`~ood_store.ingest.jsontext`: nesting, numbers beyond DOUBLE, invalid
+  Unicode), as a ``.json`` log does, so that its numbers follow the rule of
+  lm-eval files: NaN stored as NULL, ±Infinity as it is, ``1e999`` a bad value.
 """
 
 from __future__ import annotations
 
 import json
+import zipfile
 from pathlib import Path
 from typing import Any
 
 from ood_store.errors import InputError, first_line
+from ood_store.ingest import jsontext
 from ood_store.ingest.identity import Identity, Overrides, identify
 from ood_store.ingest.records import EvaluationRecord, ScoreRow
 from ood_store.ingest.values import optional_score_value, score_value, timestamp
@@ -112,10 +118,24 @@ def _header(path: Path, shown: str) -> dict[str, Any]:
         frame = evals_df([str(path)], columns=columns, quiet=True)
     except Exception as exc:  # inspect_ai raises many kinds (zip, JSON, pydantic validation): all are "unreadable"
         raise InputError(shown, None, f"inspect_ai cannot read the log: {first_line(exc)}") from None
+    if path.suffix.lower() == ".eval":
+        _check_header(path, shown)
     rows = pl.from_pandas(frame).to_dicts()
     if len(rows) != 1:
         raise InputError(shown, None, f"expected one evaluation in the log, inspect_ai read {len(rows)}")
     return rows[0]
+
+
+def _check_header(path: Path, shown: str) -> None:
+    """The JSON limits on a ``.eval`` log's ``header.json`` (importing inspect_ai taught zipfile its zstd)."""
+    try:
+        with zipfile.ZipFile(path) as archive:
+            data = archive.read("header.json")
+    except KeyError:  # a log without a header (inspect_ai reads its journal): nothing more to check
+        return
+    except (OSError, zipfile.BadZipFile) as exc:
+        raise InputError(shown, None, f"cannot read the log: {first_line(exc)}") from None
+    jsontext.loads(shown, "header.json", data)
 
 
 def _json(value: Any) -> Any:

@@ -30,6 +30,10 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 _MAX_INT_DIGITS = 20  # longer integer literals are read as floats, as orjson does beyond 64 bits
 
 
+class TooDeep(InputError):
+    """JSON nested deeper than MAX_DEPTH levels (deeper than Python's parsers can be trusted to read)."""
+
+
 class _TooLarge(str):
     """A numeric literal outside DOUBLE's range, kept as its text until its field is known."""
 
@@ -80,7 +84,7 @@ def _loads_slowly(path: str, field: str | None, data: bytes, too_large: bool) ->
         where = f"line {exc.lineno}, column {exc.colno}" if field is None else f"column {exc.colno}"
         raise InputError(path, field, f"{what} at {where}: {exc.msg.removesuffix(' starting at')}") from None
     except RecursionError:
-        raise InputError(path, field, f"JSON nested more than {MAX_DEPTH} levels deep") from None
+        raise TooDeep(path, field, f"JSON nested more than {MAX_DEPTH} levels deep") from None
     check_tree(path, field, doc, too_large=too_large)
     return doc
 
@@ -108,7 +112,7 @@ def check_tree(path: str, field: str | None, doc: Any, *, too_large: bool = True
     while stack:
         node, where = stack.pop()
         if len(where) >= MAX_DEPTH and isinstance(node, dict | list):
-            raise InputError(path, _join(field, where[:3]), f"JSON nested more than {MAX_DEPTH} levels deep")
+            raise TooDeep(path, _join(field, where[:3]), f"JSON nested more than {MAX_DEPTH} levels deep")
         if isinstance(node, dict):
             for key, value in node.items():
                 if _SURROGATE.search(key):

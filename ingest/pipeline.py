@@ -6,14 +6,22 @@ one in turn reads it into an outcome (already present, skipped, rejected with
 the reason) or its validated records, one per evaluation it holds
 (:func:`read_one`); records are written in batches (:class:`Batch`), each in
 one transaction: a file goes in with all its evaluations, or not at all.
+
+Each file is isolated by construction: any exception while one file is read,
+validated or prepared for the store rejects that file alone. Problems with the
+input are :class:`~ood_store.errors.InputError` s naming the file and field;
+anything else is a bug, reported as ``internal error while reading FILE:
+<type>: <message>; please report`` with its traceback kept in the outcome.
 """
 
 from __future__ import annotations
 
 import gc
 import hashlib
+import traceback
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +34,8 @@ from ood_store.ingest import samples as samples_files
 from ood_store.ingest.discover import Candidate, discover
 from ood_store.ingest.identity import Overrides, campaign_of
 from ood_store.ingest.records import EvaluationRecord
-from ood_store.ingest.report import CampaignMix, Conflict, FileOutcome, IngestReport, campaign_order
+from ood_store.ingest.regular import check_name, read_regular
+from ood_store.ingest.report import CampaignMix, Conflict, FileOutcome, IngestReport, campaign_order, unexpected
 from ood_store.ingest.wandb import HistoryOptions
 from ood_store.ingest.write import BatchRefused, write_batch
 from ood_store.progress import progress_bar
@@ -141,7 +150,10 @@ def _ingest(
     campaigns_found: dict[int, str] = {}  # for evaluations already present that had none
     with progress_bar(progress, len(candidates), "ingesting") as advance:
         for index, candidate in enumerate(candidates):
-            result = read_one(candidate, read, known)
+            try:
+                result = read_one(candidate, read, known)
+            except Exception as exc:  # a bug met by one file: that file is rejected, the others go in
+                result = _internal_error(str(candidate.path), "reading", exc)
             if isinstance(result, FileOutcome):
                 outcomes[index] = result
                 if result.campaign is not None and result.evaluation_id in stored_without_campaign:
@@ -216,51 +228,83 @@ class Batch:
             except BatchRefused as refused:
                 file, at = _file_of(pending, refused.position)
                 index, file_records = pending[file]
-                if isinstance(refused.error, samples_files.Replan):
-                    wider = _replanned(self.con, file_records[at], refused.error)
-                    if wider is not None:
-                        pending[file] = (index, [*file_records[:at], wider, *file_records[at + 1 :]])
-                        continue
-                    reason = f"{refused.error.file.path}: its lines list per-sample metrics that cannot be read"
-                else:
-                    reason = str(refused.error)
-                self._reject(index, file_records, reason)
-                del pending[file]
+                shown = file_records[0].display_path
+                try:
+                    outcome = self._refused(pending, file, at, refused.error)
+                except Exception as exc:  # a bug met while planning one file's samples again: that file is rejected
+                    if is_store_problem(exc):
+                        raise
+                    outcome = _internal_error(shown, "storing", exc)
+                if outcome is not None:
+                    self.outcomes[index] = outcome
+                    del pending[file]
                 continue
             except duckdb.Error as exc:
                 if is_store_problem(exc):  # a damaged store or a failed transaction: not this batch's fault
                     raise
-                if len(pending) == 1:
-                    index, file_records = pending[0]
-                    shown = file_records[0].display_path
-                    self._reject(index, file_records, f"{shown}: could not be stored: {first_line(exc)}")
-                    return
-                for item in pending:  # isolate the file that DuckDB refused
-                    self.pending = [item]
-                    self.flush()
+                self._isolate(pending, partial(_not_stored, error=first_line(exc)))
                 return
-            done = iter(written)
-            for index, file_records in pending:
-                stored = [next(done) for _ in file_records]
-                self.new_ids.extend(evaluation_id for evaluation_id, _ in stored)
-                first = file_records[0]
-                self.outcomes[index] = FileOutcome(
-                    first.display_path,
-                    "ingested",
-                    evaluation_id=stored[0][0],
-                    run=first.identity.run,
-                    step=first.identity.step,
-                    scores=sum(len(r.scores) for r in file_records),
-                    samples=sum(rows for _, rows in stored),
-                    evaluations=len(file_records),
-                    campaign=first.campaign,
-                    non_finite=sum(r.non_finite for r in file_records),
-                    warnings=tuple(w for r in file_records for w in r.warnings),
-                )
+            except Exception as exc:  # a bug met by a file of the batch: find it, store the others
+                if is_store_problem(exc):
+                    raise
+                self._isolate(pending, partial(_internal_error, doing="storing", exc=exc))
+                return
+            self._stored(pending, written)
             return
 
-    def _reject(self, index: int, records: list[EvaluationRecord], reason: str) -> None:
-        self.outcomes[index] = FileOutcome(records[0].display_path, "rejected", reason)
+    def _refused(
+        self, pending: list[tuple[int, list[EvaluationRecord]]], file: int, at: int, error: Exception
+    ) -> FileOutcome | None:
+        """The outcome of ``pending[file]``, whose record ``at`` was refused; None when its samples file,
+        planned again, lets it be tried again (``pending`` then holds the new plan)."""
+        index, file_records = pending[file]
+        shown = file_records[0].display_path
+        if not isinstance(error, samples_files.Replan):
+            return FileOutcome(shown, "rejected", str(error))
+        try:
+            wider = _replanned(self.con, file_records[at], error)
+        except duckdb.Error as exc:  # the reader refuses a line past the one that asked for replanning
+            if is_store_problem(exc):
+                raise
+            return FileOutcome(shown, "rejected", str(samples_files.explain(error.file, exc)))
+        if wider is None:
+            return FileOutcome(
+                shown, "rejected", f"{error.file.path}: its lines list per-sample metrics that cannot be read"
+            )
+        pending[file] = (index, [*file_records[:at], wider, *file_records[at + 1 :]])
+        return None
+
+    def _isolate(
+        self, pending: list[tuple[int, list[EvaluationRecord]]], outcome: Callable[[str], FileOutcome]
+    ) -> None:
+        """A batch failed as a whole: a lone file gets ``outcome`` (of its path), several are written one by one."""
+        if len(pending) == 1:
+            index, file_records = pending[0]
+            self.outcomes[index] = outcome(file_records[0].display_path)
+            return
+        for item in pending:
+            self.pending = [item]
+            self.flush()
+
+    def _stored(self, pending: list[tuple[int, list[EvaluationRecord]]], written: list[tuple[int, int]]) -> None:
+        done = iter(written)
+        for index, file_records in pending:
+            stored = [next(done) for _ in file_records]
+            self.new_ids.extend(evaluation_id for evaluation_id, _ in stored)
+            first = file_records[0]
+            self.outcomes[index] = FileOutcome(
+                first.display_path,
+                "ingested",
+                evaluation_id=stored[0][0],
+                run=first.identity.run,
+                step=first.identity.step,
+                scores=sum(len(r.scores) for r in file_records),
+                samples=sum(rows for _, rows in stored),
+                evaluations=len(file_records),
+                campaign=first.campaign,
+                non_finite=sum(r.non_finite for r in file_records),
+                warnings=tuple(w for r in file_records for w in r.warnings),
+            )
 
 
 def _file_of(pending: list[tuple[int, list[EvaluationRecord]]], position: int) -> tuple[int, int]:
@@ -287,29 +331,43 @@ def _replanned(
     return replace(record, samples=[again if f is file else f for f in record.samples])
 
 
+def _not_stored(shown: str, error: str) -> FileOutcome:
+    return FileOutcome(shown, "rejected", f"{shown}: could not be stored: {error}")
+
+
+def _internal_error(shown: str, doing: str, exc: Exception) -> FileOutcome:
+    """The outcome of a file that met a bug in ood-store: rejected, with the traceback for ``ingest -v``."""
+    reason = f"internal error while {doing} {shown}: {unexpected(exc)}"
+    return FileOutcome(shown, "rejected", reason, traceback="".join(traceback.format_exception(exc)))
+
+
 def read_one(candidate: Candidate, read: _Reading, known: Mapping[str, _Known]) -> FileOutcome | list[EvaluationRecord]:
     """The validated records of one file that are not in the store yet, or its outcome when none will be written."""
     shown = str(candidate.path)
     try:
-        data = candidate.path.read_bytes()
-    except OSError as exc:
-        return FileOutcome(shown, "rejected", f"{shown}: cannot read: {exc.strerror}")
-    digest = hashlib.sha256(data).hexdigest()
-    if digest in known:
-        return _present(candidate, known[digest], read, lambda: _records(candidate, shown, data, digest, read))
-    try:
-        records = _records(candidate, shown, data, digest, read)
+        return _read_one(candidate, shown, read, known)
     except formats.NotResults:
         if candidate.explicit:
             return FileOutcome(shown, "rejected", f"{shown}: not a results file ood-store reads ({formats.KNOWN})")
         return FileOutcome(shown, "skipped", "not a results file")
     except InputError as exc:
         return FileOutcome(shown, "rejected", str(exc))
+
+
+def _read_one(
+    candidate: Candidate, shown: str, read: _Reading, known: Mapping[str, _Known]
+) -> FileOutcome | list[EvaluationRecord]:
+    data = read_regular(candidate.path, shown)
+    digest = hashlib.sha256(data).hexdigest()
+    if digest in known:
+        return _present(candidate, known[digest], read, lambda: _records(candidate, shown, data, digest, read))
+    records = _records(candidate, shown, data, digest, read)
     fresh = [r for r in records if r.content_hash not in known]
     if not fresh:  # another file, or an export of an evaluation already here (EEE keeps the content hash)
         outcome = _present(candidate, known[records[0].content_hash], read, lambda: records)
         return replace(outcome, evaluations=len(records))
     absolute = candidate.path.resolve()
+    check_name(absolute, shown)
     for record in fresh:
         record.display_path = shown
         record.path = str(absolute)

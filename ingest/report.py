@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
+from ood_store.errors import first_line
+
 Status = Literal["ingested", "present", "rejected", "skipped"]
 
 
@@ -26,6 +28,18 @@ class FileOutcome:
     campaign: str | None = None
     non_finite: int = 0  # scores stored as NULL (NaN) or ±inf
     warnings: tuple[str, ...] = ()
+    traceback: str | None = None  # of an internal error (a bug in ood-store), for `ood-store ingest -v`
+
+
+#: The longest part of an unexpected exception's message a rejection quotes.
+_QUOTED = 300
+
+
+def unexpected(exc: BaseException) -> str:
+    """An exception ood-store did not expect, in one line: its type, its message's start, a plea to report it."""
+    text = first_line(exc)
+    text = text if len(text) <= _QUOTED else text[: _QUOTED - 3] + "..."
+    return f"{type(exc).__name__}: {text}; please report"
 
 
 @dataclass(frozen=True)

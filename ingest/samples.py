@@ -11,7 +11,10 @@ that it is never held in memory and goes in at the reader's speed. The rules
 are the ones :func:`explain` applies line by line in Python: that slow path
 runs only when DuckDB has refused a file, to name the line and the field.
 Numbers are read as DuckDB's reader reads them: NaN and ±Infinity are data,
-and a literal beyond DOUBLE's range (``1e999``) is ±Infinity. Lines of a
+and a literal beyond DOUBLE's range (``1e999``) is ±Infinity. Nesting is not
+limited either (the reader takes any depth): a line too deep for Python's
+parsers is left to DuckDB, whether it is the first line, which plans the
+insert, or one read again to explain a refusal. Lines of a
 log-likelihood task are read by a typed layout (``insert_samples_scored.sql``),
 which reads a string of a number where a per-sample metric is expected as that
 number (``"nan"`` too); any line that does not fit it sends the file to the
@@ -20,6 +23,7 @@ layout for anything lm-eval writes.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +35,7 @@ from ood_store.ingest import jsontext
 from ood_store.ingest.jsontext import describe
 from ood_store.ingest.limits import MAX_SAMPLE_LINE_BYTES
 from ood_store.ingest.records import SamplesFile
+from ood_store.ingest.regular import cannot_read, check_name, open_regular
 
 # Keys of a sample line that are not per-sample metric values.
 FIXED = (
@@ -98,16 +103,19 @@ def plan(path: Path, output_type: str | None, known_metrics: tuple[str, ...] = (
     first line adds its own per-sample keys. Raises InputError naming the file.
     """
     shown = str(path)
+    check_name(path.resolve(), shown)
     first: dict[str, Any] | None = None
-    try:
-        size = path.stat().st_size
-        with path.open("rb") as lines:
+    with open_regular(path, shown) as lines:
+        try:
+            size = os.fstat(lines.fileno()).st_size
             for number, line in enumerate(lines, start=1):
                 if line.strip():
                     first = _line(shown, number, line)
                     break
-    except OSError as exc:
-        raise InputError(shown, None, f"cannot read: {exc.strerror}") from None
+        except OSError as exc:
+            raise cannot_read(shown, exc) from None
+        except jsontext.TooDeep:  # DuckDB's reader takes any nesting: plan without this line, for "json"
+            first = None
     names = list(known_metrics)
     if first is not None:
         names.extend(_metric_names(first))
@@ -209,11 +217,14 @@ def explain(file: SamplesFile, error: duckdb.Error | None) -> InputError:
     shown = str(file.path)
     seen: set[tuple[int, str]] = set()
     try:
-        with file.path.open("rb") as lines:
+        with open_regular(file.path, shown) as lines:
             for number, line in enumerate(lines, start=1):
                 if not line.strip():
                     continue
-                sample = _line(shown, number, line)
+                try:
+                    sample = _line(shown, number, line)
+                except jsontext.TooDeep:  # too deep to check here; DuckDB's reader takes any nesting
+                    continue
                 where = f"line {number}"
                 doc_id = _doc_id(shown, where, sample.get("doc_id"))
                 filt = sample.get("filter", "none")
@@ -228,7 +239,7 @@ def explain(file: SamplesFile, error: duckdb.Error | None) -> InputError:
     except InputError as exc:
         return exc
     except OSError as exc:
-        return InputError(shown, None, f"cannot read: {exc.strerror}")
+        return cannot_read(shown, exc)
     reason = "it changed while it was read" if error is None else first_line(error)
     return InputError(shown, None, f"refused by DuckDB's JSON reader: {reason}")
 

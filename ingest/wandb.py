@@ -30,6 +30,10 @@ network.
 * **Identity.** Each step's evaluation is identified by a hash of its run, step
   and scores, so that a history exported again later (with more steps) adds only
   the new steps.
+* **Non-finite values**, by the rule of lm-eval files: ±Infinity is stored as it
+  is (a CSV spells it ``inf``, as pandas writes it, or ``Infinity``, with either
+  sign and in any case), and a CSV literal beyond DOUBLE's range (``1e999``) is a
+  bad value. NaN, or an empty cell, is a key not logged at that step: no score.
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -45,7 +50,7 @@ from typing import Any
 
 from ood_store.errors import InputError
 from ood_store.ingest.identity import Identity, Overrides
-from ood_store.ingest.jsontext import describe
+from ood_store.ingest.jsontext import describe, literal
 from ood_store.ingest.records import EvaluationRecord, ScoreRow
 from ood_store.ingest.values import count, score_value, timestamp
 
@@ -177,7 +182,7 @@ def read_history(
                 shown, column, f"gives task {target[0]!r}, metric {target[1]!r} as {targets[target]!r} does"
             )
         targets[target] = column
-    steps = _by_step(shown, frame, options.step, mapped)
+    steps = _by_step(shown, frame, options.step, mapped, _score_columns(path, shown, data, frame, mapped))
     run = overrides.run or path.name[: -len(path.suffix)]
     attributes = _config(path, shown, options.config)
     records = []
@@ -192,14 +197,55 @@ def read_history(
     return records
 
 
+# How a CSV spells an infinite value: pandas writes inf, W&B's JSON Infinity (either sign, any case).
+_INFINITY = re.compile(r"[+-]?inf(inity)?", re.IGNORECASE)
+
+
+def _score_columns(path: Path, shown: str, data: bytes, frame: Any, mapped: dict[str, Any]) -> dict[str, list[Any]]:
+    """The values of each score column, a CSV's as its text spells them.
+
+    polars reads ``1e999`` as infinity, and ``Infinity`` as text: a column with
+    either is read again as text, each cell a number where polars' cast makes it
+    one, except a literal beyond DOUBLE's range: a bad value, naming its row.
+    """
+    import polars as pl
+
+    values = {column: frame.get_column(column).to_list() for column in mapped}
+    if path.suffix.lower() != ".csv":
+        return values
+    again = [
+        column
+        for column in mapped
+        if frame.schema[column] == pl.String or (frame.schema[column].is_float() and frame[column].is_infinite().any())
+    ]
+    if again:
+        text = pl.read_csv(io.BytesIO(data), columns=again, infer_schema=False)
+        for column in again:
+            cells = text.get_column(column)
+            numbers = cells.str.strip_chars().cast(pl.Float64, strict=False).to_list()
+            values[column] = [
+                _spelled(shown, column, row, raw, number)
+                for row, (raw, number) in enumerate(zip(cells.to_list(), numbers, strict=True))
+            ]
+    return values
+
+
+def _spelled(shown: str, column: str, row: int, raw: str | None, number: float | None) -> Any:
+    """A CSV cell: the number polars reads (the text where it reads none, for the check to name)."""
+    if number is None:
+        return raw
+    if math.isinf(number) and not _INFINITY.fullmatch((raw or "").strip()):
+        raise InputError(shown, f"{column}, row {row + 1}", f"{literal((raw or '').strip())} does not fit a DOUBLE")
+    return number
+
+
 def _by_step(
-    shown: str, frame: Any, step_column: str, mapped: dict[str, tuple[str, str]]
+    shown: str, frame: Any, step_column: str, mapped: dict[str, tuple[str, str]], columns: dict[str, list[Any]]
 ) -> dict[int, tuple[dict[tuple[str, str], float | None], Any]]:
     """step -> ({(task, metric): value}, the latest _timestamp), checking every value on the way."""
     steps: dict[int, tuple[dict[tuple[str, str], float | None], Any]] = {}
     stamps = frame.get_column("_timestamp").to_list() if "_timestamp" in frame.columns else [None] * frame.height
     step_values = frame.get_column(step_column).to_list()
-    columns = {c: frame.get_column(c).to_list() for c in mapped}
     for row, raw_step in enumerate(step_values):
         present = {
             c: values[row] for c, values in columns.items() if values[row] is not None and values[row] == values[row]

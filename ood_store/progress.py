@@ -24,7 +24,7 @@ class progress_bar:  # noqa: N801 - used like a function, as a context manager
                     BarColumn(),
                     MofNCompleteColumn(),
                     TimeRemainingColumn(),
-                    TextColumn("{task.description}"),
+                    TextColumn("{task.description}", markup=False),  # a file's name, not markup: "[/x].json"
                     console=console,
                     transient=True,
                     auto_refresh=False,  # drawn on each advance: no thread writing while evaluate redirects stderr

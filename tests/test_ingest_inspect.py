@@ -168,3 +168,39 @@ def test_the_readmes_example_runs_on_a_hugging_face_checkpoint(tmp_path, runner,
         runs = store.query("SELECT run, family, in_domain_task FROM runs").rows()
     assert got == expected_scores(header(log), "runs/opt-mnli-s1", 500)
     assert runs == [("runs/opt-mnli-s1", "OPT", "mnli")]
+
+
+def with_header_literal(source, out, literal):
+    """A copy of the .eval log ``source`` whose first metric value in header.json is written as ``literal``."""
+    with zipfile.ZipFile(source) as archive:
+        members = {info.filename: archive.read(info) for info in archive.infolist()}
+    doc = json.loads(members["header.json"])
+    first = doc["results"]["scores"][0]
+    metric = next(iter(first["metrics"]))
+    first["metrics"][metric]["value"] = 0.123456789
+    members["header.json"] = json.dumps(doc).replace("0.123456789", literal).encode()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name, data in members.items():
+            archive.writestr(name, data)
+    return out, first["name"], metric
+
+
+@pytest.mark.parametrize(
+    ("literal", "expected"),
+    [("Infinity", float("inf")), ("-Infinity", float("-inf")), ("NaN", None), ("1e999", "1e999 does not fit a DOUBLE")],
+)
+def test_the_non_finite_rule_in_an_eval_log(db, tmp_path, inspect_logs, literal, expected):
+    """The rule of lm-eval files: NaN stored as NULL, ±Infinity as it is, a literal beyond a DOUBLE refused."""
+    path, scorer, metric = with_header_literal(inspect_logs["step100"], tmp_path / "log.eval", literal)
+    with ood_store.open(db) as store:
+        report = store.ingest([path])
+        got = store.query("SELECT value FROM scores WHERE filter = $f AND metric = $m", f=scorer, m=metric).rows()
+    if isinstance(expected, str):
+        [outcome] = report.rejected
+        assert (
+            outcome.reason == f'{path}: header.json: results["scores"][0]["metrics"]["{metric}"]["value"]: {expected}'
+        )
+        assert got == []
+    else:
+        assert report.ok, report.rejected
+        assert got == [(expected,)]

@@ -50,6 +50,8 @@ def broken(tmp_path, change, text=None):
     ("depth", "where"),
     [
         (150, 'config["deep"][0]: '),  # orjson reads it, and the walk names where it is too deep
+        (300, 'config["deep"][0]: '),  # 300 to 900 levels: the depths of issue 17 (RecursionError once)
+        (900, 'config["deep"][0]: '),
         (5000, ""),  # past orjson's limit, and the standard library's recursion stops before a field is known
     ],
 )
@@ -142,3 +144,23 @@ def test_a_lone_surrogate_in_a_sample(runner, tmp_path, field, change):
     [message] = ingest_beside_good_files(runner, tmp_path, folder)
     shown = json.dumps(line["target"] if field == "target" else line["filtered_resps"][0])
     assert message == f"{samples}: line 3: {field}: invalid Unicode: {shown}"
+
+
+@pytest.mark.parametrize("depth", [150, 5000])
+@pytest.mark.parametrize("line_number", [1, 5])
+def test_nesting_in_a_samples_line_is_left_to_duckdbs_reader(tmp_path, depth, line_number):
+    """DuckDB's JSON reader, which streams samples files, takes any nesting: a deep ``doc`` is no limit
+    there, whichever line holds it (the first line, which Python reads to plan the insert, included)."""
+    folder = tmp_path / "deep"
+    shutil.copytree(next(V0413.glob("toy-run__checkpoint-10")), folder)
+    samples = next(folder.glob("samples_toy_gen_2026*.jsonl"))
+    lines = samples.read_text().splitlines()
+    line = json.loads(lines[line_number - 1])
+    line["doc"] = "DEEP"
+    lines[line_number - 1] = json.dumps(line).replace('"DEEP"', "[" * depth + "]" * depth)
+    samples.write_text("\n".join(lines) + "\n")
+    with ood_store.open(tmp_path / "s.duckdb") as store:
+        report = store.ingest([folder])
+        rows = store.query("SELECT count(*) AS n FROM samples WHERE task = 'toy_gen'")["n"][0]
+    assert report.ok, report.rejected
+    assert rows == len(lines)

@@ -1,5 +1,6 @@
-"""Non-finite values are data (NaN stored as NULL, ±Infinity as is), analyses leave them out and say so;
-a list-valued ``config.num_fewshot`` maps to the tasks in order.
+"""Non-finite values are data (NaN stored as NULL, ±Infinity as is) and a literal beyond a DOUBLE
+(``1e999``) is a bad value, for values and stderrs alike and in every format; analyses leave
+non-finite scores out and say so; a list-valued ``config.num_fewshot`` maps to the tasks in order.
 
 Each case copies a real lm-eval file and writes the values with Python's json module,
 as lm-eval does (it writes NaN and Infinity as those bare tokens).
@@ -7,8 +8,10 @@ as lm-eval does (it writes NaN and Infinity as those bare tokens).
 
 from __future__ import annotations
 
+import csv
 import json
 import math
+import shutil
 
 import numpy as np
 import pingouin as pg
@@ -16,7 +19,7 @@ import polars as pl
 import pytest
 
 import ood_store
-from conftest import V04, pythia_files
+from conftest import FIXTURES, V04, V0413, pythia_files
 from ood_store.analysis import partial_correlations
 from ood_store.cli import main
 
@@ -170,3 +173,110 @@ def test_a_pair_left_with_too_few_checkpoints_says_why_in_reason(tmp_path, copy_
         "non-finite scores treated as missing: 2 of arc_easy"
     )
     assert row["note"] is None
+
+
+# One rule for values and stderrs, whatever the format: the literal as written in the file, and what is
+# stored for it (None: NULL; a float: that value), or the rejection's message for a literal beyond a DOUBLE.
+LITERALS = [
+    ("NaN", None),
+    ("Infinity", math.inf),
+    ("-Infinity", -math.inf),
+    ("1e999", "1e999 does not fit a DOUBLE"),
+    ("-1e999", "-1e999 does not fit a DOUBLE"),
+    ("1" + "0" * 400, "1" + "0" * 19 + "... (401 characters) does not fit a DOUBLE"),  # the integer 10**400
+]
+MARK = 0.123456789  # written where the literal goes, then replaced in the text
+
+
+@pytest.mark.parametrize("key", ["acc", "acc_stderr"])
+@pytest.mark.parametrize(("literal", "expected"), LITERALS)
+def test_one_rule_for_values_and_stderrs(runner, tmp_path, key, literal, expected):
+    """A value or a stderr written as ``literal``, in a real file ingested beside two good ones."""
+    source, good = pythia_files("160m")[6], pythia_files("410m")[:2]
+    doc = json.loads(source.read_text())
+    doc["results"]["arc_easy"][key] = MARK
+    path = tmp_path / "bad" / source.name
+    path.parent.mkdir()
+    path.write_text(json.dumps(doc).replace(str(MARK), literal))
+    db = tmp_path / "s.duckdb"
+    result = runner.invoke(main, ["--db", str(db), "ingest", str(path), *map(str, good)])
+    assert "Traceback" not in result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
+    with ood_store.open(db, read_only=True) as store:
+        stored = dict(store.query("SELECT source_path, evaluation_id FROM evaluations").rows())
+        rows = store.query(
+            "SELECT value, stderr FROM evaluation_scores WHERE evaluation_id = $id AND task = 'arc_easy' "
+            "AND metric = 'acc'",
+            id=stored.get(str(path.resolve()), -1),
+        ).rows()
+    assert {str(g.resolve()) for g in good} <= stored.keys()
+    if isinstance(expected, str):  # a bad value: the file is named with the field, the others go in
+        assert result.exit_code == 1
+        assert f'  {path}: results["arc_easy"]["{key}"]: {expected}' in result.output.splitlines()
+        assert len(stored) == 2 and rows == []
+        return
+    assert result.exit_code == 0, result.output
+    original = json.loads(source.read_text())["results"]["arc_easy"]
+    value, stderr = rows[0]
+    assert (value, stderr) == ((expected, original["acc_stderr"]) if key == "acc" else (original["acc"], expected))
+
+
+WANDB_HISTORY = FIXTURES / "wandb" / "opt-125m-mnli-s1" / "history.csv"
+
+
+@pytest.mark.parametrize(
+    ("cell", "expected"),
+    [
+        ("inf", math.inf),  # as pandas writes it
+        ("Infinity", math.inf),  # as W&B's JSON writes it
+        ("-Infinity", -math.inf),
+        ("-inf", -math.inf),
+        ("NaN", "no score"),  # a W&B history's NaN (like an empty cell) is a key not logged at that step
+        ("1e999", "1e999 does not fit a DOUBLE"),
+        ("-1e400", "-1e400 does not fit a DOUBLE"),
+    ],
+)
+def test_the_same_rule_in_a_wandb_history(tmp_path, cell, expected):
+    rows = list(csv.reader(WANDB_HISTORY.read_text().splitlines()))
+    column = rows[0].index("eval/hans_accuracy")
+    at = next(i for i, row in enumerate(rows[1:], start=1) if row[column])  # the first row with a hans score
+    step = int(rows[at][rows[0].index("_step")])
+    rows[at][column] = cell
+    path = tmp_path / "opt-s1.csv"
+    with path.open("w", newline="") as fh:
+        csv.writer(fh).writerows(rows)
+    with ood_store.open(tmp_path / "s.duckdb") as store:
+        report = store.ingest([path])
+        got = store.query("SELECT value FROM scores WHERE task = 'hans' AND step = $step", step=step).rows()
+    if isinstance(expected, str) and expected != "no score":
+        [outcome] = report.rejected
+        assert outcome.reason == f"{path}: eval/hans_accuracy, row {at}: {expected}"
+        return
+    assert report.ok, report.rejected
+    assert got == ([] if expected == "no score" else [(expected,)])
+
+
+@pytest.mark.parametrize(
+    ("literal", "expected"),
+    [("NaN", math.nan), ("Infinity", math.inf), ("-Infinity", -math.inf), ("1e999", math.inf)],
+)
+@pytest.mark.parametrize(("task", "metric"), [("toy_nli", "acc"), ("toy_gen", "exact_match")])
+def test_per_sample_metrics_keep_what_duckdbs_reader_reads(tmp_path, task, metric, literal, expected):
+    """A per-sample metric (in both layouts: log-likelihood pairs, generated text) is kept as DuckDB's
+    JSON reader reads it: NaN and ±Infinity are data, and so is a literal beyond a DOUBLE, as ±Infinity."""
+    folder = tmp_path / "e"
+    shutil.copytree(V0413 / "toy-run__checkpoint-10", folder)
+    samples = next(folder.glob(f"samples_{task}_2026*.jsonl"))
+    lines = samples.read_text().splitlines()
+    line = json.loads(lines[0])
+    line[metric] = 0.123456789
+    lines[0] = json.dumps(line).replace("0.123456789", literal)
+    samples.write_text("\n".join(lines) + "\n")
+    with ood_store.open(tmp_path / "s.duckdb") as store:
+        assert store.ingest([folder]).ok
+        [(got,)] = store.query(
+            f"SELECT metrics['{metric}'] FROM samples WHERE task = $task AND doc_id = $doc",
+            task=task,
+            doc=line["doc_id"],
+        ).rows()
+    assert got == expected or (math.isnan(expected) and math.isnan(got))

@@ -9,7 +9,7 @@ import click
 from ood_store.cli.flags import spelled
 from ood_store.cli.options import attr_file_option
 from ood_store.ingest import IngestReport, Overrides
-from ood_store.ingest.report import ConflictGroup, MixGroup
+from ood_store.ingest.report import ConflictGroup, FileOutcome, MixGroup
 from ood_store.store.attribute_rules import read_attribute_file
 from ood_store.store.runs import parse_attributes
 
@@ -53,9 +53,12 @@ _SHOWN = 10
     "[default: the one beside the history file]",
 )
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar; print only problems, in one line where it can.")
+@click.option(
+    "-v", "--verbose", is_flag=True, help="With an internal error (a bug to report), print its traceback too."
+)
 @click.pass_obj
 def ingest(settings, paths, run, step, model, campaign, attributes, attribute_file, no_samples, wandb_map, wandb_step,
-           wandb_config, quiet) -> None:  # fmt: skip
+           wandb_config, quiet, verbose) -> None:  # fmt: skip
     """Ingest results files, folders (searched recursively) or globs.
 
     Reads lm-eval results files, Every Eval Ever JSON, inspect_ai logs (.eval,
@@ -65,7 +68,7 @@ def ingest(settings, paths, run, step, model, campaign, attributes, attribute_fi
     --model override them. The campaign is the folder a file sits in
     (zero-shot/, five-shot/, ...) unless --campaign names it. Files already in
     the store are left alone. A file with a problem is rejected whole and
-    named with the reason; the exit status is then 1.
+    named with the reason, the other files go in; the exit status is then 1.
     """
     attrs = parse_attributes(list(attributes))  # checked before the store is opened
     if attribute_file is not None:
@@ -84,6 +87,7 @@ def ingest(settings, paths, run, step, model, campaign, attributes, attribute_fi
         )
     hint = f"ood-store --db {shlex.quote(str(settings.db))}"
     (_quietly if quiet else _summarise)(report, settings.db, hint)
+    _rejected(report.rejected, verbose)
     if not report.ok:
         raise SystemExit(1)
 
@@ -109,8 +113,6 @@ def _summarise(report: IngestReport, db, hint: str) -> None:
         click.echo(f"Warning: {spelled(warning)}", err=True)
     rejected = report.rejected
     click.echo(f"Rejected: {_files(len(rejected))}{':' if rejected else '.'}", err=bool(rejected))
-    for outcome in rejected:
-        click.echo(f"  {spelled(outcome.reason or '')}", err=True)
 
 
 def _quietly(report: IngestReport, db, hint: str) -> None:
@@ -130,8 +132,14 @@ def _quietly(report: IngestReport, db, hint: str) -> None:
     rejected = report.rejected
     if rejected:
         click.echo(f"Rejected: {_files(len(rejected))}:", err=True)
+
+
+def _rejected(rejected: list[FileOutcome], verbose: bool) -> None:
+    """One line per rejected file; with ``verbose``, the traceback of an internal error after its line."""
     for outcome in rejected:
         click.echo(f"  {spelled(outcome.reason or '')}", err=True)
+        if verbose and outcome.traceback:
+            click.echo(outcome.traceback.rstrip("\n"), err=True)
 
 
 def _mixes(groups: list[MixGroup], hint: str) -> None:
