@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 from ood_store import sqlfiles
+from ood_store.counts import n as count
 from ood_store.errors import AnalysisError, Note
 from ood_store.names import did_you_mean, split_names
 from ood_store.store.runs import attribute_columns
@@ -274,7 +275,6 @@ def in_domain_of_runs(data: Store | pl.DataFrame | Any, runs: Sequence[str] | st
             parameter="in_domain",
         )
     listed = ", ".join(
-        f"{'unset' if value is None else repr(value)} ({n} run{'s' if n != 1 else ''})"
-        for value, n in counts.iter_rows()
+        f"{'unset' if value is None else repr(value)} ({count(n, 'run')})" for value, n in counts.iter_rows()
     )
     raise AnalysisError(f"not given, and the runs' in_domain attributes differ: {listed}", parameter="in_domain")

@@ -13,9 +13,7 @@
 INSERT INTO samples BY NAME
 WITH typed AS (
     SELECT
-        ood_doc_id(doc_id) AS doc_id,
-        ood_filter(filter) AS filter,
-        ood_target(target) AS target,
+        doc_id, filter, target,
         CASE
             WHEN filtered_resps IS NULL THEN NULL
             WHEN json_type(filtered_resps) = 'ARRAY' THEN CAST(filtered_resps AS JSON[])
@@ -27,7 +25,7 @@ WITH typed AS (
             ) IS NOT FALSE THEN CAST(metrics AS VARCHAR[])
         END AS listed,
         metric_values, doc_hash, prompt_hash, target_hash
-    FROM ood_sample_lines($path, $columns, $metric_names, $max_line_bytes)
+    FROM ood_sample_keys($path, $columns, $metric_names, $max_line_bytes)
 ),
 responses AS (
     SELECT
@@ -86,10 +84,7 @@ SELECT
         ) THEN error('ood-store: unknown metric')
         ELSE doc_id
     END AS doc_id,
-    filter,
-    target,
-    loglikelihoods,
-    CASE WHEN list_bool_or(list_transform(greedy, lambda g: g IS NOT NULL)) THEN greedy END AS is_greedy,
+    filter, target, loglikelihoods, ood_is_greedy(greedy) AS is_greedy,
     CASE WHEN NOT scored AND items IS NOT NULL THEN
         CASE
             WHEN len(items) = 1 AND json_type(items[1]) = 'VARCHAR' THEN items[1] ->> '$'

@@ -4,13 +4,11 @@
 -- (filtered_resps VARCHAR[][], metrics VARCHAR[], each metric DOUBLE), which is most of the speed.
 -- A line that does not fit this layout stops the statement with error('ood-store: layout'), and the
 -- file is read again with insert_samples.sql, which reads every line as lm-eval may have written it;
--- doc_id, filter and target are read the same way in both (sample_macros.sql).
+-- doc_id, filter, target and is_greedy are read the same way in both (sample_macros.sql).
 INSERT INTO samples BY NAME
 WITH typed AS (
     SELECT
-        ood_doc_id(doc_id) AS doc_id,
-        ood_filter(filter) AS filter,
-        ood_target(target) AS target,
+        doc_id, filter, target,
         filtered_resps AS pairs,
         list_transform(filtered_resps, lambda x: TRY_CAST(x[1] AS DOUBLE)) AS loglikelihoods,
         list_transform(filtered_resps, lambda x:
@@ -18,15 +16,15 @@ WITH typed AS (
         ) AS greedy,
         metrics AS listed,
         metric_values, doc_hash, prompt_hash, target_hash
-    FROM ood_sample_lines($path, $columns, $metric_names, $max_line_bytes)
+    FROM ood_sample_keys($path, $columns, $metric_names, $max_line_bytes)
 )
 SELECT
     $evaluation_id AS evaluation_id,
     $task AS task,
     CASE
-        WHEN doc_id IS NULL THEN error('ood-store: doc_id')
-        WHEN filter IS NULL THEN error('ood-store: filter')
-        WHEN pairs IS NULL OR len(pairs) = 0 OR list_bool_or(list_transform(pairs, lambda x:
+        -- any line that breaks a rule is a layout miss: the file is read again with insert_samples.sql,
+        -- which names the rule (doc_id, filter, ...)
+        WHEN doc_id IS NULL OR filter IS NULL OR pairs IS NULL OR len(pairs) = 0 OR list_bool_or(list_transform(pairs, lambda x:
             len(x) <> 2 OR x[1] IS NULL OR x[1][1] IN ('[', '{')
             OR (x[2] IS NOT NULL AND x[2] NOT IN ('True', 'true', 'False', 'false'))
         )) THEN error('ood-store: layout')
@@ -35,10 +33,7 @@ SELECT
             OR NOT list_has_all($metric_names, listed)) THEN error('ood-store: layout')
         ELSE doc_id
     END AS doc_id,
-    filter,
-    target,
-    loglikelihoods,
-    CASE WHEN list_bool_or(list_transform(greedy, lambda g: g IS NOT NULL)) THEN greedy END AS is_greedy,
+    filter, target, loglikelihoods, ood_is_greedy(greedy) AS is_greedy,
     NULL AS response,
     map_from_entries(list_filter(
         map_entries(metric_values), lambda e: e.value IS NOT NULL AND (listed IS NULL OR list_contains(listed, e.key))

@@ -8,6 +8,16 @@ CREATE OR REPLACE TEMP MACRO ood_sample_lines(path, cols, names, max_bytes) AS T
 SELECT *, map(names, list_value(*COLUMNS(lambda c: list_contains(names, c)))) AS metric_values
 FROM read_json(path, format = 'newline_delimited', records = true, columns = cols, maximum_object_size = max_bytes);
 
+-- The same lines with doc_id, filter and target read as both layouts read them (the macros below;
+-- DuckDB binds a macro's body when it is called, so the order of definition does not matter).
+CREATE OR REPLACE TEMP MACRO ood_sample_keys(path, cols, names, max_bytes) AS TABLE
+SELECT * REPLACE (ood_doc_id(doc_id) AS doc_id, ood_filter(filter) AS filter, ood_target(target) AS target)
+FROM ood_sample_lines(path, cols, names, max_bytes);
+
+-- is_greedy: the per-response flags, or NULL when the file holds none.
+CREATE OR REPLACE TEMP MACRO ood_is_greedy(flags) AS
+    CASE WHEN list_bool_or(list_transform(flags, lambda g: g IS NOT NULL)) THEN flags END;
+
 -- doc_id: an integer, or a string of digits, in 0 .. 2^63 (NULL: not a document index).
 CREATE OR REPLACE TEMP MACRO ood_doc_id(j) AS CASE json_type(j)
     WHEN 'UBIGINT' THEN TRY_CAST(j AS BIGINT)

@@ -184,3 +184,14 @@ def test_commands_are_imported_when_used():
         f"print(sorted(m for m in {heavy!r} if m in sys.modules))"
     )
     assert subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout == "[]\n"
+
+
+def test_the_summary_counts_one_of_each_in_the_singular(runner, db, tmp_path):
+    # Pythia's step-0 file cut down to its one winogrande accuracy: 1 file, 1 score, 1 run.
+    source = json.loads(pythia_files("160m")[0].read_text())
+    source["results"] = {"winogrande": {"acc": source["results"]["winogrande"]["acc"]}}
+    path = tmp_path / "160m_step0.json"
+    path.write_text(json.dumps(source))
+    result = runner.invoke(main, ["--db", str(db), "ingest", str(path)])
+    assert result.exit_code == 0, result.output
+    assert result.output.splitlines()[0] == f"Ingested 1 file into {db}: 1 score, 0 samples, 1 run."

@@ -16,6 +16,7 @@ import sys
 import time
 from pathlib import Path
 
+from ood_store.counts import n
 from ood_store.evaluate.executors import ExecutorSettings
 from ood_store.evaluate.workdir import WorkDir
 
@@ -84,7 +85,7 @@ class LocalJobs:
     def __init__(self, processes: list[subprocess.Popen], logs: list[Path]):
         self.processes, self.logs = processes, logs
         pids = ", ".join(str(p.pid) for p in processes)
-        self.description = f"{len(processes)} local worker{'s' if len(processes) != 1 else ''} (processes {pids})"
+        self.description = f"{n(len(processes), 'local worker')} (processes {pids})"
 
     def finished(self) -> bool:
         return all(p.poll() is not None for p in self.processes)

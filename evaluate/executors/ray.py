@@ -20,6 +20,7 @@ import threading
 from typing import Any
 from urllib.parse import urlsplit
 
+from ood_store.counts import n
 from ood_store.errors import InputError, first_line
 from ood_store.evaluate.executors import ExecutorSettings, require_extra
 from ood_store.evaluate.workdir import WorkDir
@@ -77,9 +78,9 @@ class RayExecutor:
         else:
             task = self.ray.remote(num_gpus=per, num_cpus=1, max_retries=0)(worker.work)
             refs = [task.remote(str(work.path), attempt) for _ in range(workers)]
-        gpus = f", {per:g} GPU{'s' if per != 1 else ''} each" if per else ""
+        gpus = f", {per:g} GPU{'' if per == 1 else 's'} each" if per else ""
         where = self.settings.ray_address or "a Ray instance on this machine"
-        description = f"{workers} Ray worker{'s' if workers != 1 else ''} on {where}{gpus}"
+        description = f"{n(workers, 'Ray worker')} on {where}{gpus}"
         return RayJobs(self.ray, refs, description, shutdown=self._started)
 
 

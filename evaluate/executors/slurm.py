@@ -14,6 +14,7 @@ import math
 import shutil
 from typing import Any
 
+from ood_store.counts import n
 from ood_store.errors import InputError, OodStoreError, first_line
 from ood_store.evaluate.executors import ExecutorSettings, require_extra
 from ood_store.evaluate.workdir import WorkDir
@@ -71,8 +72,8 @@ class SlurmExecutor:
             raise OodStoreError(f"the Slurm job array could not be submitted: {first_line(exc)}") from None
         array = str(jobs[0].job_id).split("_")[0] if jobs else "?"
         where = f"Slurm job array {array}" if cluster == "slurm" else "submitit's local executor (no Slurm here)"
-        units_each = f"{per_task} unit{'s' if per_task != 1 else ''}"
-        return SubmititJobs(jobs, f"{where}: {tasks} task{'s' if tasks != 1 else ''} of up to {units_each}")
+        units_each = f"{n(per_task, 'unit')}"
+        return SubmititJobs(jobs, f"{where}: {n(tasks, 'task')} of up to {units_each}")
 
 
 class SubmititJobs:

@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from ood_store.cli.options import FOLDER
+from ood_store.counts import n as count
 from ood_store.export.eee import RELATIONSHIPS, EeeSource
 
 
@@ -44,8 +45,7 @@ def export_eee(settings, folder: Path, runs, collection, organization, relations
         report = store.export_eee(folder, runs=list(runs) or None, source=source)
     n = len(report.files)
     click.echo(
-        f"Wrote {n:,} Every Eval Ever file{'s' if n != 1 else ''} ({report.scores:,} scores) "
-        f"to {folder / 'data' / collection}."
+        f"Wrote {count(n, 'Every Eval Ever file')} ({count(report.scores, 'score')}) to {folder / 'data' / collection}."
     )
     if report.not_finite:
         click.echo(f"Left out {report.not_finite:,} scores that are not finite numbers (EEE holds none).", err=True)

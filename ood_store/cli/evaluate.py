@@ -10,8 +10,8 @@ from typing import Any
 
 import click
 
-from ood_store.cli.counts import n
 from ood_store.cli.options import FILE, FOLDER, attr_file_option
+from ood_store.counts import n
 from ood_store.errors import InputError
 from ood_store.evaluate.executors import NAMES
 from ood_store.evaluate.plan import run_folder

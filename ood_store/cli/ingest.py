@@ -8,6 +8,7 @@ import click
 
 from ood_store.cli.flags import spelled
 from ood_store.cli.options import attr_file_option
+from ood_store.counts import n
 from ood_store.ingest import IngestReport, Overrides
 from ood_store.ingest.report import ConflictGroup, FileOutcome, MixGroup
 from ood_store.store.attribute_rules import read_attribute_file
@@ -100,13 +101,12 @@ def _summarise(report: IngestReport, db, hint: str) -> None:
     runs = len({f.run for f in ingested})
     odd = f" ({non_finite:,} of them NaN or infinite)" if non_finite else ""
     click.echo(
-        f"Ingested {_files(len(ingested))} into {db}: {scores:,} scores{odd}, {samples:,} samples, "
-        f"{runs} run{'s' if runs != 1 else ''}."
+        f"Ingested {_files(len(ingested))} into {db}: {n(scores, 'score')}{odd}, {n(samples, 'sample')}, "
+        f"{n(runs, 'run')}."
     )
     click.echo(f"Already present: {_files(len(report.present))}.")
     if report.skipped:
-        n = len(report.skipped)
-        click.echo(f"Skipped {n:,} file{'s' if n != 1 else ''} (not results in a format ood-store reads).")
+        click.echo(f"Skipped {_files(len(report.skipped))} (not results in a format ood-store reads).")
     _mixes(report.mix_groups(), hint)
     _conflicts(report.conflict_groups(), len(report.conflicts), hint)
     for warning in report.file_warnings:
@@ -120,12 +120,12 @@ def _quietly(report: IngestReport, db, hint: str) -> None:
     notes = []
     mixed = {run for group in report.mix_groups() for run in group.runs}
     if mixed:
-        notes.append(f"{_n(len(mixed), 'run')} now mix{'es' if len(mixed) == 1 else ''} campaigns")
+        notes.append(f"{n(len(mixed), 'run')} now mix{'es' if len(mixed) == 1 else ''} campaigns")
     if report.conflicts:
         runs = len({c.run for c in report.conflicts})
-        notes.append(f"evaluations disagree on {_n(len(report.conflicts), 'score')} in {_n(runs, 'run')}")
+        notes.append(f"evaluations disagree on {n(len(report.conflicts), 'score')} in {n(runs, 'run')}")
     if report.file_warnings:
-        notes.append(_n(len(report.file_warnings), "warning"))
+        notes.append(n(len(report.file_warnings), "warning"))
     if notes:
         see = f"{hint} query {_shell_text('SELECT * FROM score_conflicts')}" if report.conflicts else f"{hint} runs"
         click.echo(f"Note: {'; '.join(notes)} (see {see}).", err=True)
@@ -153,7 +153,7 @@ def _mixes(groups: list[MixGroup], hint: str) -> None:
             new = group.added[0]
             only = dict(zip(group.campaigns, first.only, strict=True))[new]
             had = ", ".join(f"{count:,} from {_campaign(name)}" for name, count in first.campaigns if name != new)
-            line = f"Campaign {_campaign(new)} adds {_n(only, 'checkpoint')} to run {first.run}, which had {had}."
+            line = f"Campaign {_campaign(new)} adds {n(only, 'checkpoint')} to run {first.run}, which had {had}."
         else:
             counts = ", ".join(f"{_campaign(name)} {count:,}" for name, count in first.campaigns)
             which = f"run {first.run}" if len(group.mixes) == 1 else f"{len(group.mixes)} runs"
@@ -172,12 +172,12 @@ def _conflicts(groups: list[ConflictGroup], total: int, hint: str) -> None:
     if not groups:
         return
     click.echo(
-        f"Evaluations of the same checkpoint disagree on {_n(total, 'score')}; "
+        f"Evaluations of the same checkpoint disagree on {n(total, 'score')}; "
         "`scores` shows the newest evaluation's value:",
         err=True,
     )
     for group in groups[:_SHOWN]:
-        at = f"{_n(group.scores, 'score')} at {_n(group.steps, 'step')}"
+        at = f"{n(group.scores, 'score')} at {n(group.steps, 'step')}"
         if len(group.campaigns) > 1:
             click.echo(f"  run {group.run}: {at} differ between campaigns {_campaigns(group.campaigns)}", err=True)
         else:
@@ -210,12 +210,8 @@ def _sql_text(value: str) -> str:
     return "'" + value.replace("'", "''") + "'"
 
 
-def _files(n: int) -> str:
-    return _n(n, "file")
-
-
-def _n(count: int, noun: str) -> str:
-    return f"{count:,} {noun}{'s' if count != 1 else ''}"
+def _files(count: int) -> str:
+    return n(count, "file")
 
 
 COMMANDS = [ingest]

@@ -6,6 +6,7 @@ import click
 
 from ood_store.cli.options import attr_file_option
 from ood_store.cli.output import emit, output_options
+from ood_store.counts import n
 
 
 @click.group(invoke_without_command=True)
@@ -49,7 +50,7 @@ def set_attributes(settings, arguments: tuple[str, ...], match: str | None, attr
         raise click.UsageError("Give RUN KEY=VALUE..., --match GLOB KEY=VALUE... or --attr-file FILE.")
     with settings.open() as store:
         changed = store.set_run_attributes(run, pairs or None, match=match, attribute_file=attribute_file)
-    click.echo(f"Set attributes of {len(changed):,} run{'s' if len(changed) != 1 else ''} in {settings.db}.")
+    click.echo(f"Set attributes of {n(len(changed), 'run')} in {settings.db}.")
 
 
 @click.command()

@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from ood_store.cli.options import FILE, FOLDER
+from ood_store.counts import n
 from ood_store.store.merge import PREFER, MergeReport
 
 _prefer = click.option(
@@ -15,10 +16,6 @@ _prefer = click.option(
     help="Settle values the stores disagree on: take theirs, or keep ours without reporting failure.  "
     "[default: keep ours, list the conflicts, exit status 1]",
 )
-
-
-def _plural(n: int, word: str, words: str | None = None) -> str:
-    return f"{n:,} {word if n == 1 else words or word + 's'}"
 
 
 @click.command()
@@ -41,8 +38,8 @@ def dump(settings, folder: Path, quiet: bool) -> None:
         evaluations = report.tables["evaluations"].rows
         runs = report.tables["runs"].rows
         click.echo(
-            f"Dumped {settings.db} to {folder}: {_plural(evaluations, 'evaluation')}, {_plural(scores, 'score')}, "
-            f"{_plural(runs, 'run')} in {_plural(len(report.tables), 'table')} "
+            f"Dumped {settings.db} to {folder}: {n(evaluations, 'evaluation')}, {n(scores, 'score')}, "
+            f"{n(runs, 'run')} in {n(len(report.tables), 'table')} "
             f"(schema version {report.schema_version})."
         )
 
@@ -79,17 +76,17 @@ def merge(settings, other: Path, prefer: str | None) -> None:
 def _summarise(verb: str, report: MergeReport, db: Path) -> None:
     analyses = report.analyses_added + report.analyses_replaced
     click.echo(
-        f"{verb} {report.source} into {db}: {_plural(report.evaluations_added, 'evaluation')} "
-        f"({_plural(report.scores_added, 'score')}, {_plural(report.samples_added, 'sample')}), "
-        f"{_plural(report.runs_added, 'run')}, {_plural(report.checkpoints_added, 'checkpoint')}, "
-        f"{_plural(len(analyses), 'analysis', 'analyses')}."
+        f"{verb} {report.source} into {db}: {n(report.evaluations_added, 'evaluation')} "
+        f"({n(report.scores_added, 'score')}, {n(report.samples_added, 'sample')}), "
+        f"{n(report.runs_added, 'run')}, {n(report.checkpoints_added, 'checkpoint')}, "
+        f"{n(len(analyses), 'analysis', 'analyses')}."
     )
     click.echo(
-        f"Already present: {_plural(report.evaluations_present, 'evaluation')}, "
-        f"{_plural(len(report.analyses_present), 'analysis', 'analyses')}."
+        f"Already present: {n(report.evaluations_present, 'evaluation')}, "
+        f"{n(len(report.analyses_present), 'analysis', 'analyses')}."
     )
     if report.runs_updated:
-        click.echo(f"Updated the attributes of {_plural(report.runs_updated, 'run')}.")
+        click.echo(f"Updated the attributes of {n(report.runs_updated, 'run')}.")
     if report.conflicts:
         how = (
             f"settled by --prefer {report.prefer}"

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import click
 
-from ood_store.cli.counts import n
 from ood_store.cli.options import FOLDER
 from ood_store.cli.output import emit, output_options
+from ood_store.counts import n
 from ood_store.evaluate.collect import collect as collect_units
 from ood_store.evaluate.workdir import WorkDir, status_table
 
