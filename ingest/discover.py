@@ -13,7 +13,9 @@ Only regular files are read: a FIFO, a socket or a device found under a results
 file's name is named as a problem, never opened. Links to folders are not
 followed (a link loop cannot trap the search); a link to a file is, and a file
 link that loops or leads nowhere is named as unreadable, as is every folder that
-cannot be listed. Each problem rejects that path only; the exit status is then 1.
+cannot be listed, a glob's included (glob.glob passes over those in silence, so the
+folders a glob lists are tried one by one). Each problem rejects that path only;
+the exit status is then 1.
 """
 
 from __future__ import annotations
@@ -108,7 +110,9 @@ class _Search:
 
     def glob(self, argument: str) -> None:
         self.searched.append(argument)
-        matches = sorted(glob.glob(os.path.expanduser(argument), recursive=True))
+        pattern = os.path.expanduser(argument)
+        matches = sorted(glob.glob(pattern, recursive=True))
+        self.errors.extend(_unreadable(exc) for exc in _unlisted(pattern))
         if not matches:
             self.errors.append(InputError(argument, None, "no files match this pattern"))
         for match in matches:
@@ -122,8 +126,7 @@ class _Search:
         """Search ``folder`` (``shown`` as the user named it), naming each folder in it that cannot be listed."""
 
         def unreadable(exc: OSError) -> None:
-            where = shown if shown is not None and exc.filename == str(folder) else exc.filename
-            self.errors.append(InputError(where, None, f"cannot read this folder: {exc.strerror}"))
+            self.errors.append(_unreadable(exc, shown if shown is not None and exc.filename == str(folder) else None))
 
         for dirpath, dirnames, filenames in os.walk(folder, onerror=unreadable):
             dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
@@ -146,6 +149,37 @@ class _Search:
             self.found[path.resolve()] = Candidate(path, root, explicit=True)
         else:
             self.found.setdefault(path.resolve(), Candidate(path, root, explicit=False))
+
+
+def _unlisted(pattern: str) -> list[OSError]:
+    """The folders the glob ``pattern`` had to list and could not: glob.glob passes over them in silence.
+
+    Level by level, the folders glob lists are the fixed start of the pattern and
+    those its leading folder patterns match (glob.glob itself finds them, with the
+    same rules for ``**`` and hidden names); each is tried with os.scandir."""
+    parts = Path(pattern).parts
+    fixed = next((i for i, part in enumerate(parts) if glob.has_magic(part)), len(parts))
+    problems = []
+    for depth in range(max(fixed, 1), len(parts)):
+        level = os.path.join(*parts[:depth])
+        for folder in glob.glob(level, recursive=True) if glob.has_magic(level) else [level]:
+            if os.path.isdir(folder):
+                try:
+                    with os.scandir(folder):
+                        pass
+                except OSError as exc:
+                    problems.append(exc)
+    if fixed == 0:  # a pattern that starts in the current folder
+        try:
+            with os.scandir(os.curdir):
+                pass
+        except OSError as exc:
+            problems.append(exc)
+    return problems
+
+
+def _unreadable(exc: OSError, shown: str | None = None) -> InputError:
+    return InputError(shown or exc.filename, None, f"cannot read this folder: {exc.strerror}")
 
 
 def _is_candidate_name(name: str) -> bool:

@@ -98,11 +98,12 @@ def run_cli(*args: str, **kwargs) -> subprocess.CompletedProcess:
     return subprocess.run([OOD_STORE, *args], capture_output=True, text=True, timeout=120, check=False, **kwargs)
 
 
-def ingest_process(tmp_path: Path, folder: Path, rejected: str, **kwargs) -> Path:
-    """Ingest ``folder`` in an ``ood-store`` process: the good files go in, ``rejected`` is the one line
-    naming what is not, the exit status is 1, and nothing prints a traceback. Returns the store."""
+def ingest_process(tmp_path: Path, folder: Path, rejected: str, argument: str | None = None, **kwargs) -> Path:
+    """Ingest ``folder`` (or ``argument``, a glob) in an ``ood-store`` process: the good files go in,
+    ``rejected`` is the one line naming what is not, the exit status is 1, and nothing prints a traceback.
+    Returns the store."""
     db = tmp_path / "s.duckdb"
-    result = run_cli("--db", str(db), "ingest", "-q", str(folder), **kwargs)
+    result = run_cli("--db", str(db), "ingest", "-q", argument or str(folder), **kwargs)
     assert "Traceback" not in result.stderr
     assert result.returncode == 1, result.stderr
     assert rejected_lines(result.stderr) == [rejected]
@@ -151,6 +152,29 @@ def test_a_folder_that_cannot_be_listed_is_named(tmp_path):
         preexec = reliability.give_up_reading_everything if privileged else None
         unreadable = f"{locked}: cannot read this folder: {os.strerror(errno.EACCES)}"
         ingest_process(tmp_path, folder, unreadable, preexec_fn=preexec)
+    finally:
+        locked.chmod(0o755)
+
+
+@pytest.mark.parametrize("pattern", ["{root}/**/*.json", "{root}/*/*.json"])
+def test_a_folder_a_glob_cannot_list_is_named(tmp_path, pattern):
+    """glob.glob passes over a folder it cannot list in silence; ingest names it, as for a folder search."""
+    root = tmp_path / "runs"
+    root.mkdir()
+    folder = good_folder(root)  # runs/in: three good files
+    locked = root / "locked"
+    locked.mkdir()
+    shutil.copyfile(pythia_files("160m")[0], locked / "160m_step0.json")
+    locked.chmod(0)
+    try:
+        try:
+            os.listdir(locked)
+            privileged = True
+        except PermissionError:
+            privileged = False
+        preexec = reliability.give_up_reading_everything if privileged else None
+        unreadable = f"{locked}: cannot read this folder: {os.strerror(errno.EACCES)}"
+        ingest_process(root, folder, unreadable, argument=pattern.format(root=root), preexec_fn=preexec)
     finally:
         locked.chmod(0o755)
 
