@@ -11,6 +11,7 @@ a bug to fix, not a test case to keep.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
 import os
@@ -130,16 +131,15 @@ def test_a_fifo_in_place_of_a_samples_file_rejects_its_results_file(tmp_path):
     ingest_process(tmp_path, folder, f"{samples}: not a regular file (a FIFO): not read")
 
 
-def test_a_folder_that_cannot_be_listed_is_named(tmp_path):
-    """A sub-folder of mode 000: named, exit status 1, the readable files stored.
+@contextlib.contextmanager
+def locked_folder(locked: Path):
+    """A folder of mode 000 holding a results file, and the ``preexec_fn`` that makes it unlistable for a child.
 
     Run as any user but root, mode 000 is enough. Root reads every folder by its
     capabilities (CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH): the ingest then runs in a
     process that has given them up before it started, so that the case is as real
     as for any other user, not skipped.
     """
-    folder = good_folder(tmp_path)
-    locked = folder / "locked"
     locked.mkdir()
     shutil.copyfile(pythia_files("160m")[0], locked / "160m_step0.json")
     locked.chmod(0)
@@ -149,11 +149,18 @@ def test_a_folder_that_cannot_be_listed_is_named(tmp_path):
             privileged = True  # root, or a user with CAP_DAC_OVERRIDE / CAP_DAC_READ_SEARCH
         except PermissionError:
             privileged = False
-        preexec = reliability.give_up_reading_everything if privileged else None
-        unreadable = f"{locked}: cannot read this folder: {os.strerror(errno.EACCES)}"
-        ingest_process(tmp_path, folder, unreadable, preexec_fn=preexec)
+        yield reliability.give_up_reading_everything if privileged else None
     finally:
         locked.chmod(0o755)
+
+
+def test_a_folder_that_cannot_be_listed_is_named(tmp_path):
+    """A sub-folder of mode 000: named, exit status 1, the readable files stored."""
+    folder = good_folder(tmp_path)
+    locked = folder / "locked"
+    with locked_folder(locked) as preexec:
+        unreadable = f"{locked}: cannot read this folder: {os.strerror(errno.EACCES)}"
+        ingest_process(tmp_path, folder, unreadable, preexec_fn=preexec)
 
 
 @pytest.mark.parametrize("pattern", ["{root}/**/*.json", "{root}/*/*.json"])
@@ -163,20 +170,9 @@ def test_a_folder_a_glob_cannot_list_is_named(tmp_path, pattern):
     root.mkdir()
     folder = good_folder(root)  # runs/in: three good files
     locked = root / "locked"
-    locked.mkdir()
-    shutil.copyfile(pythia_files("160m")[0], locked / "160m_step0.json")
-    locked.chmod(0)
-    try:
-        try:
-            os.listdir(locked)
-            privileged = True
-        except PermissionError:
-            privileged = False
-        preexec = reliability.give_up_reading_everything if privileged else None
+    with locked_folder(locked) as preexec:
         unreadable = f"{locked}: cannot read this folder: {os.strerror(errno.EACCES)}"
         ingest_process(root, folder, unreadable, argument=pattern.format(root=root), preexec_fn=preexec)
-    finally:
-        locked.chmod(0o755)
 
 
 @pytest.mark.parametrize("which", ["results", "samples"])
