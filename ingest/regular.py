@@ -9,26 +9,11 @@ and only then read.
 from __future__ import annotations
 
 import os
-import stat
 from pathlib import Path
 from typing import BinaryIO
 
 from ood_store.errors import InputError
-
-_KINDS = (
-    (stat.S_ISDIR, "a folder"),
-    (stat.S_ISFIFO, "a FIFO"),
-    (stat.S_ISSOCK, "a socket"),
-    (stat.S_ISCHR, "a character device"),
-    (stat.S_ISBLK, "a block device"),
-)
-
-
-def kind(mode: int) -> str | None:
-    """What a file of this ``st_mode`` is, when it is not a regular file (None when it is)."""
-    if stat.S_ISREG(mode):
-        return None
-    return next((name for test, name in _KINDS if test(mode)), "not a regular file")
+from ood_store.filekinds import kind
 
 
 def not_regular(shown: str, mode: int) -> InputError | None:

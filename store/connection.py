@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 import duckdb
 
 from ood_store.errors import StoreError, StoreLockedError, first_line
+from ood_store.filekinds import kind
 from ood_store.store.damage import damaged_file, has_duckdb_magic, store_problem
 
 T = TypeVar("T")
@@ -91,6 +92,9 @@ def _check_file(path: Path, read_only: bool) -> None:
             raise StoreError(f"{path}: folder {path.parent} does not exist")
         return
     try:
+        what = kind(path.stat().st_mode)
+        if what is not None:  # a FIFO would make the read below, and DuckDB, wait for a writer forever
+            raise StoreError(f"{path}: not a regular file ({what}), so not a store file")
         with path.open("rb") as fh:
             head = fh.read(12)
     except OSError as exc:

@@ -5,6 +5,10 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import polars as pl
 import pytest
@@ -189,6 +193,23 @@ def test_not_a_duckdb_file(runner, tmp_path):
     db.write_text('{"results": {}}' * 10)
     result = invoke(runner, db, "SELECT 1")
     assert result.exit_code == 1 and result.output == f"Error: {db}: not a DuckDB database file\n"
+
+
+@pytest.mark.parametrize("command", [["query", "SELECT 1"], ["ingest", str(pythia_files("160m")[0])]])
+@pytest.mark.parametrize("which", ["fifo", "device"])
+def test_a_store_path_that_is_not_a_regular_file(tmp_path, command, which):
+    """A FIFO given as the store would make DuckDB wait for a writer forever; /dev/null is not an empty store."""
+    if which == "fifo":
+        db, what = tmp_path / "store.duckdb", "a FIFO"
+        os.mkfifo(db)
+    else:
+        db, what = Path(os.devnull), "a character device"
+    ood_store_command = Path(sys.executable).parent / "ood-store"
+    result = subprocess.run(
+        [ood_store_command, "--db", str(db), *command], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert (result.returncode, result.stdout) == (1, "")
+    assert result.stderr == f"Error: {db}: not a regular file ({what}), so not a store file\n"
 
 
 def test_db_from_environment(runner, store_db, arc_easy):
