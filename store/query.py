@@ -46,6 +46,8 @@ def read_only(con: duckdb.DuckDBPyConnection, sql: str, params: Mapping[str, Any
 def check(con: duckdb.DuckDBPyConnection, sql: str) -> None:
     """Refuse ``sql`` unless it is one statement that only reads (parsed by DuckDB on ``con``)."""
     statements = _parse(sql)
+    if not statements:
+        raise QueryError("no SQL statement given")
     if len(statements) != 1:
         raise QueryError(f"expected one SQL statement, got {len(statements)}")
     kind = statements[0].type
@@ -68,10 +70,12 @@ def check(con: duckdb.DuckDBPyConnection, sql: str) -> None:
 
 def _explained(sql: str) -> str:
     """The statement that ``EXPLAIN [ANALYZE] [VERBOSE] [(options)] statement`` explains, read off DuckDB's tokens."""
-    tokens = [(start, kind) for start, kind in duckdb.tokenize(sql) if kind != duckdb.token_type.comment]
+    found = duckdb.tokenize(sql)
+    # A token's text ends where the next token, a comment too, starts: comments are then left out.
+    ends = [start for start, _ in found[1:]] + [len(sql)]
+    tokens = [(s, e, k) for (s, k), e in zip(found, ends, strict=True) if k != duckdb.token_type.comment]
     depth = 0
-    for number, (start, kind) in enumerate(tokens[1:], 1):  # tokens[0] is EXPLAIN
-        end = tokens[number + 1][0] if number + 1 < len(tokens) else len(sql)
+    for start, end, kind in tokens[1:]:  # tokens[0] is EXPLAIN
         text = sql[start:end].strip()
         if depth:
             depth += text.count("(") - text.count(")") if kind == duckdb.token_type.operator else 0
@@ -126,6 +130,10 @@ def rows(con: duckdb.DuckDBPyConnection, sql: str, params: Mapping[str, Any] | N
     try:
         relation = con.sql(sql, params=dict(params) if params else None)
         return _as_text_where_polars_cannot(relation).pl()
+    except duckdb.PermissionException as exc:  # a file outside the store, in the sandbox
+        raise QueryError(
+            f"{_duckdb_message(exc)}; SQL reads the store, and files only in the folders of `allow_files`"
+        ) from None
     except duckdb.Error as exc:
         if what_is_wrong(exc) is not None:  # the store's fault, not the query's: named where the path is known
             raise
@@ -164,4 +172,9 @@ def _sql(name: str) -> str:
 
 
 def _duckdb_message(exc: duckdb.Error) -> str:
-    return str(exc).strip()
+    """DuckDB's message on one line: its first line, the others (``LINE 1: ...``, a hint) in brackets,
+    the ``^^^`` line under the error left out."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip().strip("^")]
+    if not lines:
+        return type(exc).__name__
+    return lines[0] if len(lines) == 1 else f"{lines[0]} ({'; '.join(lines[1:])})"

@@ -51,9 +51,7 @@ def folders(allow_files: Iterable[str | os.PathLike[str]]) -> tuple[Path, ...]:
         folder = Path(given).expanduser()
         if not folder.is_dir():
             what = "not a folder" if folder.exists() else "no such folder"
-            raise InputError(
-                None, None, f"{folder}: {what} (SQL may read the files of a folder)", parameter="allow_files"
-            )
+            raise InputError(None, None, f"{folder}: {what}", parameter="allow_files")
         found.append(folder.resolve())
     return tuple(found)
 

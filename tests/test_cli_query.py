@@ -164,14 +164,31 @@ def test_writes_are_refused(runner, store_db, sql, kind):
     assert table_dump(store_db) == before
 
 
+@pytest.mark.parametrize("sql", ["", "  ;  ", "/* only a comment */"])
+def test_no_statement(runner, store_db, sql):
+    result = invoke(runner, store_db, sql)
+    assert (result.exit_code, result.output) == (1, "Error: no SQL statement given\n")
+
+
+@pytest.mark.parametrize("comment", ["/* why */", "-- why\n"])
+def test_explain_analyze_with_a_comment_runs(runner, store_db, comment):
+    result = invoke(runner, store_db, f"EXPLAIN ANALYZE {comment} SELECT 1", "-f", "csv")
+    assert result.exit_code == 0 and result.output.startswith("explain_key,explain_value\nanalyzed_plan,")
+    refused = invoke(runner, store_db, f"EXPLAIN ANALYZE {comment} DELETE FROM runs")
+    assert refused.exit_code == 1 and "EXPLAIN of DELETE statements is not allowed" in refused.output
+
+
 def test_one_statement_at_a_time(runner, store_db):
     result = invoke(runner, store_db, "SELECT 1; DROP TABLE runs")
     assert result.exit_code == 1 and result.output == "Error: expected one SQL statement, got 2\n"
 
 
 def test_sql_errors_are_reported_without_traceback(runner, store_db):
-    result = invoke(runner, store_db, "SELEC 1")
-    assert result.exit_code == 1 and result.output.startswith("Error: Parser Error: syntax error")
+    result = invoke(runner, store_db, "SELEC 1")  # one line, DuckDB's LINE 1 in brackets, its ^^^ line left out
+    assert (result.exit_code, result.output) == (
+        1,
+        'Error: Parser Error: syntax error at or near "SELEC" (LINE 1: SELEC 1)\n',
+    )
     result = invoke(runner, store_db, "SELECT * FROM nope")
     assert result.exit_code == 1 and result.output.startswith(
         "Error: Catalog Error: Table with name nope does not exist"

@@ -226,10 +226,15 @@ def test_allow_files_in_python_on_a_store_opened_for_writing(db, folders):
 
 def test_allow_files_must_be_a_folder(runner, db, tmp_path):
     result = query(runner, db, "--allow-files", str(tmp_path / "missing"), "SELECT 1")
-    assert (result.exit_code, result.output) == (
-        1,
-        f"Error: --allow-files: {tmp_path / 'missing'}: no such folder (SQL may read the files of a folder)\n",
-    )
+    assert (result.exit_code, result.output) == (1, f"Error: --allow-files: {tmp_path / 'missing'}: no such folder\n")
+    result = query(runner, db, "--allow-files", str(db), "SELECT 1")  # the same words and exit status for a file
+    assert (result.exit_code, result.output) == (1, f"Error: --allow-files: {db}: not a folder\n")
+
+
+def test_reading_a_file_outside_the_store_names_allow_files(runner, db):
+    result = query(runner, db, "SELECT * FROM read_csv('/etc/passwd')")
+    assert result.exit_code == 1 and result.output.startswith("Error: Permission Error: ")
+    assert result.output.endswith("; SQL reads the store, and files only in the folders of --allow-files\n")
 
 
 def test_export_sql_runs_in_the_sandbox_too(runner, db, folders):

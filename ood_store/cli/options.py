@@ -110,7 +110,7 @@ allow_files_option = click.option(
     "--allow-files",
     "allow_files",
     multiple=True,
-    type=click.Path(file_okay=False, path_type=Path),
+    type=click.Path(path_type=Path),  # checked by the library (ood_store.open), in its words
     metavar="DIR",
     help="Let the SQL read files in DIR (read_csv('DIR/x.csv')); by default it reads the store only. Repeatable.",
 )
