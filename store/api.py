@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack, contextmanager, suppress
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Unpack
@@ -19,7 +19,7 @@ import duckdb
 import polars as pl
 
 from ood_store import schema, sqlfiles
-from ood_store.errors import InputError, StoreError
+from ood_store.errors import InputError, StoreError, StoreLockedError
 from ood_store.store import query, sandbox
 from ood_store.store.connection import DEFAULT_LOCK_TIMEOUT, connect, fetch_value
 from ood_store.store.damage import damaged
@@ -83,7 +83,8 @@ class Store:
         self._user_sql = ExitStack()  # holds the sandbox of a read-only store between queries
         self._closed = False
         self._sandbox_con: duckdb.DuckDBPyConnection | None = None
-        self._con = connect(path, read_only=read_only, lock_timeout=lock_timeout)
+        # The store's own connection; None while another process holds the store after _released.
+        self._live: duckdb.DuckDBPyConnection | None = connect(path, read_only=read_only, lock_timeout=lock_timeout)
         try:
             self.migrations_applied = self._prepare()
         except BaseException as exc:
@@ -114,10 +115,11 @@ class Store:
     def close(self) -> None:
         """Close the store. A store this object created for an ingest that added nothing, or for an
         evaluation that stopped before storing anything, is removed."""
-        discard = self._discard_if_empty and self._holds_nothing()
+        discard = self._discard_if_empty and self._live is not None and self._holds_nothing()
         self._closed = True
         self._user_sql.close()
-        self._con.close()
+        if self._live is not None:
+            self._live.close()
         if discard:
             for leftover in (self.path, self.path.with_name(self.path.name + ".wal")):
                 leftover.unlink(missing_ok=True)
@@ -130,10 +132,24 @@ class Store:
         :meth:`query` on a store opened for writing, whose sandbox attaches the file read-only.
         """
         self._con.close()
+        self._live = None
         try:
             yield
         finally:
-            self._con = connect(self.path, read_only=self.read_only, lock_timeout=self.lock_timeout)
+            # Another process may have taken the store meanwhile: what the block did stands, and the
+            # store is opened again when next used (the _con property), waiting for that process then.
+            with suppress(StoreLockedError):
+                self._live = connect(self.path, read_only=self.read_only, lock_timeout=self.lock_timeout)
+
+    @property
+    def _con(self) -> duckdb.DuckDBPyConnection:
+        """The store's own connection, opened again (waiting up to ``lock_timeout``) if another process
+        took the store while it was released."""
+        if self._live is None:
+            if self._closed:
+                raise StoreError(f"{self.path}: the store is closed")
+            self._live = connect(self.path, read_only=self.read_only, lock_timeout=self.lock_timeout)
+        return self._live
 
     def _holds_nothing(self) -> bool:
         try:
@@ -178,7 +194,7 @@ class Store:
         store (INSERT, CREATE, COPY, ATTACH, a DELETE inside a WITH, ``nextval()``, ...) are refused
         with a :class:`~ood_store.errors.QueryError`. On a store opened for writing, the store's own
         connection is closed while the query runs (DuckDB lets a process open a file read-only only
-        when it does not have it open for writing), so other processes may take the store meanwhile.
+        when it does not have it open for writing), so other processes may take the store meanwhile; the query's rows come back all the same, and the store is opened again, waiting for them, when next used.
         """
         with self._sandbox() as con:
             return query.read_only(con, sql, params)
@@ -198,20 +214,27 @@ class Store:
                 con = self._sandbox_con = self._user_sql.enter_context(opened)
             else:
                 con = self._sandbox_con
-            try:
+            with self._damage_named():
                 yield con
-            except duckdb.Error as exc:  # a block of the store that fails its checksum, met by the query
-                problem = damaged(self.path, exc)
-                if problem is None:
-                    raise
-                raise problem from None
+
+    @contextmanager
+    def _damage_named(self) -> Iterator[None]:
+        """A block of the store that fails its checksum, met by a query, as the store's one-line error."""
+        try:
+            yield
+        except duckdb.Error as exc:
+            problem = damaged(self.path, exc)
+            if problem is None:
+                raise
+            raise problem from None
 
     def _read(self, sql: str, /, **params: Any) -> pl.DataFrame:
         """The rows of ood-store's own SQL (a ``.sql`` file of the package) on the store's connection.
 
         Not checked and not in the sandbox: never for SQL that a user wrote (that is :meth:`query`).
         """
-        return query.rows(self._con, sql, params)
+        with self._damage_named():
+            return query.rows(self._con, sql, params)
 
     def runs(self) -> pl.DataFrame:
         """One row per run: attributes, checkpoints, steps, evaluations and tasks."""

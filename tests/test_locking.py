@@ -78,3 +78,28 @@ def test_python_api_raises_store_locked_error(db, hold):
     holder = hold(60)
     with pytest.raises(ood_store.StoreLockedError, match=f"process {holder.pid}"):
         ood_store.open(db, lock_timeout=0.2)
+
+
+def test_a_store_taken_while_a_query_ran_is_opened_again_when_next_used(db, monkeypatch):
+    """Store.query on a store opened for writing releases it while the sandbox reads it. When another
+    process takes it in that moment (planted: the first reopen finds it held), the query's rows still
+    come back, and the store is opened again, waiting for the holder, when it is next used."""
+    from ood_store.store import api
+
+    with ood_store.open(db) as store:
+        store.ingest([pythia_files("160m")[0]])
+        expected = store.query("SELECT count(*) AS n FROM scores")["n"].item()
+        runs = store.runs()
+        real, refused = api.connect, []
+
+        def held_once(*args, **kwargs):
+            if not refused:
+                refused.append(True)
+                raise ood_store.StoreLockedError(f"{db}: the store is in use by process 1 (python)")
+            return real(*args, **kwargs)
+
+        monkeypatch.setattr(api, "connect", held_once)
+        assert store.query("SELECT count(*) AS n FROM scores")["n"].item() == expected
+        assert refused == [True] and store._live is None  # not reopened yet: the holder has it
+        assert store.runs().equals(runs)  # opened again on use
+        assert store._live is not None
