@@ -194,7 +194,9 @@ class Store:
         store (INSERT, CREATE, COPY, ATTACH, a DELETE inside a WITH, ``nextval()``, ...) are refused
         with a :class:`~ood_store.errors.QueryError`. On a store opened for writing, the store's own
         connection is closed while the query runs (DuckDB lets a process open a file read-only only
-        when it does not have it open for writing), so other processes may take the store meanwhile; the query's rows come back all the same, and the store is opened again, waiting for them, when next used.
+        when it does not have it open for writing), so other processes may take the store meanwhile;
+        the query's rows come back all the same, and the store is opened again, waiting for them,
+        when next used.
         """
         with self._sandbox() as con:
             return query.read_only(con, sql, params)
