@@ -17,8 +17,10 @@
    names it. Run as root, the ingest gives up the capabilities that let root read
    any folder, so that the class of folders that cannot be listed is real.
 2. **Kill trials.** An ingest of ``--kill-files`` intact copies (some with their
-   samples files) is killed with SIGKILL at a random moment (every other trial,
-   near the moment a clean ingest wrote its rows), then run again to the end: the
+   samples files), committing every ``--kill-batch`` files (ingest's own batches
+   are 1,000 files: 500 would be one commit, and a kill would nearly always land
+   before it), is killed with SIGKILL at a random moment (every other trial, near
+   the moment a clean ingest's store had grown to half its final size), then run again to the end: the
    store must then hold the same rows as one clean ingest (every table, without
    ids and times). Each trial says what the kill left: no store yet, or how many
    evaluations the store held and how large a WAL.
@@ -144,6 +146,16 @@ def reading_restriction(workdir: Path) -> tuple[Any, bool]:
     except (subprocess.SubprocessError, OSError):
         return None, False
     return give_up_reading_everything, True
+
+
+def batched_ingest(files_per_commit: int) -> list[str]:
+    """``ood-store`` (the command line's own entry point) with ingest committing every ``files_per_commit``
+    files instead of ingest's default 1,000, so that a kill can land before, between or after commits."""
+    program = (
+        "import sys; from ood_store.ingest import pipeline; from ood_store.cli import main; "
+        f"pipeline.Batch.MAX_FILES = {int(files_per_commit)}; sys.argv[0] = 'ood-store'; main()"
+    )
+    return [sys.executable, "-c", program]
 
 
 def ingest(db: Path, *paths: Path, preexec: Any = None, timeout: float = 600) -> subprocess.CompletedProcess:
@@ -376,7 +388,7 @@ def clean_ingest(args, workdir: Path) -> Clean:
     folders = corpus(workdir, args.kill_files, args.seed + 1)
     db = fresh(workdir / "clean.duckdb")
     files = (db, db.with_name(db.name + ".wal"))
-    command = [OOD_STORE, "--db", str(db), "ingest", "-q", str(folders[0].parent)]
+    command = [*batched_ingest(args.kill_batch), "--db", str(db), "ingest", "-q", str(folders[0].parent)]
     start = time.monotonic()
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     sizes = []  # (seconds, bytes of the store and its WAL), every few milliseconds
@@ -404,7 +416,7 @@ def kill_trials(args, workdir: Path, clean: Clean, table: Trials) -> None:
         db = fresh(workdir / "killed.duckdb")
         anytime, near_the_commit = rng.uniform(0.05, 1.0) * clean.seconds, clean.writing + rng.uniform(-0.3, 0.1)
         at = anytime if trial % 2 else max(0.0, near_the_commit)
-        command = [OOD_STORE, "--db", str(db), "ingest", "-q", str(root)]
+        command = [*batched_ingest(args.kill_batch), "--db", str(db), "ingest", "-q", str(root)]
         process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         time.sleep(at)
         finished = process.poll() is not None
@@ -505,6 +517,12 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=500, help="Folders per ingest (default 500).")
     parser.add_argument("--kill-trials", type=int, default=20, help="SIGKILL trials (default 20).")
     parser.add_argument("--kill-files", type=int, default=500, help="Files of the killed ingest (default 500).")
+    parser.add_argument(
+        "--kill-batch",
+        type=int,
+        default=50,
+        help="Files per commit of the killed ingest (default 50; ingest's is 1,000).",
+    )
     parser.add_argument("--concurrent-trials", type=int, default=5, help="Trials of 4 concurrent ingests (default 5).")
     parser.add_argument("--seed", type=int, default=17)
     parser.add_argument("--timeout", type=float, default=600, help="Seconds an ingest may take (default 600).")
