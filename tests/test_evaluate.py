@@ -6,6 +6,7 @@ expectations; never from ood-store's own output."""
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import re
@@ -19,6 +20,8 @@ import pytest
 import ood_store
 from conftest import TOY_RUN, TOY_STEPS, TOY_TASKS, table_dump, toy_evaluate_args
 from ood_store.cli import main
+
+REFUSED = os.strerror(errno.ECONNREFUSED)  # the OS's words, as the message quotes them
 
 RUN = TOY_RUN
 
@@ -268,7 +271,7 @@ TOY = ["{run}", "--run", "r", "--tasks", "toy_nli", "--include-path", "{tasks}",
         ([*TOY, "--detach"], "Error: --detach: the inline executor runs in this process: choose local, slurm or ray"),
         (
             [*TOY, "--executor", "ray", "--ray-address", "{dead}"],
-            "Error: --ray-address: cannot connect to a Ray cluster at {dead}: Connection refused",
+            "Error: --ray-address: cannot connect to a Ray cluster at {dead}: " + REFUSED,
         ),
         (
             [*TOY, "--work-dir", "{tmp}/bad.toml/work"],
@@ -299,10 +302,7 @@ def test_the_command_reads_ray_address_from_the_environment(runner, toy_run, tmp
         main, ["--db", str(db), "evaluate", *args, "--executor", "ray"], env={"RAY_ADDRESS": dead_address}
     )
     assert result.exit_code == 1 and "Traceback" not in result.output
-    assert (
-        result.output
-        == f"Error: --ray-address: cannot connect to a Ray cluster at {dead_address}: Connection refused\n"
-    )
+    assert result.output == f"Error: --ray-address: cannot connect to a Ray cluster at {dead_address}: {REFUSED}\n"
     assert not db.exists() and not (tmp_path / "out").exists()
 
 
