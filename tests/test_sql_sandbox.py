@@ -43,6 +43,11 @@ def query(runner, db, *args):
     return result
 
 
+# The attempts that DuckDB runs, without effect, in the sandbox without ood-store's statement check
+# (a CHECKPOINT of a read-only attached store writes nothing); every other attempt is refused there too.
+RUN_WITHOUT_EFFECT = {"SELECT * FROM checkpoint()", "CHECKPOINT", "CALL checkpoint()", "VACUUM", "USE another database"}
+
+
 @pytest.mark.parametrize("mode", hostile_sql.MODES)
 @pytest.mark.parametrize("attempt", hostile_sql.ATTEMPTS, ids=lambda attempt: attempt.name)
 def test_hostile_sql_changes_nothing_and_reads_nothing(attempt, mode, pristine, tmp_path):
@@ -51,7 +56,7 @@ def test_hostile_sql_changes_nothing_and_reads_nothing(attempt, mode, pristine, 
     assert outcome.files_changed == [], outcome.output
     assert outcome.leaked == [], outcome.output
     assert not outcome.traceback, outcome.output
-    if mode != "sandbox alone":  # there, DuckDB may run a statement that has no effect (CHECKPOINT, USE)
+    if not (mode == "sandbox alone" and attempt.name in RUN_WITHOUT_EFFECT):
         assert outcome.refused, outcome.output
 
 
