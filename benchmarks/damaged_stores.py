@@ -27,23 +27,18 @@ from pathlib import Path
 
 import duckdb
 from click.testing import CliRunner
+from common import PYTHIA, pythia_160m_store
 from trial_table import collect, report
 
-import ood_store
 from ood_store.cli import main as cli
 
-ROOT = Path(__file__).resolve().parents[1]
-PYTHIA = ROOT / "tests" / "fixtures" / "lm-eval-real" / "pythia-v1"
 HEADERS = 3 * 4096  # DuckDB's file header and its two database headers come before the first block
 KIND = "damaged store"
 
 
 def make_store(folder: Path) -> Path:
     """The store to damage: the 27 Pythia-160M files, closed (everything checkpointed into the file)."""
-    db = folder / "pristine.duckdb"
-    with ood_store.open(db) as store:
-        assert store.ingest(sorted((PYTHIA / "pythia-160m" / "zero-shot").glob("*.json"))).ok
-    return db
+    return pythia_160m_store(folder)
 
 
 def block_offset(db: Path, table: str) -> int:

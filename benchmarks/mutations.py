@@ -32,14 +32,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-FIXTURES = ROOT / "tests" / "fixtures"
-REAL = FIXTURES / "lm-eval-real"
+from common import REAL, V0413
+
 # Results files without their samples (the evaleval file's samples are its folder source's).
 RESULTS_SOURCES = sorted(REAL.rglob("*.json"))
 # Results files with their per-sample files beside them.
 FOLDER_SOURCES = [
-    *sorted((FIXTURES / "lm-eval-0.4.13" / "out").iterdir()),
+    *sorted(V0413.iterdir()),
     REAL / "v0.4" / "evaleval" / "lm_eval",
 ]
 

@@ -40,7 +40,6 @@ from __future__ import annotations
 
 import argparse
 import ctypes
-import hashlib
 import importlib
 import importlib.util
 import os
@@ -62,9 +61,9 @@ import duckdb
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import mutations  # noqa: E402
 import trial_table  # noqa: E402
+from common import OOD_STORE, fresh, sha256  # noqa: E402
 from mutations import ANY, BAD, NOT_STORED, STORE, Item  # noqa: E402
 
-OOD_STORE = str(Path(sys.executable).parent / "ood-store")
 ITEM = re.compile(r"[/\\](item\d+)(?:[/\\]|$)")
 RAW_LOCK_ERRORS = ("Could not set lock", "Conflicting lock", "IO Error")
 # The rows a store holds, without ids and times, each evaluation by its content hash.
@@ -170,12 +169,6 @@ def canonical(db: Path) -> dict[str, list[str]]:
         con.close()
 
 
-def fresh(db: Path) -> Path:
-    for leftover in (db, db.with_name(db.name + ".wal")):
-        leftover.unlink(missing_ok=True)
-    return db
-
-
 # --- 1. mutated files -----------------------------------------------------------------------------
 
 
@@ -190,10 +183,6 @@ def reference_scores(workdir: Path) -> dict[str, dict[tuple, tuple]]:
     for content_hash, *score in query(db, SCORES.replace("e.source_path", "e.content_hash")):
         out[content_hash][tuple(score[:4])] = tuple(score[4:])
     return out
-
-
-def digest(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def plan(rng: random.Random, files: int, kinds: list[mutations.Kind]) -> list[mutations.Kind]:
@@ -301,7 +290,7 @@ def judge(item: Item, stored: dict[str, Any] | None, named: list[str], reference
         return f"stored with {stored['samples'].get(task, 0)} of the {missing[task]} samples of {task}"
     if item.expect == ANY:
         return None
-    return _same_scores(item, stored["scores"], reference[digest(item.source)])
+    return _same_scores(item, stored["scores"], reference[sha256(item.source)])
 
 
 def _same_scores(item: Item, got: dict[tuple, tuple], expected: dict[tuple, tuple]) -> str | None:
