@@ -59,12 +59,10 @@ import time
 from pathlib import Path
 
 import numpy as np
+from common import PYTHIA
 
 import ood_store
 from ood_store.analysis import partial_correlations
-
-ROOT = Path(__file__).resolve().parents[1]
-PYTHIA = ROOT / "tests" / "fixtures" / "lm-eval-real" / "pythia-v1"
 
 
 def write_results(folder: Path, runs: int, tasks: int, checkpoints: int, seed: int = 0) -> None:

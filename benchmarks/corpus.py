@@ -20,9 +20,9 @@ import json
 import random
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-PYTHIA = ROOT / "tests" / "fixtures" / "lm-eval-real" / "pythia-v1"
-V0413 = ROOT / "tests" / "fixtures" / "lm-eval-0.4.13" / "out" / "toy-run__checkpoint-10"
+from common import PYTHIA, V0413
+
+CHECKPOINT = V0413 / "toy-run__checkpoint-10"
 
 ZERO_SHOT_STEPS = [0, 1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1000] + list(range(3000, 144000, 10000))
 FIVE_SHOT_STEPS = list(range(3000, 144000, 10000))
@@ -79,14 +79,14 @@ def _nudged(entry: dict, rng: random.Random) -> dict:
 def samples_checkpoint(out: Path, rows_per_task: int, tasks: tuple[str, ...] = ("toy_nli", "toy_nli_yn", "toy_gen")):
     """Write one checkpoint's results file and ``rows_per_task`` lines of per-sample file per task; returns them."""
     out.mkdir(parents=True, exist_ok=True)
-    results = json.loads(next(V0413.glob("results_*.json")).read_text())
-    stamp = next(V0413.glob("results_*.json")).name.removeprefix("results_").removesuffix(".json")
+    results = json.loads(next(CHECKPOINT.glob("results_*.json")).read_text())
+    stamp = next(CHECKPOINT.glob("results_*.json")).name.removeprefix("results_").removesuffix(".json")
     for task in tasks:
         results["results"][task]["sample_len"] = rows_per_task
     (out / f"results_{stamp}.json").write_text(json.dumps(results, indent=2))
     files = []
     for task in tasks:
-        template = json.loads(next(V0413.glob(f"samples_{task}_*.jsonl")).read_text().splitlines()[0])
+        template = json.loads(next(CHECKPOINT.glob(f"samples_{task}_*.jsonl")).read_text().splitlines()[0])
         rng = random.Random(task)
         path = out / f"samples_{task}_{stamp}.jsonl"
         with path.open("w") as fh:

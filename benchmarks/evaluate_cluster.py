@@ -222,7 +222,7 @@ def main() -> None:
             print(f"inline / local (2 workers): {median['inline'] / median['local']:.2f}x (target >= 1.6x)")
             print(f"inline with 1 thread / local (2 workers): {median['inline-1'] / median['local']:.2f}x")
             # Inline already spreads the forward passes over the cores (torch's threads): two one-thread
-            # workers can at best halve inline-1's time, so this is the most any number of workers can gain.
+            # workers can at best halve inline-1's time, so this is the most these two workers can gain.
             ceiling = median["inline"] / (median["inline-1"] / 2)
             print(f"ceiling for 2 workers (inline / half of inline with 1 thread): {ceiling:.2f}x")
         if args.skip_overhead:

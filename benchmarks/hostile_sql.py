@@ -24,7 +24,6 @@ returns the rows, for benchmarks/reliability.py.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import shutil
 import sys
 import tempfile
@@ -34,14 +33,12 @@ from pathlib import Path
 
 import duckdb
 from click.testing import CliRunner
+from common import pythia_160m_store, sha256
 from trial_table import collect, report
 
 import ood_store
 from ood_store.cli import main as cli
 from ood_store.store.sandbox import sandbox
-
-ROOT = Path(__file__).resolve().parents[1]
-PYTHIA_160M = ROOT / "tests" / "fixtures" / "lm-eval-real" / "pythia-v1" / "pythia-160m" / "zero-shot"
 
 #: The planted secret's content; the file's name holds NAME_MARK. Neither may come out.
 SECRET = "ood-store-secret-7d41"
@@ -158,11 +155,7 @@ class Outcome:
 
 def make_store(folder: Path) -> Path:
     """A small store to attack (five Pythia-160M files), made once and copied for each attempt."""
-    db = folder / "pristine.duckdb"
-    with ood_store.open(db) as store:
-        report = store.ingest(sorted(PYTHIA_160M.glob("*.json"))[:5])
-        assert report.ok and len(report.ingested) == 5, report
-    return db
+    return pythia_160m_store(folder, files=5)
 
 
 def run(attempt: Attempt, mode: str, pristine: Path, folder: Path) -> Outcome:
@@ -177,14 +170,14 @@ def run(attempt: Attempt, mode: str, pristine: Path, folder: Path) -> Outcome:
     sql = attempt.sql.format(
         secret=secret, secret_dir=secret_dir, out=folder / "out.csv", outdir=folder / "export", other=folder / "o.db"
     )
-    before, digest = _files(folder), _sha256(db)
+    before, digest = _files(folder), sha256(db)
     with contextlib.chdir(folder), _temporary_folder(folder / "tmp"):
         refused, output, traceback = _run_sql(db, sql, mode)
     markers = [SECRET, "root:"] + ([NAME_MARK] if NAME_MARK not in sql else [])
     return Outcome(
         refused=refused,
         output=output,
-        store_changed=_sha256(db) != digest,
+        store_changed=sha256(db) != digest,
         files_changed=sorted(set(_files(folder)) ^ set(before)),
         leaked=[marker for marker in markers if marker in output],
         traceback=traceback,
@@ -229,10 +222,6 @@ def _temporary_folder(folder: Path) -> Iterator[None]:
 
 def _files(folder: Path) -> list[str]:
     return sorted(str(p.relative_to(folder)) for p in folder.rglob("*"))
-
-
-def _sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def trials(workdir: Path) -> list[tuple[str, str, bool, str]]:

@@ -24,9 +24,7 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-PYTHIA = ROOT / "tests" / "fixtures" / "lm-eval-real" / "pythia-v1"
-OOD_STORE = [str(Path(sys.executable).parent / "ood-store")]
+from common import OOD_STORE, PYTHIA
 
 NAIVE = r"""
 import json, sys, glob, duckdb
@@ -70,12 +68,12 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         for i in range(args.repeats):
             db = Path(tmp) / f"store{i}.duckdb"
-            times["startup"].append(timed([*OOD_STORE, "--version"]))
+            times["startup"].append(timed([OOD_STORE, "--version"]))
             for name, mode in (("minimal", "bulk"), ("naive", "executemany")):
                 script_db = Path(tmp) / f"{name}{i}.duckdb"
                 times[name].append(timed([sys.executable, "-c", NAIVE, str(script_db), str(PYTHIA), mode]))
-            times["ingest"].append(timed([*OOD_STORE, "--db", str(db), "ingest", "-q", str(PYTHIA)]))
-            times["re-ingest"].append(timed([*OOD_STORE, "--db", str(db), "ingest", "-q", str(PYTHIA)]))
+            times["ingest"].append(timed([OOD_STORE, "--db", str(db), "ingest", "-q", str(PYTHIA)]))
+            times["re-ingest"].append(timed([OOD_STORE, "--db", str(db), "ingest", "-q", str(PYTHIA)]))
     median = {name: statistics.median(values) for name, values in times.items()}
     print(f"{len(files)} files, {args.repeats} repeats, median whole-process wall time:")
     for name, value in median.items():

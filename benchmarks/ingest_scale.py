@@ -32,9 +32,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import corpus  # noqa: E402
+from common import OOD_STORE, fresh  # noqa: E402
 from ingest_pythia import NAIVE  # noqa: E402  (json.load every file, collect rows, insert them in one go)
-
-OOD_STORE = str(Path(sys.executable).parent / "ood-store")
 
 READ_JSON = r"""
 import sys, duckdb
@@ -57,12 +56,6 @@ def run(command: list[str]) -> tuple[float, int]:
 
 def ingest(db: Path, *paths: Path) -> list[str]:
     return [OOD_STORE, "--db", str(db), "ingest", "-q", *map(str, paths)]
-
-
-def fresh(path: Path) -> Path:
-    for leftover in (path, path.with_name(path.name + ".wal")):
-        leftover.unlink(missing_ok=True)
-    return path
 
 
 def main() -> None:

@@ -32,14 +32,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-FIXTURES = ROOT / "tests" / "fixtures"
-REAL = FIXTURES / "lm-eval-real"
+from common import REAL, V0413
+
 # Results files without their samples (the evaleval file's samples are its folder source's).
 RESULTS_SOURCES = sorted(REAL.rglob("*.json"))
 # Results files with their per-sample files beside them.
 FOLDER_SOURCES = [
-    *sorted((FIXTURES / "lm-eval-0.4.13" / "out").iterdir()),
+    *sorted(V0413.iterdir()),
     REAL / "v0.4" / "evaleval" / "lm_eval",
 ]
 
@@ -66,6 +65,8 @@ class Item:
     source: Path  # the fixture results file it copies (for the reference scores)
     samples: dict[str, int] = field(default_factory=dict)  # task -> lines, of the samples files left intact
     planted: tuple[str, str, str, str, float | None] | None = None  # task, metric, filter, column, value
+    results_mutated: bool = False  # its results file is broken (else it holds its source's scores)
+    broken_samples: tuple[str, int] | None = None  # the broken samples file's task and lines, as broken
 
 
 @dataclass(frozen=True)
@@ -471,6 +472,7 @@ def results_item(rng: random.Random, item: Item, mutate: Callable[[random.Random
         item.folder.mkdir(parents=True)
         results = item.folder / item.source.name
     results.write_bytes(mutate(rng, _marked(item.source, item.name), item))
+    item.results_mutated = mutate is not intact
 
 
 def samples_item(rng: random.Random, item: Item, mutate: Callable[[random.Random, Path], None]) -> None:
@@ -480,6 +482,7 @@ def samples_item(rng: random.Random, item: Item, mutate: Callable[[random.Random
     broken = rng.choice(samples)
     del item.samples[_task(broken)]
     mutate(rng, broken)
+    item.broken_samples = (_task(broken), sum(1 for line in broken.read_bytes().splitlines() if line.strip()))
 
 
 # --- things on disk that are not files to read -----------------------------------------------------

@@ -11,19 +11,27 @@
    rejects a file, names every rejection in one line that belongs to a file of
    the batch, and leaves no score or sample without its evaluation. A file holds
    when it gets what its class says (``BAD``: not stored, and named;
-   ``NOT_STORED``: not stored; ``ANY``: stored whole, or not at all; ``STORE``:
-   stored with the scores its source file has when ingested alone into a fresh
-   store, and a planted NaN or Infinity as the rule says) and no "internal error"
-   names it. Run as root, the ingest gives up the capabilities that let root read
-   any folder, so that the class of folders that cannot be listed is real.
+   ``NOT_STORED``: not stored; ``ANY``: stored whole, or else named, or skipped as
+   JSON without a ``results`` object; ``STORE``: stored) and no "internal error"
+   names it. Stored means whole: every samples file's lines (a broken samples
+   file's too, as many as it has left), and, where its results file is intact or
+   the class is ``STORE``, the scores its source file has when ingested alone
+   into a fresh store (a planted NaN or Infinity as the rule says). Run as root,
+   the ingest gives up the capabilities that let root read any folder, so that
+   the class of folders that cannot be listed is real.
 2. **Kill trials.** An ingest of ``--kill-files`` intact copies (some with their
-   samples files), committing every ``--kill-batch`` files (ingest's own batches
-   are 1,000 files: 500 would be one commit, and a kill would nearly always land
-   before it), is killed with SIGKILL at a random moment (every other trial, near
-   the moment a clean ingest's store had grown to half its final size), then run again to the end: the
-   store must then hold the same rows as one clean ingest (every table, without
-   ids and times). Each trial says what the kill left: no store yet, or how many
-   evaluations the store held and how large a WAL.
+   samples files), committing them in batches of a tenth (ood-store's CLI with
+   ``Batch.MAX_FILES`` set so, where it is 1,000), is killed with SIGKILL at a
+   random moment: every other trial at any moment of a clean ingest's time, the
+   others at a moment drawn evenly from the first appearance of its store file to
+   its end, so that kills land before the first commit, between two and after
+   the last. What the kill left must be whole batches: no row without its
+   evaluation, every stored file with all its evaluations, and a whole number of
+   batches of files stored (read from a copy of the store and its WAL). Then it
+   is run again to the end: the store must then hold the same rows as one clean
+   ingest (every table, without ids and times). Each trial says what the kill
+   left: no store yet, or how many files and batches the store held and how
+   large a WAL.
 3. **Concurrent ingests.** Four ``ood-store ingest`` processes, each given three
    quarters of the same files, start together on one new store: each must exit 0
    with no raw lock error, and the store must hold every file once, the same
@@ -41,10 +49,11 @@ one (tests/test_reliability.py).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import ctypes
-import hashlib
 import importlib
 import importlib.util
+import json
 import os
 import random
 import re
@@ -64,9 +73,9 @@ import duckdb
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import mutations  # noqa: E402
 import trial_table  # noqa: E402
+from common import OOD_STORE, fresh, sha256  # noqa: E402
 from mutations import ANY, BAD, NOT_STORED, STORE, Item  # noqa: E402
 
-OOD_STORE = str(Path(sys.executable).parent / "ood-store")
 ITEM = re.compile(r"[/\\](item\d+)(?:[/\\]|$)")
 RAW_LOCK_ERRORS = ("Could not set lock", "Conflicting lock", "IO Error")
 # The rows a store holds, without ids and times, each evaluation by its content hash.
@@ -84,9 +93,11 @@ ORPHANS = (
     "SELECT (SELECT count(*) FROM evaluation_scores WHERE evaluation_id NOT IN (SELECT evaluation_id FROM evaluations))"
     " + (SELECT count(*) FROM samples WHERE evaluation_id NOT IN (SELECT evaluation_id FROM evaluations))"
 )
+# Every evaluation with its scores; an evaluation without scores as one row of NULLs (task NULL).
 SCORES = (
     "SELECT e.source_path, s.task, s.num_fewshot, s.metric, s.filter, s.value, s.stderr, s.n_samples, "
-    "s.is_group, s.higher_is_better, s.task_version FROM evaluation_scores s JOIN evaluations e USING (evaluation_id)"
+    "s.is_group, s.higher_is_better, s.task_version "
+    "FROM evaluations e LEFT JOIN evaluation_scores s USING (evaluation_id)"
 )
 
 
@@ -106,9 +117,9 @@ class Trials:
         self.register([cls])
         self.rows.append((cls, trial, failure is None, failure or "held"))
 
-    def report(self) -> int:
-        """The failed rows and the table (trial_table.report); the exit status."""
-        return trial_table.report(sorted(self.rows, key=lambda row: self.order[row[0]]), every_row=False)
+    def sorted(self) -> list[trial_table.Row]:
+        """Every row, its class's in the order the classes were registered."""
+        return sorted(self.rows, key=lambda row: self.order[row[0]])
 
 
 # --- running ood-store --------------------------------------------------------------------------
@@ -148,20 +159,27 @@ def reading_restriction(workdir: Path) -> tuple[Any, bool]:
     return give_up_reading_everything, True
 
 
-def batched_ingest(files_per_commit: int) -> list[str]:
-    """``ood-store`` (the command line's own entry point) with ingest committing every ``files_per_commit``
-    files instead of ingest's default 1,000, so that a kill can land before, between or after commits."""
-    program = (
-        "import sys; from ood_store.ingest import pipeline; from ood_store.cli import main; "
-        f"pipeline.Batch.MAX_FILES = {int(files_per_commit)}; sys.argv[0] = 'ood-store'; main()"
-    )
-    return [sys.executable, "-c", program]
+#: ``ood-store`` itself, its ingest committing every {} files instead of every Batch.MAX_FILES (1,000).
+SMALL_BATCHES = (
+    "from ood_store.ingest import pipeline; pipeline.Batch.MAX_FILES = {}; "
+    "from ood_store.cli import main; main(prog_name='ood-store')"
+)
+
+
+def ingest_command(db: Path, *paths: Path, batch_files: int | None = None) -> list[str]:
+    """``ood-store ingest -q`` of ``paths`` into ``db``; with ``batch_files``, committing every that many files."""
+    program = [OOD_STORE] if batch_files is None else [sys.executable, "-c", SMALL_BATCHES.format(batch_files)]
+    return [*program, "--db", str(db), "--lock-timeout", "600", "ingest", "-q", *map(str, paths)]
 
 
 def ingest(db: Path, *paths: Path, preexec: Any = None, timeout: float = 600) -> subprocess.CompletedProcess:
-    command = [OOD_STORE, "--db", str(db), "--lock-timeout", "600", "ingest", "-q", *map(str, paths)]
     return subprocess.run(
-        command, capture_output=True, text=True, errors="backslashreplace", timeout=timeout, preexec_fn=preexec
+        ingest_command(db, *paths),
+        capture_output=True,
+        text=True,
+        errors="backslashreplace",
+        timeout=timeout,
+        preexec_fn=preexec,
     )
 
 
@@ -182,12 +200,6 @@ def canonical(db: Path) -> dict[str, list[str]]:
         con.close()
 
 
-def fresh(db: Path) -> Path:
-    for leftover in (db, db.with_name(db.name + ".wal")):
-        leftover.unlink(missing_ok=True)
-    return db
-
-
 # --- 1. mutated files -----------------------------------------------------------------------------
 
 
@@ -200,12 +212,9 @@ def reference_scores(workdir: Path) -> dict[str, dict[tuple, tuple]]:
         raise SystemExit(f"the intact sources do not ingest:\n{result.stderr}")
     out: dict[str, dict[tuple, tuple]] = defaultdict(dict)
     for content_hash, *score in query(db, SCORES.replace("e.source_path", "e.content_hash")):
-        out[content_hash][tuple(score[:4])] = tuple(score[4:])
+        if score[0] is not None:
+            out[content_hash][tuple(score[:4])] = tuple(score[4:])
     return out
-
-
-def digest(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def plan(rng: random.Random, files: int, kinds: list[mutations.Kind]) -> list[mutations.Kind]:
@@ -216,6 +225,8 @@ def plan(rng: random.Random, files: int, kinds: list[mutations.Kind]) -> list[mu
 
 
 BATCHES = "batches: no traceback, exit status, one line each"
+KILLS = "SIGKILL, then ingest again"
+CONCURRENT = "4 concurrent ingests"
 
 
 def run_batch(db: Path, folder: Path, items: list[Item], reference, preexec, timeout: float, table: Trials) -> None:
@@ -275,8 +286,9 @@ def _stored(db: Path, folder: Path) -> dict[str, dict[str, Any]]:
             match = ITEM.search(path[len(prefix) - 1 :])
             if match:
                 out.setdefault(match.group(1), {"scores": {}, "samples": {}, "paths": set()})
-                out[match.group(1)]["scores"][tuple(score[:4])] = tuple(score[4:])
                 out[match.group(1)]["paths"].add(path)
+                if score[0] is not None:  # not the NULL row of an evaluation without scores
+                    out[match.group(1)]["scores"][tuple(score[:4])] = tuple(score[4:])
     samples = query(
         db,
         "SELECT e.source_path, s.task, count(*) FROM samples s JOIN evaluations e USING (evaluation_id) GROUP BY ALL",
@@ -302,18 +314,38 @@ def judge(item: Item, stored: dict[str, Any] | None, named: list[str], reference
     if item.expect == NOT_STORED:
         return "stored" if stored is not None else None
     if stored is None:
-        return "not stored" if item.expect == STORE else None
+        if item.expect == STORE:
+            return "not stored"
+        # ANY: not stored is rejected, and named; or skipped, where the file is no results file at all
+        return None if named or _not_a_results_file(item) else "neither stored nor named"
     if named:
         return f"stored, and named: {named[0]}"
     if not stored["scores"]:
         return "an evaluation without scores"
-    missing = {task: lines for task, lines in item.samples.items() if stored["samples"].get(task, 0) != lines}
+    # Stored whole: every samples file's lines, the broken one's too (a samples file the ingest cannot read
+    # rejects its results file, so a stored item has read it, and all of it).
+    expected_samples = dict(item.samples)
+    if item.broken_samples is not None:
+        expected_samples[item.broken_samples[0]] = item.broken_samples[1]
+    missing = {task: lines for task, lines in expected_samples.items() if stored["samples"].get(task, 0) != lines}
     if missing:
         task = next(iter(missing))
         return f"stored with {stored['samples'].get(task, 0)} of the {missing[task]} samples of {task}"
-    if item.expect == ANY:
-        return None
-    return _same_scores(item, stored["scores"], reference[digest(item.source)])
+    if item.results_mutated and item.expect == ANY:
+        return None  # a broken results file stored: whatever scores it still holds
+    return _same_scores(item, stored["scores"], reference[sha256(item.source)])
+
+
+def _not_a_results_file(item: Item) -> bool:
+    """Whether the item's results file is JSON without a top-level ``results`` object (ingest skips it)."""
+    files = list(item.folder.glob("*.json")) if item.folder.is_dir() else []
+    if len(files) != 1:
+        return False
+    try:
+        doc = json.loads(files[0].read_bytes())
+    except (ValueError, RecursionError):
+        return False  # not JSON: it must be named
+    return not isinstance(doc, dict) or not isinstance(doc.get("results"), dict)
 
 
 def _same_scores(item: Item, got: dict[tuple, tuple], expected: dict[tuple, tuple]) -> str | None:
@@ -372,97 +404,131 @@ def corpus(workdir: Path, files: int, seed: int) -> list[Path]:
     return folders
 
 
+#: The killed ingest commits its files in about this many batches (the clean one's too), so that a kill
+#: lands before the first commit, between two, or after the last.
+KILL_COMMITS = 10
+
+
 @dataclass(frozen=True)
 class Clean:
-    """The corpus of the kill and concurrency trials, and its clean ingest: the rows it left, how long it
-    took, and when it wrote them (the seconds from its start to the moment its store files had grown to
-    half their final size: the commit)."""
+    """The corpus of the kill and concurrency trials, and its clean ingest (committing every ``batch_files``
+    files): the rows it left, how many evaluations each file gave, how long it took, and when its store
+    file first appeared (the schema's commit, before any file's: kills from then on land among the commits)."""
 
     folders: list[Path]
     rows: dict[str, list[str]]
+    evaluations: dict[str, int]  # source path -> evaluations
+    batch_files: int
     seconds: float
-    writing: float
+    first_commit: float
+
+
+def _size(path: Path) -> int:
+    """Bytes of ``path``, 0 when it is not there (DuckDB removes its WAL at a checkpoint: no exists() first)."""
+    try:
+        return path.stat().st_size
+    except FileNotFoundError:
+        return 0
 
 
 def clean_ingest(args, workdir: Path) -> Clean:
     folders = corpus(workdir, args.kill_files, args.seed + 1)
+    batch_files = -(-len(folders) // KILL_COMMITS)
     db = fresh(workdir / "clean.duckdb")
     files = (db, db.with_name(db.name + ".wal"))
-    command = [*batched_ingest(args.kill_batch), "--db", str(db), "ingest", "-q", str(folders[0].parent)]
     start = time.monotonic()
+    command = ingest_command(db, folders[0].parent, batch_files=batch_files)
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    sizes = []  # (seconds, bytes of the store and its WAL), every few milliseconds
+    first_commit = None  # seconds from the start to the first moment the store's files held any bytes
     while process.poll() is None:
-        sizes.append((time.monotonic() - start, sum(f.stat().st_size for f in files if f.exists())))
+        if first_commit is None and sum(map(_size, files)):
+            first_commit = time.monotonic() - start
         time.sleep(0.005)
     seconds = time.monotonic() - start
     if process.returncode != 0:
         raise SystemExit(f"the clean ingest of the trials' corpus failed:\n{process.stderr.read()}")
-    largest = max((size for _, size in sizes), default=0)
-    writing = next((t for t, size in sizes if size >= largest / 2), seconds)
-    return Clean(folders, canonical(db), seconds, writing)
+    evaluations = dict(query(db, "SELECT source_path, count(*) FROM evaluations GROUP BY ALL"))
+    return Clean(folders, canonical(db), evaluations, batch_files, seconds, first_commit or 0.0)
 
 
 def kill_trials(args, workdir: Path, clean: Clean, table: Trials) -> None:
-    """SIGKILL an ingest, then run it again: every other trial at any moment, the others about when it writes."""
+    """SIGKILL an ingest, then run it again: every other trial at any moment, the others while it commits."""
     root = clean.folders[0].parent
+    batches = -(-len(clean.folders) // clean.batch_files)
     print(
-        f"2. {args.kill_trials} kill trials: a clean ingest of {len(clean.folders)} files takes {clean.seconds:.1f} s "
-        f"and writes its rows at about {clean.writing:.2f} s:",
+        f"2. {args.kill_trials} kill trials: a clean ingest of {len(clean.folders)} files in {batches} commits of "
+        f"{clean.batch_files} files takes {clean.seconds:.1f} s, its store appearing at {clean.first_commit:.2f} s:",
         flush=True,
     )
     rng = random.Random(args.seed + 2)
     for trial in range(args.kill_trials):
         db = fresh(workdir / "killed.duckdb")
-        anytime, near_the_commit = rng.uniform(0.05, 1.0) * clean.seconds, clean.writing + rng.uniform(-0.3, 0.1)
-        at = anytime if trial % 2 else max(0.0, near_the_commit)
-        command = [*batched_ingest(args.kill_batch), "--db", str(db), "ingest", "-q", str(root)]
-        process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        anytime, among_the_commits = rng.uniform(0.05, 1.0), rng.uniform(clean.first_commit, clean.seconds)
+        at = anytime * clean.seconds if trial % 2 else among_the_commits
+        process = subprocess.Popen(
+            ingest_command(db, root, batch_files=clean.batch_files),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         time.sleep(at)
         finished = process.poll() is not None
         process.send_signal(signal.SIGKILL)
         process.wait()
-        left = "it had finished" if finished else _left_by_kill(db, workdir / "kill-copy")
+        left, problems = ("it had finished", []) if finished else _left_by_kill(db, workdir / "kill-copy", clean)
         again = ingest(db, root)
-        problems = []
         if again.returncode != 0 or "Traceback" in again.stderr:
             problems.append(f"the rerun exited {again.returncode}: {again.stderr.strip()[-300:]}")
         else:
             problems += _differences(canonical(db), clean.rows)
-        verdict = "; ".join(problems) or "the rerun's store equals the clean one"
+        verdict = "; ".join(problems) or "whole batches left, and the rerun's store equals the clean one"
         print(f"  trial {trial}: killed at {at:.2f} s ({left}): {verdict}", flush=True)
-        table.add(
-            "SIGKILL, then ingest again", f"trial {trial}, killed at {at:.2f} s ({left})", verdict if problems else None
-        )
+        table.add(KILLS, f"trial {trial}, killed at {at:.2f} s ({left})", verdict if problems else None)
 
 
-def _left_by_kill(db: Path, scratch: Path) -> str:
-    """What a killed ingest left: no store, or how many evaluations its store holds (read from a copy, WAL
-    and all, so that the rerun meets the files as the kill left them)."""
+def _left_by_kill(db: Path, scratch: Path, clean: Clean) -> tuple[str, list[str]]:
+    """What a killed ingest left (no store, or how many batches its store holds and the WAL), and what is
+    wrong with it: rows without their evaluation, a file stored in part, or files that are not a whole
+    number of the batches it commits (the batches are flushed by bytes of samples too, at 1 GiB, which
+    these files never reach). Read from a copy, WAL and all, so that the rerun meets the files as the
+    kill left them."""
     wal = db.with_name(db.name + ".wal")
     if not db.exists():
-        return "no store file yet"
+        return "no store file yet", []
     shutil.rmtree(scratch, ignore_errors=True)
     scratch.mkdir()
     shutil.copyfile(db, scratch / db.name)
-    if wal.exists():
+    with contextlib.suppress(FileNotFoundError):
         shutil.copyfile(wal, scratch / wal.name)
+    wal_bytes = _size(scratch / wal.name)
     try:
         con = duckdb.connect(str(scratch / db.name))
         try:
             tables = {name for (name,) in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
-            count = con.execute("SELECT count(*) FROM evaluations").fetchone()[0] if "evaluations" in tables else None
+            if "evaluations" not in tables:
+                return "no tables yet", []
+            stored = dict(con.execute("SELECT source_path, count(*) FROM evaluations GROUP BY ALL").fetchall())
+            orphans = con.execute(ORPHANS).fetchone()[0]
         finally:
             con.close()
     except duckdb.Error as exc:
-        return f"a store DuckDB cannot open: {str(exc).splitlines()[0][:100]}"
-    stored = "no tables yet" if count is None else f"{count} evaluations stored"
-    return stored + (f", a WAL of {wal.stat().st_size / 1e6:.2f} MB left" if wal.exists() else "")
+        return "a store DuckDB cannot open", [f"DuckDB cannot open it: {str(exc).splitlines()[0][:100]}"]
+    problems = [f"{orphans} rows without their evaluation"] if orphans else []
+    part = sorted(path for path, n in stored.items() if n != clean.evaluations.get(path))
+    if part:
+        problems.append(f"{len(part)} files stored otherwise than by the clean ingest, e.g. {part[0]}")
+    if len(stored) % clean.batch_files and len(stored) != len(clean.folders):
+        problems.append(f"{len(stored)} files stored: not whole batches of {clean.batch_files}")
+    batches = f"{len(stored) / clean.batch_files:g} x {clean.batch_files}"
+    left = f"{len(stored)} files = {batches}, {sum(stored.values())} evaluations"
+    return left + (f", a WAL of {wal_bytes / 1e6:.2f} MB" if wal_bytes else ""), problems
 
 
 def _differences(got: dict[str, list[str]], expected: dict[str, list[str]]) -> list[str]:
     differ = [name for name in expected if got[name] != expected[name]]
     return [f"tables differ from a clean ingest's: {', '.join(differ)}"] if differ else []
+
+
+CONCURRENT_TIMEOUT = 1800
 
 
 def concurrent_trials(args, workdir: Path, clean: Clean, table: Trials) -> None:
@@ -475,16 +541,25 @@ def concurrent_trials(args, workdir: Path, clean: Clean, table: Trials) -> None:
         processes = []
         for k in range(4):
             mine = [f for i, f in enumerate(folders) if (i + trial) % 4 != k]
-            command = [OOD_STORE, "--db", str(db), "--lock-timeout", "600", "ingest", "-q", *map(str, mine)]
+            command = ingest_command(db, *mine)
             processes.append(subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
         problems = []
+        deadline = time.monotonic() + CONCURRENT_TIMEOUT
         for k, process in enumerate(processes):
-            out, err = process.communicate(timeout=1800)
+            try:
+                out, err = process.communicate(timeout=max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                for each in processes:
+                    each.kill()
+                for each in processes:
+                    each.communicate()
+                problems.append(f"process {k} had not finished after {CONCURRENT_TIMEOUT} s: all four killed")
+                break
             if process.returncode != 0 or "Traceback" in out + err or any(e in out + err for e in RAW_LOCK_ERRORS):
                 problems.append(f"process {k} exited {process.returncode}: {(out + err).strip()[-300:]}")
         if not problems:
             problems += _differences(canonical(db), expected)
-        table.add("4 concurrent ingests", f"trial {trial}", "; ".join(problems) or None)
+        table.add(CONCURRENT, f"trial {trial}", "; ".join(problems) or None)
 
 
 # --- 4. hostile SQL -------------------------------------------------------------------------------
@@ -511,18 +586,12 @@ def store_trials(workdir: Path, table: Trials) -> None:
             table.add(cls, trial, None if held else detail)
 
 
-def main() -> None:
+def parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--files", type=int, default=5000, help="Broken files to ingest (default 5,000).")
     parser.add_argument("--batch", type=int, default=500, help="Folders per ingest (default 500).")
     parser.add_argument("--kill-trials", type=int, default=20, help="SIGKILL trials (default 20).")
     parser.add_argument("--kill-files", type=int, default=500, help="Files of the killed ingest (default 500).")
-    parser.add_argument(
-        "--kill-batch",
-        type=int,
-        default=50,
-        help="Files per commit of the killed ingest (default 50; ingest's is 1,000).",
-    )
     parser.add_argument("--concurrent-trials", type=int, default=5, help="Trials of 4 concurrent ingests (default 5).")
     parser.add_argument("--seed", type=int, default=17)
     parser.add_argument("--timeout", type=float, default=600, help="Seconds an ingest may take (default 600).")
@@ -530,7 +599,13 @@ def main() -> None:
         "--ingest-only", action="store_true", help="Leave out the SQL and damaged-store trials (their tests run them)."
     )
     parser.add_argument("--workdir", type=Path, help="Where to write (default: a new temporary folder, removed after).")
-    args = parser.parse_args()
+    return parser
+
+
+def rows(argv: list[str] | None = None) -> list[trial_table.Row]:
+    """Every trial of a run with these command-line arguments, as the table's rows ``(class, trial, held,
+    detail)``, classes in order (what ``main`` prints, and the tests read)."""
+    args = parser().parse_args(argv)
     workdir = Path(args.workdir or tempfile.mkdtemp(prefix="ood-store-reliability-"))
     workdir.mkdir(parents=True, exist_ok=True)
     start = time.monotonic()
@@ -548,7 +623,11 @@ def main() -> None:
             mutations.unlock(workdir)
             shutil.rmtree(workdir, ignore_errors=True)
     print(f"\nseed {args.seed}, {time.monotonic() - start:.0f} s\n")
-    sys.exit(table.report())
+    return table.sorted()
+
+
+def main() -> None:
+    sys.exit(trial_table.report(rows(), every_row=False))
 
 
 if __name__ == "__main__":

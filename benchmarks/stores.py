@@ -21,10 +21,9 @@ import tempfile
 import time
 from pathlib import Path
 
-import ood_store
+from common import PYTHIA
 
-ROOT = Path(__file__).resolve().parents[1]
-PYTHIA = ROOT / "tests" / "fixtures" / "lm-eval-real" / "pythia-v1"
+import ood_store
 
 
 def main() -> None:
