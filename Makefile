@@ -35,7 +35,7 @@ lint: $(VENV)/.installed-lint
 typecheck: $(VENV)/.installed-lint
 	@rm -rf build/typecheck && mkdir -p build/typecheck/ood_store
 	@for f in ood_store/*; do ln -s ../../../$$f build/typecheck/ood_store/; done
-	@for d in $(PACKAGE_DIRS); do ln -s ../../../$$d build/typecheck/ood_store/$$d; done
+	@for d in $(PACKAGE_DIRS); do ln -s ../../../$$d build/typecheck/ood_store/_$$d; done
 	cd build/typecheck && ../../$(BIN)/mypy --config-file ../../pyproject.toml -p ood_store
 
 # What CI runs besides the LaTeX install: lint, type check, tests.

@@ -1,21 +1,21 @@
 """The analysis layer: partial correlations between OOD testsets, per run and across runs.
 
 Series come out of the store with one SQL query per analysis
-(:mod:`~ood_store.analysis.series`), residualisers live in
-:mod:`~ood_store.analysis.residuals` (the GAM's basis in
-:mod:`~ood_store.analysis.splines`, its smoothness selection in
-:mod:`~ood_store.analysis.smoothing`), tests and intervals in
-:mod:`~ood_store.analysis.inference`, the per-run table in
-:mod:`~ood_store.analysis.partial`; across runs, the meta-analysis in
-:mod:`~ood_store.analysis.meta`, the verdicts in
-:mod:`~ood_store.analysis.verdicts`, the comparison in
-:mod:`~ood_store.analysis.compare`, and the residualiser sensitivity report
-in :mod:`~ood_store.analysis.sensitivity`.
+(:mod:`~ood_store._analysis.series`), residualisers live in
+:mod:`~ood_store._analysis.residuals` (the GAM's basis in
+:mod:`~ood_store._analysis.splines`, its smoothness selection in
+:mod:`~ood_store._analysis.smoothing`), tests and intervals in
+:mod:`~ood_store._analysis.inference`, the per-run table in
+:mod:`~ood_store._analysis.partial`; across runs, the meta-analysis in
+:mod:`~ood_store._analysis.meta`, the verdicts in
+:mod:`~ood_store._analysis.verdicts`, the comparison in
+:mod:`~ood_store._analysis.compare`, and the residualiser sensitivity report
+in :mod:`~ood_store._analysis.sensitivity`.
 """
 
-from ood_store.analysis.compare import between_groups, compare
-from ood_store.analysis.partial import Options, pairwise_partial, partial_correlations
-from ood_store.analysis.results import (
+from ood_store._analysis.compare import between_groups, compare
+from ood_store._analysis.partial import Options, pairwise_partial, partial_correlations
+from ood_store._analysis.results import (
     BETWEEN_COLUMNS,
     COMPARISON_COLUMNS,
     PARTIAL_COLUMNS,
@@ -25,7 +25,7 @@ from ood_store.analysis.results import (
     PartialCorrelations,
     Sensitivity,
 )
-from ood_store.analysis.sensitivity import residualizer_sensitivity
+from ood_store._analysis.sensitivity import residualizer_sensitivity
 
 __all__ = [
     "BETWEEN_COLUMNS",

@@ -3,7 +3,7 @@
 Checkpoints are resampled in blocks of consecutive steps (``arch.bootstrap``:
 circular or stationary), so that each resample keeps the curves'
 autocorrelation; the residualiser is re-fitted inside every resample, all
-resamples of a run at once (:meth:`ood_store.analysis.partial`'s fits).
+resamples of a run at once (:meth:`ood_store._analysis.partial`'s fits).
 """
 
 from __future__ import annotations

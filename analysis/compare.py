@@ -8,19 +8,19 @@ from typing import TYPE_CHECKING
 import numpy as np
 import polars as pl
 
-from ood_store.analysis import meta, verdicts
-from ood_store.analysis.results import (
+from ood_store._analysis import meta, verdicts
+from ood_store._analysis.results import (
     BETWEEN_COLUMNS,
     BetweenGroups,
     Comparison,
     PartialCorrelations,
     partial_table,
 )
-from ood_store.errors import AnalysisError
-from ood_store.store.runs import run_attributes
+from ood_store._errors import AnalysisError
+from ood_store._store.runs import run_attributes
 
 if TYPE_CHECKING:
-    from ood_store.store import Store
+    from ood_store._store import Store
 
 INFERENCE = ("effective", "naive")
 
@@ -39,7 +39,7 @@ def compare(
     Parameters
     ----------
     data : PartialCorrelations or polars.DataFrame
-        The result of :func:`~ood_store.analysis.partial_correlations`, a saved
+        The result of :func:`~ood_store._analysis.partial_correlations`, a saved
         analysis (``Store.analysis``), or a partial-correlation table.
     by : list of str, optional
         Run attributes to group runs by (``family``, ``size``, ``in_domain``,
@@ -57,23 +57,23 @@ def compare(
         curves; ``naive`` uses ``n`` and ``p_adj``.
     agreement : float
         The share of runs that must have the pooled r's sign for a
-        "consistently ..." verdict (default 0.8; :mod:`~ood_store.analysis.verdicts`).
+        "consistently ..." verdict (default 0.8; :mod:`~ood_store._analysis.verdicts`).
 
     Returns
     -------
     Comparison
         ``.table`` with one row per group and pair: the ``by`` columns,
-        :data:`~ood_store.analysis.results.COMPARISON_COLUMNS`, then ``r:<run>`` for each run:
+        :data:`~ood_store._analysis.results.COMPARISON_COLUMNS`, then ``r:<run>`` for each run:
 
         - ``runs``: runs with a finite r; ``n_positive``/``n_negative``: their signs;
           ``sign_agreement``: the share of runs with the sign of the pooled r;
         - ``n_sig_positive``/``n_sig_negative``: runs significant at ``alpha`` (adjusted p);
         - ``r_pooled``, ``ci_low``, ``ci_high``, ``p_pooled``: random-effects pooled r
           (Paule–Mandel, as metafor's ``rma(method = "PM")``, on Fisher z with
-          variance ``1 / (n - edf - 2)``, back-transformed; :func:`~ood_store.analysis.meta.pool`);
+          variance ``1 / (n - edf - 2)``, back-transformed; :func:`~ood_store._analysis.meta.pool`);
         - ``q``, ``q_p``, ``i2``, ``tau2``: Cochran's Q, its chi-square p, I² (metafor's,
           ``tau2 / (tau2 + s²)``) and τ²;
-        - ``verdict``: see :mod:`~ood_store.analysis.verdicts`: model-dependent,
+        - ``verdict``: see :mod:`~ood_store._analysis.verdicts`: model-dependent,
           consistently positive/negative, mixed, no evidence, or too few runs.
     """
     if inference not in INFERENCE:
@@ -196,7 +196,7 @@ def between_groups(
     Fisher z (variance ``1 / (n - edf - 2)``, as :func:`compare`): one mean per
     ``between`` group, and a residual τ² for the runs within a group, which
     differ by ``within`` (metafor's ``rma(yi, vi, mods = ~ factor(between),
-    method = tau2_method)``; :func:`~ood_store.analysis.meta.subgroups`).
+    method = tau2_method)``; :func:`~ood_store._analysis.meta.subgroups`).
 
     Parameters
     ----------
@@ -219,7 +219,7 @@ def between_groups(
     -------
     BetweenGroups
         ``.table`` with one row per pair: the columns of
-        :data:`~ood_store.analysis.results.BETWEEN_COLUMNS`, then ``r:<group>``,
+        :data:`~ood_store._analysis.results.BETWEEN_COLUMNS`, then ``r:<group>``,
         each group's pooled r:
 
         - ``groups``, ``runs``: groups with a usable run, and usable runs;

@@ -13,16 +13,16 @@ import numpy as np
 import polars as pl
 from scipy.stats import rankdata
 
-from ood_store.analysis import bootstrap as _bootstrap
-from ood_store.analysis import inference, residuals
-from ood_store.analysis.results import PARTIAL_COLUMNS, PartialCorrelations
-from ood_store.analysis.series import Series, in_domain_of_runs, load
-from ood_store.errors import AnalysisError
-from ood_store.names import split_names
-from ood_store.progress import progress_bar
+from ood_store._analysis import bootstrap as _bootstrap
+from ood_store._analysis import inference, residuals
+from ood_store._analysis.results import PARTIAL_COLUMNS, PartialCorrelations
+from ood_store._analysis.series import Series, in_domain_of_runs, load
+from ood_store._errors import AnalysisError
+from ood_store._names import split_names
+from ood_store._progress import progress_bar
 
 if TYPE_CHECKING:
-    from ood_store.store import Store
+    from ood_store._store import Store
 
 METHODS = ("pearson", "spearman")
 BOOTSTRAP_CHUNK = 50  # resamples solved in one batch (and one step of the progress bar)
@@ -140,7 +140,7 @@ def partial_correlations(
         ``linear``: OLS on ``[1, z]``, identical to :func:`pingouin.partial_corr`
         with ``covar=in_domain``. ``gam``: a penalised cubic regression spline
         of the in-domain score, mgcv's ``s(z, bs = "cr", k = gam_df)``
-        (:func:`~ood_store.analysis.residuals.gam`), smoothing parameter by
+        (:func:`~ood_store._analysis.residuals.gam`), smoothing parameter by
         ``smoothing``; its effective degrees of freedom replace the straight line's 2.
     method : {"pearson", "spearman"}
         Spearman ranks every series (average ranks for ties) on the pair's
@@ -171,7 +171,7 @@ def partial_correlations(
     PartialCorrelations
         ``.table`` (a Polars DataFrame), ``.options``, ``.tasks`` and ``.runs``.
         The table has one row per (run, task_x, task_y) with the columns of
-        :data:`~ood_store.analysis.results.PARTIAL_COLUMNS`:
+        :data:`~ood_store._analysis.results.PARTIAL_COLUMNS`:
 
         - ``n``: checkpoints used; ``r``: partial correlation;
         - ``ci_low``, ``ci_high``: Fisher-z interval with ``n - edf - 2`` (``n - k - 3``);
@@ -190,7 +190,7 @@ def partial_correlations(
     Examples
     --------
     >>> import numpy as np, polars as pl
-    >>> from ood_store.analysis import partial_correlations
+    >>> from ood_store._analysis import partial_correlations
     >>> rng = np.random.default_rng(0)
     >>> z = np.linspace(0.3, 0.8, 30)                  # in-domain accuracy over training
     >>> shared = rng.normal(size=30)                   # what the two OOD sets share beyond z
@@ -238,7 +238,7 @@ def compute(data: Store | pl.DataFrame, options: Options, *, progress: bool = Fa
     """:func:`partial_correlations` with its options given as one :class:`Options`.
 
     ``options.in_domain`` None is replaced by the runs' ``in_domain`` attribute
-    (:func:`~ood_store.analysis.series.in_domain_of_runs`); the result's options say which.
+    (:func:`~ood_store._analysis.series.in_domain_of_runs`); the result's options say which.
     """
     if options.in_domain is None:
         options = dataclasses.replace(options, in_domain=in_domain_of_runs(data, options.runs))
@@ -331,12 +331,12 @@ def pairwise_partial(
     ``options`` are those of :func:`partial_correlations` that define the
     statistics (``residualizer``, ``method``, ``adjust``, ``confidence``,
     ``bootstrap``, ``block_length``, ``bootstrap_kind``, ``seed``, ``gam_df``, ``smoothing``).
-    Returns the columns of :data:`~ood_store.analysis.results.PARTIAL_COLUMNS` up to ``note``, ``run`` empty.
+    Returns the columns of :data:`~ood_store._analysis.results.PARTIAL_COLUMNS` up to ``note``, ``run`` empty.
 
     Examples
     --------
     >>> import numpy as np
-    >>> from ood_store.analysis.partial import pairwise_partial
+    >>> from ood_store._analysis.partial import pairwise_partial
     >>> hl = np.array([7, 15, 19, 15, 21, 22, 57, 15, 20, 18])
     >>> disp = np.array([0.000, 0.964, 0, 0, 0.921, 0, 0, 1.006, 0, 1.011])
     >>> deg = np.array([9, 2, 3, 4, 1, 3, 1, 3, 6, 1])

@@ -7,9 +7,9 @@ straight line has 2).
 
 The GAM is a penalised cubic regression spline of ``z``, mgcv's
 ``s(z, bs = "cr", k = gam_df)``: knots at quantiles of the distinct values of
-``z`` (:mod:`~ood_store.analysis.splines`), curvature penalty, smoothing
+``z`` (:mod:`~ood_store._analysis.splines`), curvature penalty, smoothing
 parameter of each series by REML or GCV exactly as mgcv defines them
-(:mod:`~ood_store.analysis.smoothing`). The basis is built once per set of
+(:mod:`~ood_store._analysis.smoothing`). The basis is built once per set of
 checkpoints and shared by every series on them.
 """
 
@@ -19,8 +19,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ood_store.analysis.smoothing import CRITERIA, PenalizedRegression, RankDeficient
-from ood_store.analysis.splines import CubicRegressionSpline, distinct_values
+from ood_store._analysis.smoothing import CRITERIA, PenalizedRegression, RankDeficient
+from ood_store._analysis.splines import CubicRegressionSpline, distinct_values
 
 RESIDUALIZERS = ("linear", "gam")
 SMOOTHING = CRITERIA  # ("reml", "gcv"): how the GAM's smoothing parameter is chosen

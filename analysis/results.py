@@ -1,7 +1,7 @@
 """Results objects, in the statsmodels manner: a table together with what made it.
 
-:func:`~ood_store.analysis.partial_correlations` returns a
-:class:`PartialCorrelations`; :func:`~ood_store.analysis.compare` a
+:func:`~ood_store._analysis.partial_correlations` returns a
+:class:`PartialCorrelations`; :func:`~ood_store._analysis.compare` a
 :class:`Comparison`. Each holds its rows as a Polars DataFrame (``.table``)
 and the options, tasks and runs behind them, so that saving, exporting and
 plotting need nothing else. :func:`partial_table` is the one check of "is this
@@ -16,10 +16,10 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
-from ood_store.errors import AnalysisError
+from ood_store._errors import AnalysisError
 
 if TYPE_CHECKING:
-    from ood_store.analysis.partial import Options
+    from ood_store._analysis.partial import Options
 
 #: Columns of a partial-correlation table, in order.
 PARTIAL_COLUMNS = (
@@ -91,7 +91,7 @@ class PartialCorrelations(Result):
     @classmethod
     def from_saved(cls, table: pl.DataFrame, params: Mapping[str, Any]) -> PartialCorrelations:
         """A result rebuilt from a saved analysis' rows and parameters (see :attr:`params`)."""
-        from ood_store.analysis.partial import Options
+        from ood_store._analysis.partial import Options
 
         known = {f.name for f in fields(Options)}
         options = Options(**{key: value for key, value in params.items() if key in known})
@@ -156,7 +156,7 @@ class BetweenGroups(Result):
 
 @dataclass(frozen=True, repr=False)
 class Sensitivity(Result):
-    """How far each pair's r depends on the residualiser (:mod:`~ood_store.analysis.sensitivity`).
+    """How far each pair's r depends on the residualiser (:mod:`~ood_store._analysis.sensitivity`).
 
     One row per (run, task_x, task_y), with the columns of :data:`SENSITIVITY_COLUMNS`.
     """
@@ -184,7 +184,7 @@ def partial_table(data: PartialCorrelations | pl.DataFrame, also: tuple[str, ...
     >>> partial_table(pl.DataFrame({"run": ["a"]}))  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    ood_store.errors.AnalysisError: not a partial-correlation table: no column(s) n, n_eff, p_adj, p_eff_adj, r, ...
+    ood_store._errors.AnalysisError: not a partial-correlation table: no column(s) n, n_eff, p_adj, p_eff_adj, r, ...
     """
     frame = data.table if isinstance(data, PartialCorrelations) else data
     if not isinstance(frame, pl.DataFrame):

@@ -17,13 +17,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import polars as pl
 
-from ood_store.analysis.results import SENSITIVITY_COLUMNS as COLUMNS
-from ood_store.analysis.results import Sensitivity
-from ood_store.errors import AnalysisError
+from ood_store._analysis.results import SENSITIVITY_COLUMNS as COLUMNS
+from ood_store._analysis.results import Sensitivity
+from ood_store._errors import AnalysisError
 
 if TYPE_CHECKING:
-    from ood_store.analysis.partial import Options
-    from ood_store.store import Store
+    from ood_store._analysis.partial import Options
+    from ood_store._store import Store
 
 #: The residualisers compared, as (name, partial_correlations options).
 VARIANTS: tuple[tuple[str, dict[str, Any]], ...] = (
@@ -111,7 +111,7 @@ def residualizer_sensitivity(
     """:func:`report` for an analysis run three times, once per residualiser of :data:`VARIANTS`.
 
     ``data``, ``in_domain``, ``ood``, ``runs`` and ``options`` are those of
-    :func:`~ood_store.analysis.partial_correlations` but ``residualizer`` and
+    :func:`~ood_store._analysis.partial_correlations` but ``residualizer`` and
     ``smoothing``, which are what varies, and ``bootstrap``: the report
     compares point estimates.
 
@@ -120,7 +120,7 @@ def residualizer_sensitivity(
     Sensitivity
         ``.table`` with the columns of :data:`COLUMNS` (see :func:`report`).
     """
-    from ood_store.analysis.partial import Options
+    from ood_store._analysis.partial import Options
 
     fixed = {"residualizer", "smoothing", "bootstrap"} & set(options)
     if fixed:
@@ -137,11 +137,11 @@ def sensitivity_of(
     inference: str = "effective",
     progress: bool = False,
 ) -> Sensitivity:
-    """:func:`residualizer_sensitivity` with the analysis given as one :class:`~ood_store.analysis.Options`.
+    """:func:`residualizer_sensitivity` with the analysis given as one :class:`~ood_store._analysis.Options`.
 
     Its ``residualizer`` and ``smoothing`` are replaced by each variant's; it must not ask for a bootstrap.
     """
-    from ood_store.analysis.partial import compute
+    from ood_store._analysis.partial import compute
 
     if options.bootstrap:
         raise AnalysisError("the sensitivity report compares point estimates: no bootstrap", parameter="bootstrap")

@@ -14,15 +14,15 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
-from ood_store import sqlfiles
-from ood_store.counts import n as count
-from ood_store.errors import AnalysisError, Note
-from ood_store.names import did_you_mean, split_names
-from ood_store.store.runs import attribute_columns
+from ood_store import _sqlfiles as sqlfiles
+from ood_store._counts import n as count
+from ood_store._errors import AnalysisError, Note
+from ood_store._names import did_you_mean, split_names
+from ood_store._store.runs import attribute_columns
 
 if TYPE_CHECKING:
-    from ood_store.analysis.partial import Options
-    from ood_store.store import Store
+    from ood_store._analysis.partial import Options
+    from ood_store._store import Store
 
 SINGLE_RUN = "(frame)"  # the run name given to a frame without a run column
 
@@ -44,7 +44,7 @@ def load(data: Store | pl.DataFrame | Any, selection: Options) -> Series:
     ``data`` is a :class:`~ood_store.Store` or a long frame with columns
     ``step, task, value`` (``run`` optional; ``metric``, ``filter`` and
     ``num_fewshot`` are used for selection when present). Of ``selection``
-    (an analysis' :class:`~ood_store.analysis.partial.Options`) this reads
+    (an analysis' :class:`~ood_store._analysis.partial.Options`) this reads
     ``in_domain``, ``ood`` (None: every other task that has ``metric``),
     ``runs``, ``metric``, ``filter``, ``num_fewshot``, ``campaign`` (a frame
     needs a ``campaign`` column for it) and ``where`` (run attributes: a store only).
@@ -82,7 +82,7 @@ def load(data: Store | pl.DataFrame | Any, selection: Options) -> Series:
         if campaign is not None:
             _check_campaign(store, campaign)
         frame = store._read(
-            sqlfiles.load("ood_store.analysis", "series"),
+            sqlfiles.load("ood_store._analysis", "series"),
             metric=metric,
             filter=filter,
             tasks=wanted,
@@ -116,10 +116,10 @@ def resolve_in_domain(store: Store, name: str) -> str:
     """``name`` as the store spells it: itself if stored, else the one ood_nli suite task it names.
 
     ``mnli`` is ``ood_nli_mnli`` (or a variant of it, ``ood_nli_mnli__minimal``)
-    when that is the only such task in the store, with a :class:`~ood_store.errors.Note`
+    when that is the only such task in the store, with a :class:`~ood_store._errors.Note`
     saying so; when there are several, an error lists them.
     """
-    found = store._read(sqlfiles.load("ood_store.analysis", "suite_tasks"), name=name)["task"].to_list()
+    found = store._read(sqlfiles.load("ood_store._analysis", "suite_tasks"), name=name)["task"].to_list()
     if not found or name in found:
         return name
     if len(found) > 1:
@@ -192,7 +192,7 @@ def runs_where(store: Store, where: Sequence[str], runs: Sequence[str] | None = 
 
 
 def _check_campaign(store: Store, campaign: str) -> None:
-    known = store._read(sqlfiles.load("ood_store.analysis", "campaigns"))["campaign"].to_list()
+    known = store._read(sqlfiles.load("ood_store._analysis", "campaigns"))["campaign"].to_list()
     if campaign not in known:
         listed = ", ".join(known) if known else "none: the store holds no campaign names"
         raise AnalysisError(f"no campaign {campaign!r} in the store; it has: {listed}", parameter="campaign")
@@ -229,11 +229,11 @@ def missing_task_message(store, task, metric, filter, num_fewshot, runs, known=(
             return f"no task {task!r} in the scores{did_you_mean(task, known)}"
         return f"task {task!r} has no {metric!r} scores{where}"
     choices = store._read(
-        sqlfiles.load("ood_store.analysis", "task_choices"), task=task, runs=None if runs is None else list(runs)
+        sqlfiles.load("ood_store._analysis", "task_choices"), task=task, runs=None if runs is None else list(runs)
     )
     metrics, filters, shots = choices.row(0)
     if not metrics:
-        hint = did_you_mean(task, store._read(sqlfiles.load("ood_store.analysis", "task_names"))["task"])
+        hint = did_you_mean(task, store._read(sqlfiles.load("ood_store._analysis", "task_names"))["task"])
         return f"no task {task!r} in the store{where}{hint} (see `ood-store tasks`)"
     if metric not in metrics:
         return f"task {task!r} has no {metric!r} scores{where}; it has: {', '.join(metrics)} (choose with `metric`)"

@@ -76,7 +76,7 @@ class PenalizedRegression:
     --------
     A straight line through noise-free data is left alone by any penalty:
 
-    >>> from ood_store.analysis.splines import CubicRegressionSpline
+    >>> from ood_store._analysis.splines import CubicRegressionSpline
     >>> z = np.linspace(0, 1, 20)
     >>> spline = CubicRegressionSpline.on(z, 6)
     >>> fit = PenalizedRegression(spline.design(z), spline.penalty).fit((2 * z + 1)[:, None], "gcv")

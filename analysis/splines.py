@@ -14,7 +14,7 @@ Neither statsmodels nor scipy has this basis with this penalty (statsmodels'
 ``CyclicCubicSplines`` is cyclic, its ``BSplines`` put knots on quantiles of
 all values and penalise a numerically integrated second derivative), hence
 this module; it is checked against mgcv through the fits of
-:mod:`~ood_store.analysis.smoothing` in ``tests/test_analysis_gam.py``.
+:mod:`~ood_store._analysis.smoothing` in ``tests/test_analysis_gam.py``.
 """
 
 from __future__ import annotations

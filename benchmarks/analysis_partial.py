@@ -62,7 +62,7 @@ import numpy as np
 from common import PYTHIA
 
 import ood_store
-from ood_store.analysis import partial_correlations
+from ood_store._analysis import partial_correlations
 
 
 def write_results(folder: Path, runs: int, tasks: int, checkpoints: int, seed: int = 0) -> None:

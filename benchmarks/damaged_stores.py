@@ -37,7 +37,7 @@ from click.testing import CliRunner
 from common import PYTHIA, pythia_160m_store
 from trial_table import collect, report
 
-from ood_store.cli import main as cli
+from ood_store._cli import main as cli
 
 HEADERS = 3 * 4096  # DuckDB's file header and its two database headers come before the first block
 KIND = "damaged store"

@@ -2,7 +2,7 @@
 
     python benchmarks/evaluate_checkpoints.py [--repeats 3] [--docs 100]
 
-Set-up (not timed): a toy run from ood_store.examples.toy, 5 checkpoints
+Set-up (not timed): a toy run from ood_store._examples.toy, 5 checkpoints
 (checkpoint-0, -2, -4, -6, -8 of an 8-step finetune of a 42k-parameter GPT-2)
 and 3 local JSONL lm-eval tasks of --docs documents each. Offline.
 
@@ -57,7 +57,7 @@ for checkpoint in sorted(run_dir.glob("checkpoint-*")):
 
 
 def build(root: Path, docs: int) -> tuple[Path, Path]:
-    from ood_store.examples import toy
+    from ood_store._examples import toy
 
     tokenizer = toy.build_tokenizer()
     model = toy.build_model(tokenizer)

@@ -3,7 +3,7 @@
     python benchmarks/evaluate_cluster.py [--checkpoints 8] [--docs 120] [--width 256] [--layers 4] [--repeats 2]
 
 Set-up (not timed): a randomly initialised GPT-2 of --layers layers and --width dimensions (a byte-level
-BPE tokenizer built from code, as ood_store.examples.toy does), saved as --checkpoints checkpoints
+BPE tokenizer built from code, as ood_store._examples.toy does), saved as --checkpoints checkpoints
 (different seeds), and the ood_nli suite's 10 testsets (`--tasks ood_nli`) read from a generated
 --data-dir: each testset's fixture rows (tests/fixtures/nli-suite, in its dataset's own schema)
 repeated to --docs documents. Offline, CPU, batch size 16, per-sample rows logged and stored.
@@ -73,7 +73,7 @@ def build(root: Path, checkpoints: int, docs: int, width: int, layers: int) -> t
     import torch
     from transformers import GPT2Config, GPT2LMHeadModel
 
-    from ood_store.examples import toy
+    from ood_store._examples import toy
 
     tokenizer = toy.build_tokenizer()
     for index in range(checkpoints):
@@ -153,8 +153,8 @@ def measure_overhead(run_dir: Path, tasks_dir: Path, out: Path, reuse: bool) -> 
     from lm_eval.tasks import TaskManager
 
     import ood_store
-    from ood_store.evaluate import harness, runner
-    from ood_store.evaluate.tasklist import TaskObjects
+    from ood_store._evaluate import harness, runner
+    from ood_store._evaluate.tasklist import TaskObjects
 
     timers = Timers()
 

@@ -55,7 +55,7 @@ SHAPES: dict[str, dict[str, int | None]] = {
 
 def real_sizes() -> dict[str, int]:
     """Each suite testset's evaluated split size, from the suite's definition."""
-    from ood_store.evaluate.suite.testsets import testsets
+    from ood_store._evaluate.suite.testsets import testsets
 
     return {t.name: min(t.rows[t.split]) for t in testsets()}
 
@@ -65,7 +65,7 @@ def build(root: Path, shape: str, dtype: str, checkpoints: int, docs: int) -> tu
     import torch
     from transformers import OPTConfig, OPTForCausalLM
 
-    from ood_store.examples import toy
+    from ood_store._examples import toy
 
     data = suite_data(root / "nli-data", docs or real_sizes())
     texts = [

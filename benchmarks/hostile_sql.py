@@ -37,8 +37,8 @@ from common import pythia_160m_store, sha256
 from trial_table import collect, report
 
 import ood_store
-from ood_store.cli import main as cli
-from ood_store.store.sandbox import sandbox
+from ood_store._cli import main as cli
+from ood_store._store.sandbox import sandbox
 
 #: The planted secret's content; the file's name holds NAME_MARK. Neither may come out.
 SECRET = "ood-store-secret-7d41"

@@ -161,8 +161,8 @@ def reading_restriction(workdir: Path) -> tuple[Any, bool]:
 
 #: ``ood-store`` itself, its ingest committing every {} files instead of every Batch.MAX_FILES (1,000).
 SMALL_BATCHES = (
-    "from ood_store.ingest import pipeline; pipeline.Batch.MAX_FILES = {}; "
-    "from ood_store.cli import main; main(prog_name='ood-store')"
+    "from ood_store._ingest import pipeline; pipeline.Batch.MAX_FILES = {}; "
+    "from ood_store._cli import main; main(prog_name='ood-store')"
 )
 
 

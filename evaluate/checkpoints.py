@@ -10,7 +10,7 @@ An argument is one of
 * ``HF_REPO@REVISION`` for a model on the Hugging Face hub (``EleutherAI/pythia-160m@step1000``).
 
 The step of each checkpoint follows the same rules as ingest (see
-:mod:`ood_store.ingest.identity`): a step in the folder name or the revision,
+:mod:`ood_store._ingest.identity`): a step in the folder name or the revision,
 else none (a final model).
 """
 
@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ood_store.errors import InputError
-from ood_store.ingest.identity import step_in
+from ood_store._errors import InputError
+from ood_store._ingest.identity import step_in
 
 _MODEL_FILES = ("config.json", "adapter_config.json")
 

@@ -2,7 +2,7 @@
 
 For each unit with a completion marker and not yet stored, it checks the
 results file against the marker's SHA-256, opens the store, ingests the file
-with :meth:`Store.ingest <ood_store.store.api.Store.ingest>` (the same
+with :meth:`Store.ingest <ood_store._store.api.Store.ingest>` (the same
 idempotent path as ``ood-store ingest``), closes the store, and then writes
 the unit's ``stored`` marker. The store is held only for that commit, so that
 ``ood-store runs``, ``query`` and ``analyze`` in other processes get in
@@ -21,9 +21,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Literal
 
-from ood_store.evaluate.workdir import Unit, WorkDir
-from ood_store.ingest.identity import Overrides
-from ood_store.store.connection import DEFAULT_LOCK_TIMEOUT, MAX_RETRY_DELAY_S
+from ood_store._evaluate.workdir import Unit, WorkDir
+from ood_store._ingest.identity import Overrides
+from ood_store._store.connection import DEFAULT_LOCK_TIMEOUT, MAX_RETRY_DELAY_S
 
 #: Pause after each commit when more units are waiting, so that a process waiting for the store
 #: (it tries again every MAX_RETRY_DELAY_S) gets in between commits.

@@ -10,8 +10,8 @@ from contextlib import contextmanager, redirect_stderr, redirect_stdout
 from pathlib import Path
 from typing import Any
 
-from ood_store.errors import OodStoreError
-from ood_store.evaluate.checkpoints import Checkpoint
+from ood_store._errors import OodStoreError
+from ood_store._evaluate.checkpoints import Checkpoint
 
 
 def run_lm_eval(

@@ -1,4 +1,4 @@
-"""The keywords of :func:`ood_store.evaluate.runner.evaluate`, as one typed dict, and the checks of its per-run options.
+"""The keywords of :func:`ood_store._evaluate.runner.evaluate` as one typed dict, and checks of its per-run options.
 
 ``Store.evaluate(checkpoints, run=..., tasks=..., **options)`` and the runner
 itself take these keywords as ``**options: Unpack[EvaluateOptions]``, so that
@@ -6,7 +6,7 @@ they are spelled out once, here, with their types; the runner's docstring
 describes each (the tests check that it describes every one). The checks
 (:func:`check`) are the same for keyword arguments and study files: each
 returns the value as the runner uses it, or raises
-:class:`~ood_store.errors.InputError` naming the parameter. Importing this
+:class:`~ood_store._errors.InputError` naming the parameter. Importing this
 module loads nothing of lm-eval.
 """
 
@@ -17,13 +17,13 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypedDict
 
-from ood_store.errors import InputError
-from ood_store.evaluate.study import Study
-from ood_store.evaluate.suite.variant import Variant
+from ood_store._errors import InputError
+from ood_store._evaluate.study import Study
+from ood_store._evaluate.suite.variant import Variant
 
 
 class EvaluateOptions(TypedDict, total=False):
-    """See :func:`ood_store.evaluate.runner.evaluate` for each keyword and its default."""
+    """See :func:`ood_store._evaluate.runner.evaluate` for each keyword and its default."""
 
     study: str | os.PathLike[str] | Study | None
     output_dir: str | Path | None

@@ -20,13 +20,13 @@ from typing import Any
 
 import duckdb
 
-from ood_store import sqlfiles
-from ood_store.errors import InputError
-from ood_store.evaluate.checkpoints import Checkpoint, resolve
-from ood_store.evaluate.suite.variant import Variant
-from ood_store.evaluate.tasklist import task_list_of
-from ood_store.evaluate.workdir import Unit
-from ood_store.names import run_folder_name, unit_folder_name
+from ood_store import _sqlfiles as sqlfiles
+from ood_store._errors import InputError
+from ood_store._evaluate.checkpoints import Checkpoint, resolve
+from ood_store._evaluate.suite.variant import Variant
+from ood_store._evaluate.tasklist import task_list_of
+from ood_store._evaluate.workdir import Unit
+from ood_store._names import run_folder_name, unit_folder_name
 
 DEFAULT_OUTPUT_DIR = Path("lm-eval-results")
 
@@ -52,7 +52,7 @@ class RunRequest:
     lm_eval_kwargs: dict[str, Any] = field(default_factory=dict)
 
     def task_source(self) -> dict[str, Any]:
-        """What this run's task list is built from (:func:`~ood_store.evaluate.tasklist.task_list_of`), as plain
+        """What this run's task list is built from (:func:`~ood_store._evaluate.tasklist.task_list_of`), as plain
         JSON: a worker on another machine builds it again."""
         variant = self.variant
         return {
@@ -210,13 +210,13 @@ def pending_tasks(
 def evaluated(con: duckdb.DuckDBPyConnection, run: str, num_fewshot: int | None) -> set[tuple[int | None, str]]:
     """The (step, task) pairs of ``run`` that the store holds (with ``num_fewshot`` shots, if given)."""
     rows = con.execute(
-        sqlfiles.load("ood_store.evaluate", "evaluated"), {"run": run, "num_fewshot": num_fewshot}
+        sqlfiles.load("ood_store._evaluate", "evaluated"), {"run": run, "num_fewshot": num_fewshot}
     ).fetchall()
     return {(step, task) for step, task in rows}
 
 
 def run_exists(con: duckdb.DuckDBPyConnection, run: str) -> bool:
-    return bool(con.execute(sqlfiles.load("ood_store.evaluate", "run_exists"), {"run": run}).fetchall()[0][0])
+    return bool(con.execute(sqlfiles.load("ood_store._evaluate", "run_exists"), {"run": run}).fetchall()[0][0])
 
 
 def step_name(step: int | None) -> str:

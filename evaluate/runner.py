@@ -2,15 +2,15 @@
 
 Three roles, matching DuckDB's rule of one writing process:
 
-1. **Plan** (:mod:`~ood_store.evaluate.plan`): from the checkpoints, tasks and
+1. **Plan** (:mod:`~ood_store._evaluate.plan`): from the checkpoints, tasks and
    the store, the pending units (one checkpoint with all its pending tasks),
-   written to the work folder (:mod:`~ood_store.evaluate.workdir`).
-2. **Work** (:mod:`~ood_store.evaluate.worker`): workers evaluate units with
+   written to the work folder (:mod:`~ood_store._evaluate.workdir`).
+2. **Work** (:mod:`~ood_store._evaluate.worker`): workers evaluate units with
    lm-eval and write its standard files and a completion marker; they never
    open the store. Where they run is the executor's business
-   (:mod:`~ood_store.evaluate.executors`): ``inline`` in this process,
+   (:mod:`~ood_store._evaluate.executors`): ``inline`` in this process,
    ``local`` processes, a Slurm job array, Ray.
-3. **Collect** (:mod:`~ood_store.evaluate.collect`): this process ingests each
+3. **Collect** (:mod:`~ood_store._evaluate.collect`): this process ingests each
    finished unit in a commit of its own, holding the store only for that
    commit; while workers run, other processes can read the store between commits.
 
@@ -26,20 +26,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Unpack
 
-from ood_store.errors import InputError
-from ood_store.evaluate import executors, options
-from ood_store.evaluate.collect import Collected, collect
-from ood_store.evaluate.harness import require_eval_extra
-from ood_store.evaluate.options import EvaluateOptions
-from ood_store.evaluate.plan import DEFAULT_OUTPUT_DIR, Plan, RunRequest, check_run, plan, run_exists, step_name
-from ood_store.evaluate.study import Study
-from ood_store.evaluate.study import load as load_study
-from ood_store.evaluate.tasklist import TaskObjects
-from ood_store.evaluate.workdir import Unit, WorkDir
-from ood_store.evaluate.worker import run_unit
-from ood_store.progress import progress_bar
-from ood_store.store.api import Store
-from ood_store.store.runs import parse_attributes, set_attributes
+from ood_store._errors import InputError
+from ood_store._evaluate import executors, options
+from ood_store._evaluate.collect import Collected, collect
+from ood_store._evaluate.harness import require_eval_extra
+from ood_store._evaluate.options import EvaluateOptions
+from ood_store._evaluate.plan import DEFAULT_OUTPUT_DIR, Plan, RunRequest, check_run, plan, run_exists, step_name
+from ood_store._evaluate.study import Study
+from ood_store._evaluate.study import load as load_study
+from ood_store._evaluate.tasklist import TaskObjects
+from ood_store._evaluate.workdir import Unit, WorkDir
+from ood_store._evaluate.worker import run_unit
+from ood_store._progress import progress_bar
+from ood_store._store.api import Store
+from ood_store._store.runs import parse_attributes, set_attributes
 
 #: How often the driver looks for finished units while workers run elsewhere.
 POLL_S = 0.5
@@ -129,7 +129,7 @@ def evaluate(
 ) -> EvaluateReport:
     """Evaluate checkpoints with lm-eval's ``hf`` model and store the results: one run, or every run of a study.
 
-    The keywords after ``tasks`` are those of :class:`~ood_store.evaluate.options.EvaluateOptions`, typed
+    The keywords after ``tasks`` are those of :class:`~ood_store._evaluate.options.EvaluateOptions`, typed
     there; each is described here, with its default. Another keyword is a ``TypeError``.
 
     Parameters
@@ -140,14 +140,14 @@ def evaluate(
         processes can read it; it is open again when this returns.
     checkpoints
         Checkpoint folders, folders of checkpoints (``checkpoint-N``, ``step-N``, ...),
-        globs, or ``HF_REPO@REVISION``; see :mod:`ood_store.evaluate.checkpoints`.
+        globs, or ``HF_REPO@REVISION``; see :mod:`ood_store._evaluate.checkpoints`.
     run
         The run the checkpoints belong to (``runs.run``).
     tasks
         lm-eval task, group or tag names (comma-separated lists allowed): the
         ``ood_nli`` suite, tasks in ``include_paths``, or lm-eval's built-in tasks.
     study
-        A study file (or a loaded :class:`~ood_store.evaluate.study.Study`)
+        A study file (or a loaded :class:`~ood_store._evaluate.study.Study`)
         naming many runs, each with its checkpoints, tasks, options and
         attributes, instead of ``checkpoints``, ``run`` and ``attributes``. The
         lm-eval options below, when given, apply to every run and win over the

@@ -19,7 +19,7 @@
 
 The keys of a run (and the top-level defaults of every run) that are
 options: :data:`FILE_OPTIONS`, the per-run fields of
-:class:`~ood_store.evaluate.plan.RunRequest` (so that an option added there
+:class:`~ood_store._evaluate.plan.RunRequest` (so that an option added there
 is an option here too), with ``include_path`` and ``lm_eval`` accepted for
 ``include_paths`` and ``lm_eval_kwargs``, and the ood_nli suite's prompt
 variant written as a ``[suite]`` table (``pattern``, ``verbalizer``,
@@ -39,10 +39,10 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-from ood_store.errors import InputError, OodStoreError
-from ood_store.evaluate.plan import RunRequest
-from ood_store.evaluate.suite.variant import Variant
-from ood_store.store.runs import load_run_file, parse_attributes
+from ood_store._errors import InputError, OodStoreError
+from ood_store._evaluate.plan import RunRequest
+from ood_store._evaluate.suite.variant import Variant
+from ood_store._store.runs import load_run_file, parse_attributes
 
 #: Per-run options: the fields of RunRequest other than the run, its checkpoints and attributes.
 RUN_OPTIONS = tuple(f.name for f in fields(RunRequest) if f.name not in ("run", "checkpoints", "attributes"))
@@ -50,7 +50,7 @@ RUN_OPTIONS = tuple(f.name for f in fields(RunRequest) if f.name not in ("run", 
 ALIASES = {"include_path": "include_paths", "lm_eval": "lm_eval_kwargs", "suite": "variant"}
 #: Each key of a file that is an option, and the option it sets.
 FILE_OPTIONS = {**{name: name for name in RUN_OPTIONS if name not in ALIASES.values()}, **ALIASES}
-#: The keys of a [suite] table (see ood_store.evaluate.suite.variant.Variant.of).
+#: The keys of a [suite] table (see ood_store._evaluate.suite.variant.Variant.of).
 SUITE_KEYS = ("pattern", "verbalizer", "neutral")
 #: Top-level keys that are not run options.
 STUDY_KEYS = ("runs", "executor", "attributes", "output_dir", "work_dir")
@@ -179,7 +179,7 @@ def _options(table: Mapping[str, Any], base: Path, where: _Where, prefix: str) -
 
 
 def _option(name: str, value: Any, base: Path, where: _Where, field_: str) -> Any:
-    from ood_store.evaluate import options as checks
+    from ood_store._evaluate import options as checks
 
     try:
         if name in ("tasks", "include_paths"):
@@ -232,7 +232,7 @@ def _attributes(table: Any, where: _Where, prefix: str) -> dict[str, Any]:
 
 
 def _executor(value: Any, where: _Where) -> dict[str, Any]:
-    from ood_store.evaluate import executors
+    from ood_store._evaluate import executors
 
     if value is None:
         return {}

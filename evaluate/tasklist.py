@@ -5,7 +5,7 @@ lm-eval's ``TaskManager`` indexes task YAMLs when it is built; indexing the
 without the built-in tasks when every name is one of the ood_nli suite or is
 found in the user's include folders. The suite's tasks are not YAMLs: they are
 config dicts built for the run's prompt variant
-(:mod:`ood_store.evaluate.suite.configs`), handed to lm-eval as they are. A
+(:mod:`ood_store._evaluate.suite.configs`), handed to lm-eval as they are. A
 worker builds each task object once, too (:class:`TaskObjects`), and
 evaluates every checkpoint with it.
 """
@@ -19,11 +19,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ood_store.errors import InputError
-from ood_store.evaluate.suite import testsets
-from ood_store.evaluate.suite.configs import suite_configs
-from ood_store.evaluate.suite.variant import Variant
-from ood_store.names import did_you_mean, split_names
+from ood_store._errors import InputError
+from ood_store._evaluate.suite import testsets
+from ood_store._evaluate.suite.configs import suite_configs
+from ood_store._evaluate.suite.variant import Variant
+from ood_store._names import did_you_mean, split_names
 
 
 @dataclass
@@ -149,7 +149,7 @@ _TASK_NEUTRAL_OPTIONS = frozenset(
 @contextmanager
 def task_list_of(source: Mapping[str, Any]) -> Iterator[TaskList]:
     """:func:`task_list` of a task source: its arguments as plain JSON, as
-    :meth:`~ood_store.evaluate.plan.RunRequest.task_source` writes them."""
+    :meth:`~ood_store._evaluate.plan.RunRequest.task_source` writes them."""
     variant = source.get("variant")
     with task_list(
         source["tasks"],

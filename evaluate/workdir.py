@@ -29,7 +29,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from ood_store.errors import InputError, OodStoreError
+from ood_store._errors import InputError, OodStoreError
 
 #: A claim whose worker has not touched it for this long (and whose process cannot be
 #: checked because it runs on another host) counts as a dead worker's.

@@ -1,7 +1,7 @@
 """The worker: evaluates units of a work folder with lm-eval; never opens the store.
 
 For each unit it takes (a claim file, so that no two workers take one unit),
-it runs lm-eval on the checkpoint (:mod:`ood_store.evaluate.harness`), writes
+it runs lm-eval on the checkpoint (:mod:`ood_store._evaluate.harness`), writes
 lm-eval's standard files into a hidden temporary folder beside the unit's
 output folder, renames that folder into place, and then writes the unit's
 completion marker (unit id, results file and its SHA-256, lm-eval version,
@@ -12,7 +12,7 @@ on with the next one. Task objects are built once per worker and reused for
 every checkpoint.
 
 Every executor runs :func:`work`; the ``local`` one as
-``python -m ood_store.evaluate.worker WORK_DIR ATTEMPT``.
+``python -m ood_store._evaluate.worker WORK_DIR ATTEMPT``.
 """
 
 from __future__ import annotations
@@ -30,11 +30,11 @@ from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
-from ood_store.errors import OodStoreError
-from ood_store.evaluate.checkpoints import Checkpoint
-from ood_store.evaluate.harness import output_to, release_memory, require_eval_extra, run_lm_eval
-from ood_store.evaluate.tasklist import TaskObjects
-from ood_store.evaluate.workdir import HEARTBEAT_S, Unit, WorkDir, this_host
+from ood_store._errors import OodStoreError
+from ood_store._evaluate.checkpoints import Checkpoint
+from ood_store._evaluate.harness import output_to, release_memory, require_eval_extra, run_lm_eval
+from ood_store._evaluate.tasklist import TaskObjects
+from ood_store._evaluate.workdir import HEARTBEAT_S, Unit, WorkDir, this_host
 
 TAIL_LINES = 12
 
@@ -196,7 +196,7 @@ def _heartbeat(claim: Path | None) -> Iterator[None]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m ood_store.evaluate.worker", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m ood_store._evaluate.worker", description=__doc__.splitlines()[0])
     parser.add_argument("work_dir")
     parser.add_argument("attempt")
     parser.add_argument("--max-units", type=int)

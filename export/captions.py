@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from ood_store.analysis.results import Comparison, PartialCorrelations
+from ood_store._analysis.results import Comparison, PartialCorrelations
 
 _RESIDUALIZER = {"gam": "GAM"}
 _ADJUST = {"holm": "Holm", "fdr_bh": "Benjamini–Hochberg", "bonferroni": "Bonferroni"}

@@ -7,13 +7,13 @@ from typing import TYPE_CHECKING
 
 import polars as pl
 
-from ood_store import sqlfiles
-from ood_store.analysis.series import check_one_shot_count, missing_task_message
-from ood_store.errors import AnalysisError
-from ood_store.names import split_names
+from ood_store import _sqlfiles as sqlfiles
+from ood_store._analysis.series import check_one_shot_count, missing_task_message
+from ood_store._errors import AnalysisError
+from ood_store._names import split_names
 
 if TYPE_CHECKING:
-    from ood_store.store import Store
+    from ood_store._store import Store
 
 
 def curves(
@@ -55,7 +55,7 @@ def curves(
     if run not in set(store.runs()["run"]):
         raise AnalysisError(f"no run {run!r} in the store (see `ood-store runs`)", parameter="run")
     frame = store._read(
-        sqlfiles.load("ood_store.export", "curves"),
+        sqlfiles.load("ood_store._export", "curves"),
         run=run,
         metric=metric,
         filter=filter,

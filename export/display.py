@@ -18,12 +18,12 @@ from typing import TYPE_CHECKING
 import polars as pl
 import yaml
 
-from ood_store.analysis.results import PartialCorrelations
-from ood_store.errors import AnalysisError, InputError
-from ood_store.store.runs import attribute_columns
+from ood_store._analysis.results import PartialCorrelations
+from ood_store._errors import AnalysisError, InputError
+from ood_store._store.runs import attribute_columns
 
 if TYPE_CHECKING:
-    from ood_store.store import Store
+    from ood_store._store import Store
 
 #: Run attributes that order runs unless ``order_by`` says otherwise.
 DEFAULT_ORDER = ("family", "size", "seed")
@@ -64,7 +64,7 @@ def names(pairs: Sequence[str] = (), file: str | Path | None = None, *, shipped:
     given on the command line win over the file's, and both over the names
     shipped with ood-store (``shipped``): those of the ood_nli suite's tasks
     (``ood_nli_snli`` -> ``SNLI``, ``ood_nli_hans__minimal`` -> ``HANS (minimal)``,
-    :func:`ood_store.evaluate.suite.variant.display_names`).
+    :func:`ood_store._evaluate.suite.variant.display_names`).
     """
     mapping: dict[str, str] = shipped_names() if shipped else {}
     if file is not None:
@@ -79,7 +79,7 @@ def names(pairs: Sequence[str] = (), file: str | Path | None = None, *, shipped:
 
 def shipped_names() -> dict[str, str]:
     """The display names that ship with ood-store: the ood_nli suite's tasks under its shipped patterns."""
-    from ood_store.evaluate.suite.variant import display_names
+    from ood_store._evaluate.suite.variant import display_names
 
     return display_names()
 

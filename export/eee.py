@@ -4,7 +4,7 @@ One file per evaluation (one checkpoint evaluated on its tasks), laid out as the
 EEE datastore is, ``DIR/data/<collection>/<developer>/<model>/<uuid>.json``, so
 that the folder validates with EEE's own validator and can be contributed as it
 is. The convention for what EEE has no field for (run, step, campaign, run
-attributes, filters, shots) is :mod:`ood_store.ingest.eee`'s, which reads these
+attributes, filters, shots) is :mod:`ood_store._ingest.eee`'s, which reads these
 files back: export, then ingest into a new store, gives the same ``scores``.
 
 Everything in a file is a function of the store's content: the UUID (file name
@@ -29,13 +29,14 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from ood_store import __version__, sqlfiles
-from ood_store.errors import OodStoreError, StoreError
-from ood_store.ingest import eee
-from ood_store.store import query
+from ood_store import __version__
+from ood_store import _sqlfiles as sqlfiles
+from ood_store._errors import OodStoreError, StoreError
+from ood_store._ingest import eee
+from ood_store._store import query
 
 if TYPE_CHECKING:
-    from ood_store.store.api import Store
+    from ood_store._store.api import Store
 
 RELATIONSHIPS = ("first_party", "third_party", "collaborative", "other")
 # lm-eval and inspect_ai back-ends that run the model on the evaluator's own hardware.
@@ -77,7 +78,7 @@ class EeeExport:
 
 
 def _sql(name: str) -> str:
-    return sqlfiles.load("ood_store.export", name)
+    return sqlfiles.load("ood_store._export", name)
 
 
 def export_eee(

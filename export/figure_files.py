@@ -9,9 +9,9 @@ from typing import Any
 import matplotlib
 from matplotlib.figure import Figure
 
-from ood_store.errors import OodStoreError
-from ood_store.export import formats
-from ood_store.export.provenance import Provenance
+from ood_store._errors import OodStoreError
+from ood_store._export import formats
+from ood_store._export.provenance import Provenance
 
 #: The formats :func:`save` writes, chosen by the file's extension.
 FORMATS = formats.FIGURES
@@ -79,7 +79,7 @@ def save(figure: Figure, path: str | Path, provenance: Provenance) -> Path:
     Parameters
     ----------
     figure : matplotlib.figure.Figure
-        A figure from :mod:`ood_store.export.figures`.
+        A figure from :mod:`ood_store._export.figures`.
     path : str or Path
         Where to write: ``.pdf``, ``.png`` (300 dpi) or ``.svg``. Its folder must exist.
     provenance : Provenance

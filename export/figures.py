@@ -28,23 +28,23 @@ from matplotlib.colors import ListedColormap, Normalize
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter
 
-from ood_store.analysis import results
-from ood_store.analysis.compare import compare
-from ood_store.analysis.results import COMPARISON_COLUMNS, Comparison
-from ood_store.errors import AnalysisError
-from ood_store.export import display, grids, page, triangle
-from ood_store.export.captions import Method
-from ood_store.export.curves import curves
-from ood_store.export.display import analysis_order, task_order
-from ood_store.export.figure_files import FORMATS, STYLE, PaperFigure, file_format, save
-from ood_store.export.forest import forest
-from ood_store.export.heatmaps import CMAP, SEEDS, facet_header, heatmap, heatmap_grid, pair_rows, run_title
-from ood_store.export.provenance import Provenance
-from ood_store.names import split_names
-from ood_store.store.runs import attribute_columns
+from ood_store._analysis import results
+from ood_store._analysis.compare import compare
+from ood_store._analysis.results import COMPARISON_COLUMNS, Comparison
+from ood_store._errors import AnalysisError
+from ood_store._export import display, grids, page, triangle
+from ood_store._export.captions import Method
+from ood_store._export.curves import curves
+from ood_store._export.display import analysis_order, task_order
+from ood_store._export.figure_files import FORMATS, STYLE, PaperFigure, file_format, save
+from ood_store._export.forest import forest
+from ood_store._export.heatmaps import CMAP, SEEDS, facet_header, heatmap, heatmap_grid, pair_rows, run_title
+from ood_store._export.provenance import Provenance
+from ood_store._names import split_names
+from ood_store._store.runs import attribute_columns
 
 if TYPE_CHECKING:
-    from ood_store.store import Store
+    from ood_store._store import Store
 
 __all__ = [
     "FORMATS", "KINDS", "SEEDS", "PaperFigure", "curves_of_run", "file_format", "forest", "from_analysis", "heatmap",
@@ -57,7 +57,7 @@ PAGE_WIDTH = page.PAGE  # inches: the full text width of a two-column paper
 _SIGN_CMAP = ListedColormap(matplotlib.colormaps[CMAP](np.linspace(0.125, 0.875, 256)), name="RdBu_r_light")
 _SIGN_BAR = grids.ColourBar(None, (-1, 0, 1), ("all r<0", "split", "all r>0"))
 _TITLE = 0.2  # inches a title takes
-#: How the sign matrix shows a verdict of :func:`~ood_store.analysis.compare` (read from its ``verdict``
+#: How the sign matrix shows a verdict of :func:`~ood_store._analysis.compare` (read from its ``verdict``
 #: column; the rule that makes them is the analysis'). Verdicts not listed are drawn plain.
 VERDICT_STYLE = {"model-dependent": "hatched", "consistently positive": "bold", "consistently negative": "bold"}
 
@@ -86,7 +86,7 @@ def sign_agreement(
     Parameters
     ----------
     result : Comparison or polars.DataFrame
-        A :func:`~ood_store.analysis.compare` result, or its table.
+        A :func:`~ood_store._analysis.compare` result, or its table.
     names : mapping, optional
         Display names of tasks and group values.
     tasks : list of str, optional
@@ -181,12 +181,12 @@ def training_curves(
     "(in-domain)" in the legend; the other tasks get the colours of
     matplotlib's ``tab10`` cycle. A band is drawn wherever the store has the
     score's standard error and left out where it has none. The data come from
-    :func:`ood_store.export.curves.curves` (one SQL query).
+    :func:`ood_store._export.curves.curves` (one SQL query).
 
     Parameters
     ----------
     store, run, tasks, metric, filter, num_fewshot
-        As for :func:`~ood_store.export.curves.curves`; ``in_domain`` is added to
+        As for :func:`~ood_store._export.curves.curves`; ``in_domain`` is added to
         ``tasks`` first when missing.
     in_domain : str, optional
         The in-domain task, drawn emphasised.
@@ -315,7 +315,7 @@ def from_analysis(
         ``heatmap``: one run (``runs`` names it, unless the analysis has one);
         ``grid``: one heatmap per run, ordered by run attributes (``order_by``),
         or faceted by ``rows`` and ``cols`` (:func:`heatmap_grid`);
-        ``signs``: the sign agreement across runs of :func:`~ood_store.analysis.compare`,
+        ``signs``: the sign agreement across runs of :func:`~ood_store._analysis.compare`,
         one panel per group of ``by``;
         ``forest``: per pair, each run's r coloured by ``color_by`` (default the
         family, where runs have one) and the pooled r of ``compare`` with its interval.

@@ -4,7 +4,7 @@ With twenty runs or more, a grid of heatmaps shows each run but not at a
 glance whether a pair "depends on the model". Here each pair is one row: a
 point per run (coloured by a run attribute such as family, filled where the
 run's own adjusted p is below alpha), and below them the pooled r of
-:func:`~ood_store.analysis.compare` (random effects on Fisher z) with its
+:func:`~ood_store._analysis.compare` (random effects on Fisher z) with its
 interval, the verdict at the right. Pairs whose runs spread to both sides of
 zero, or cluster by colour, are the model-dependent ones.
 """
@@ -21,13 +21,13 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.transforms import blended_transform_factory
 
-from ood_store.analysis import results
-from ood_store.analysis.results import COMPARISON_COLUMNS, Comparison
-from ood_store.errors import AnalysisError
-from ood_store.export import grids, page, triangle
-from ood_store.export.captions import Method, p_column
-from ood_store.export.display import task_order
-from ood_store.export.figure_files import STYLE
+from ood_store._analysis import results
+from ood_store._analysis.results import COMPARISON_COLUMNS, Comparison
+from ood_store._errors import AnalysisError
+from ood_store._export import grids, page, triangle
+from ood_store._export.captions import Method, p_column
+from ood_store._export.display import task_order
+from ood_store._export.figure_files import STYLE
 
 #: Colours of run groups: Okabe and Ito's palette, told apart with any colour vision; then tab20.
 PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000")
@@ -52,7 +52,7 @@ def forest(
     Parameters
     ----------
     result : Comparison or polars.DataFrame
-        A :func:`~ood_store.analysis.compare` result over all runs (no ``by``),
+        A :func:`~ood_store._analysis.compare` result over all runs (no ``by``),
         or its table; its ``r:<run>`` columns are the points, ``r_pooled``,
         ``ci_low``, ``ci_high`` the bar and ``verdict`` the text beside it.
         With a result of a partial-correlation result, points of runs whose

@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from ood_store.errors import OodStoreError
+from ood_store._errors import OodStoreError
 
 
 @dataclass(frozen=True)

@@ -1,18 +1,18 @@
 """Grids of lower-triangle panels sized for the page: columns, titles, tick labels, colour bar and note.
 
-The layout behind :func:`~ood_store.export.figures.heatmap_grid` and
-:func:`~ood_store.export.figures.sign_agreement`, for three runs or thirty:
+The layout behind :func:`~ood_store._export.figures.heatmap_grid` and
+:func:`~ood_store._export.figures.sign_agreement`, for three runs or thirty:
 
 - **Columns.** Unless given, the fewest rows whose panels are at least
   :data:`MIN_SIDE` wide, then more columns until the figure is no taller
-  than the page (:data:`~ood_store.export.page.FIGURE_HEIGHT`).
+  than the page (:data:`~ood_store._export.page.FIGURE_HEIGHT`).
 - **Labels.** Every row of panels has its tasks on the left and every column
   below its lowest panel, so no panel is far from its labels.
 - **Titles** are wrapped at separators onto two lines to the width of a
   panel, smaller (down to :data:`MIN_TITLE_SIZE`) and then cut with an
   ellipsis if they still do not fit: titles never run into each other.
 - **Cell text** is sized to the cells as laid out and never below
-  :data:`~ood_store.export.triangle.MIN_LABEL_SIZE`; cells too small for it
+  :data:`~ood_store._export.triangle.MIN_LABEL_SIZE`; cells too small for it
   keep their colours and lose their numbers, and the note says so.
 - **Cells are square**: the height is set once the layout is known.
 """
@@ -28,10 +28,10 @@ from matplotlib.cm import ScalarMappable
 from matplotlib.colors import Colormap, Normalize
 from matplotlib.figure import Figure
 
-from ood_store.errors import AnalysisError
-from ood_store.export import page, triangle
-from ood_store.export.display import _TOKEN_END
-from ood_store.export.figure_files import STYLE
+from ood_store._errors import AnalysisError
+from ood_store._export import page, triangle
+from ood_store._export.display import _TOKEN_END
+from ood_store._export.figure_files import STYLE
 
 COLORBAR = 0.62  # inches the colour bar and its labels take
 GAP = 0.12  # inches between panels

@@ -2,7 +2,7 @@
 
 Each heatmap is a lower triangle of OOD × OOD cells coloured by r on a
 diverging map fixed to [-1, 1]. A grid (:func:`heatmap_grid`) draws one per
-run, wrapped into rows and columns for the page (:mod:`~ood_store.export.grids`),
+run, wrapped into rows and columns for the page (:mod:`~ood_store._export.grids`),
 or, with ``rows``/``cols``, one row of panels per value of one run attribute
 and one column per value of another (``rows="family", cols="size"``), the runs
 that share a panel (the seeds, usually) pooled or drawn side by side.
@@ -21,17 +21,17 @@ import polars as pl
 from matplotlib.colors import Normalize
 from matplotlib.figure import Figure
 
-from ood_store.analysis import results
-from ood_store.analysis.compare import INFERENCE, compare
-from ood_store.analysis.inference import adjust
-from ood_store.analysis.results import PartialCorrelations
-from ood_store.errors import AnalysisError
-from ood_store.export import display, grids, page, triangle
-from ood_store.export.captions import Method, adjusted_within, p_column
-from ood_store.export.display import analysis_order
+from ood_store._analysis import results
+from ood_store._analysis.compare import INFERENCE, compare
+from ood_store._analysis.inference import adjust
+from ood_store._analysis.results import PartialCorrelations
+from ood_store._errors import AnalysisError
+from ood_store._export import display, grids, page, triangle
+from ood_store._export.captions import Method, adjusted_within, p_column
+from ood_store._export.display import analysis_order
 
 if TYPE_CHECKING:
-    from ood_store.store import Store
+    from ood_store._store import Store
 
 CMAP = "RdBu_r"  # diverging: red positive, blue negative, white at 0
 SEEDS = ("pool", "each")
@@ -63,12 +63,12 @@ def heatmap(
     Parameters
     ----------
     table : PartialCorrelations or polars.DataFrame
-        A result of :func:`~ood_store.analysis.partial_correlations` or
+        A result of :func:`~ood_store._analysis.partial_correlations` or
         ``store.analysis(name)``, or its table.
     run : str, optional
         The run to draw; required when the table has several.
     names : mapping, optional
-        Display names of tasks and runs (:func:`ood_store.export.display.names`).
+        Display names of tasks and runs (:func:`ood_store._export.display.names`).
         A run without one is titled by the part of its name after the last ``/``.
     tasks : list of str, optional
         The OOD tasks to draw, in order; default all, in order of first appearance.
@@ -117,12 +117,12 @@ def heatmap_grid(
 
     Every panel has the same tasks in the same order. Without ``rows`` and
     ``cols`` there is one panel per run, in the order of ``runs``, wrapped
-    into rows for the page (:mod:`~ood_store.export.grids`), each titled by
+    into rows for the page (:mod:`~ood_store._export.grids`), each titled by
     the run's display name less what all of them share (said in the note).
     With ``rows`` and/or ``cols`` (run attributes), panels are faceted: one
     row per value of ``rows``, one column per value of ``cols``; the runs that
     share both values are pooled into one panel (``seeds="pool"``: random
-    effects on Fisher z, as :func:`~ood_store.analysis.compare`, faded where
+    effects on Fisher z, as :func:`~ood_store._analysis.compare`, faded where
     the pooled p, adjusted over the panel's pairs by the analysis' method
     (Holm for a bare table), is at least ``alpha``; a lone run is drawn as it is) or drawn
     side by side as small multiples (``seeds="each"``). Runs whose every r is
@@ -134,7 +134,7 @@ def heatmap_grid(
         A partial-correlation result or table.
     runs : list of str, optional
         Runs to draw, in panel order; default every run of the table, sorted by name
-        (the CLI orders them by family, size and seed: :func:`~ood_store.export.display.run_order`).
+        (the CLI orders them by family, size and seed: :func:`~ood_store._export.display.run_order`).
     names, tasks, alpha, inference, note
         As for :func:`heatmap`.
     ncols : int, optional
@@ -281,7 +281,7 @@ def _faceted(frame, runs, order, names, test, rows, cols, seeds, attributes: pl.
 
 
 def _attributes(source, names: list[str], runs: list[str]) -> pl.DataFrame:
-    from ood_store.store.runs import run_attributes
+    from ood_store._store.runs import run_attributes
 
     if source is None:
         raise AnalysisError("faceting by run attributes needs the store (or a frame of run attributes)")
@@ -324,7 +324,7 @@ def _within_labels(cells: dict[tuple[int, int], list[str]], names: Mapping[str, 
 
 
 def _pooled(frame, runs, attributes, by, test: _Test) -> dict[tuple, list[dict]]:
-    """The runs of each facet pooled by :func:`~ood_store.analysis.compare`: group values -> rows as r and p."""
+    """The runs of each facet pooled by :func:`~ood_store._analysis.compare`: group values -> rows as r and p."""
     inference = "effective" if test.column == "p_eff_adj" else "naive"
     result = compare(frame.filter(pl.col("run").is_in(runs)), by=by, attributes=attributes, alpha=test.alpha,
                      inference=inference).table  # fmt: skip

@@ -1,6 +1,6 @@
 """A paper table as LaTeX: booktabs rules, aligned numbers, and the environment its size calls for.
 
-:func:`render` writes what :class:`~ood_store.export.tables.PaperTable`
+:func:`render` writes what :class:`~ood_store._export.tables.PaperTable`
 decided: the columns of each part (one part unless the table is split), and
 the environment: ``table`` (one column of a two-column page), ``table*``
 (the page), ``sidewaystable`` (rotating: a page turned sideways),
@@ -17,10 +17,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ood_store.export import page
+from ood_store._export import page
 
 if TYPE_CHECKING:
-    from ood_store.export.tables import Column, PaperTable
+    from ood_store._export.tables import Column, PaperTable
 
 _SPECIAL = {
     "\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 
-from ood_store.errors import AnalysisError
+from ood_store._errors import AnalysisError
 
 COLUMN = 3.25  # in: one column of a two-column page
 PAGE = 6.75  # in: the text width of a two-column page (\textwidth)

@@ -3,9 +3,9 @@
 A :class:`PaperTable` holds the rows as a tidy Polars frame (what CSV, JSON and
 Parquet carry, at full precision unless ``digits`` is given) and a layout for
 the typeset formats: headers, rounding, significance marks, caption, label,
-and the page it must fit (LaTeX: :mod:`~ood_store.export.table_fit` measures
-it, :mod:`~ood_store.export.latex` writes it). The builders in
-:mod:`~ood_store.export.tables` make them.
+and the page it must fit (LaTeX: :mod:`~ood_store._export.table_fit` measures
+it, :mod:`~ood_store._export.latex` writes it). The builders in
+:mod:`~ood_store._export.tables` make them.
 """
 
 from __future__ import annotations
@@ -20,9 +20,9 @@ import orjson
 import polars as pl
 from tabulate import tabulate
 
-from ood_store.errors import AnalysisError, OodStoreError
-from ood_store.export import formats, latex, page, table_fit
-from ood_store.export.provenance import Provenance
+from ood_store._errors import AnalysisError, OodStoreError
+from ood_store._export import formats, latex, page, table_fit
+from ood_store._export.provenance import Provenance
 
 FORMATS = formats.TABLES
 DEFAULT_DIGITS = 2
@@ -131,7 +131,7 @@ class PaperTable:
 
     def fit(self) -> table_fit.Fit:
         """How wide the LaTeX table is against the page (``width``, or the text height in ``landscape``),
-        with the changes that would make it fit when it does not (:func:`~ood_store.export.table_fit.fit`)."""
+        with the changes that would make it fit when it does not (:func:`~ood_store._export.table_fit.fit`)."""
         return table_fit.fit(self)
 
     def to_latex(self, *, standalone: bool = False) -> str:
@@ -139,7 +139,7 @@ class PaperTable:
 
         Numbers are right-aligned with a fixed number of decimals and the stars
         sit in a box of their own, so decimal points line up. The environment
-        follows the table's size (:func:`~ood_store.export.table_fit.plan`):
+        follows the table's size (:func:`~ood_store._export.table_fit.plan`):
         ``table`` or ``table*``, ``sidewaystable`` in landscape, ``longtable``
         when taller than a page; a split table is several. ``standalone`` wraps
         them in a minimal document that compiles on its own.
@@ -214,7 +214,7 @@ class PaperTable:
 
 
 def format_of(path: str | Path) -> str:
-    """The export format that a file name's extension asks for (:func:`ood_store.export.formats.from_extension`)."""
+    """The export format that a file name's extension asks for (:func:`ood_store._export.formats.from_extension`)."""
     return formats.from_extension(path, FORMATS)
 
 

@@ -15,7 +15,7 @@ import orjson
 from ood_store import __version__
 
 if TYPE_CHECKING:
-    from ood_store.store import Store
+    from ood_store._store import Store
 
 
 def _now() -> str:

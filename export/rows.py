@@ -1,7 +1,7 @@
 """Rows (a query's result, a listing, an analysis table) as text or a file in any of the row formats.
 
-The formats are those of :data:`ood_store.export.formats.ROWS`. LaTeX goes
-through the paper tables of :mod:`ood_store.export.tables`, so that a query's rows
+The formats are those of :data:`ood_store._export.formats.ROWS`. LaTeX goes
+through the paper tables of :mod:`ood_store._export.tables`, so that a query's rows
 printed as ``latex`` are the table that exporting the same query writes.
 """
 
@@ -14,14 +14,14 @@ import orjson
 import polars as pl
 from tabulate import tabulate
 
-from ood_store.errors import OodStoreError
-from ood_store.export import formats
+from ood_store._errors import OodStoreError
+from ood_store._export import formats
 
 _TABULATE = {"table": "simple", "markdown": "github"}
 
 
 def render(frame: pl.DataFrame, output_format: str) -> str:
-    """The rows of ``frame`` as text in a text format of :data:`~ood_store.export.formats.ROWS`.
+    """The rows of ``frame`` as text in a text format of :data:`~ood_store._export.formats.ROWS`.
 
     Examples
     --------
@@ -50,7 +50,7 @@ def render(frame: pl.DataFrame, output_format: str) -> str:
         text = buffer.getvalue().decode("utf-8")
         return text if text.endswith("\n") or not text else text + "\n"
     if output_format == "latex":
-        from ood_store.export import tables
+        from ood_store._export import tables
 
         return tables.query_table(frame).to_latex()
     return tabulate(

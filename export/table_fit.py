@@ -1,7 +1,7 @@
 """Whether a LaTeX table fits the page, measured before TeX sees it, and what would make it fit.
 
 A table's width is what ``tabular`` makes of it: the widest cell (or
-header) of each column as :mod:`~ood_store.export.tex_metrics` sets it,
+header) of each column as :mod:`~ood_store._export.tex_metrics` sets it,
 plus ``\\tabcolsep`` on either side of each column (6 pt), except where an
 ``@{...}`` takes its place. Its height is one ``\\small`` line (11 pt) per row
 with the rules, the spaces between blocks and the caption. The measures err
@@ -22,10 +22,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from ood_store.export import latex, page, tex_metrics
+from ood_store._export import latex, page, tex_metrics
 
 if TYPE_CHECKING:
-    from ood_store.export.tables import PaperTable
+    from ood_store._export.tables import PaperTable
 
 ROW = 11.0  # pt: a \small line (9 pt on 11 pt), the height of a tabular row
 RULES = 14.0  # pt: \toprule, \midrule and \bottomrule with the space booktabs puts around them
@@ -158,7 +158,7 @@ def parts(table: PaperTable) -> list[tuple[int, ...]]:
 
 
 def plan(table: PaperTable) -> latex.Plan:
-    """How :func:`~ood_store.export.latex.render` sets ``table``: environment and parts."""
+    """How :func:`~ood_store._export.latex.render` sets ``table``: environment and parts."""
     chosen = parts(table)
     if is_long(table):
         return latex.Plan("landscape longtable" if table.landscape else "longtable", tuple(chosen))

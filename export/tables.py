@@ -2,13 +2,13 @@
 
 The builders (:func:`partial_table`, :func:`compare_table`, :func:`query_table`,
 and :func:`from_analysis` / :func:`from_query` that read the store) return a
-:class:`~ood_store.export.paper_table.PaperTable`: the rows as a tidy Polars
+:class:`~ood_store._export.paper_table.PaperTable`: the rows as a tidy Polars
 frame and a layout for the typeset formats. Every file written carries its
-:class:`~ood_store.export.provenance.Provenance`; every caption says what was
+:class:`~ood_store._export.provenance.Provenance`; every caption says what was
 regressed out, with which residualiser, and which p-values the marks use.
 
 A table with many runs or testsets can be too wide for the page: ``fit()``
-measures it (:mod:`~ood_store.export.table_fit`) and names the changes that
+measures it (:mod:`~ood_store._export.table_fit`) and names the changes that
 make it fit, each a keyword here: ``transpose`` (pairs as rows, runs as
 columns), ``compact`` (two-letter codes for testsets with a key, run names
 less what they share, numbers without leading zeros), ``landscape``,
@@ -25,18 +25,18 @@ from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 import numpy as np
 import polars as pl
 
-from ood_store.analysis import results
-from ood_store.analysis.compare import INFERENCE, compare
-from ood_store.analysis.inference import ADJUST_METHODS, adjust
-from ood_store.analysis.results import COMPARISON_COLUMNS, Comparison, PartialCorrelations
-from ood_store.errors import AnalysisError
-from ood_store.export import display, page
-from ood_store.export.captions import Method
-from ood_store.export.paper_table import FORMATS, PARQUET_KEY, Column, PaperTable, format_of
-from ood_store.export.provenance import Provenance
+from ood_store._analysis import results
+from ood_store._analysis.compare import INFERENCE, compare
+from ood_store._analysis.inference import ADJUST_METHODS, adjust
+from ood_store._analysis.results import COMPARISON_COLUMNS, Comparison, PartialCorrelations
+from ood_store._errors import AnalysisError
+from ood_store._export import display, page
+from ood_store._export.captions import Method
+from ood_store._export.paper_table import FORMATS, PARQUET_KEY, Column, PaperTable, format_of
+from ood_store._export.provenance import Provenance
 
 if TYPE_CHECKING:
-    from ood_store.store import Store
+    from ood_store._store import Store
 
 __all__ = [
     "FORMATS", "MARKS", "PARQUET_KEY", "STARS", "Column", "Layout", "PaperTable", "compare_table", "format_of",
@@ -80,7 +80,7 @@ def partial_table(
     Parameters
     ----------
     table : PartialCorrelations or polars.DataFrame
-        A result of :func:`~ood_store.analysis.partial_correlations` or ``Store.analysis``, or its rows.
+        A result of :func:`~ood_store._analysis.partial_correlations` or ``Store.analysis``, or its rows.
     wide : bool
         One row per run and one column of r per pair of testsets, instead of
         one row per run and pair.
@@ -94,9 +94,9 @@ def partial_table(
     digits : int, optional
         Decimals (typeset default 2; CSV, JSON and Parquet keep full precision unless given).
     names : mapping, optional
-        Display names of testsets and runs (:func:`~ood_store.export.display.names`).
+        Display names of testsets and runs (:func:`~ood_store._export.display.names`).
     runs : sequence of str, optional
-        The runs in the order to print them (:func:`~ood_store.export.display.run_order`);
+        The runs in the order to print them (:func:`~ood_store._export.display.run_order`);
         default: as in ``table``, sorted by name. Runs not listed are left out.
     caption, label : str, optional
         Default: a caption that says the in-domain task, residualiser, method and
@@ -104,7 +104,7 @@ def partial_table(
     provenance : Provenance, optional
         Where the rows came from, written into every file.
     compact : bool
-        Testsets as two-letter codes (:func:`~ood_store.export.display.codes`)
+        Testsets as two-letter codes (:func:`~ood_store._export.display.codes`)
         with a key in the caption, runs less what their names share, numbers
         without leading zeros (``.35``).
     width : str or float
@@ -200,7 +200,7 @@ def compare_table(
     mark: str = "stars",
     **layout: Unpack[Layout],
 ) -> PaperTable:
-    """A comparison across runs (:func:`~ood_store.analysis.compare`) for a paper.
+    """A comparison across runs (:func:`~ood_store._analysis.compare`) for a paper.
 
     One row per pair of testsets (and group of the comparison's ``by``): runs, sign agreement,
     pooled r with its interval, I² and the verdict. The pooled r is marked by
@@ -283,7 +283,7 @@ def from_analysis(
 ) -> PaperTable:
     """The table of saved analysis ``name`` (``compared``: of its comparison across runs, grouped ``by``).
 
-    Runs are ordered by their attributes (:func:`~ood_store.export.display.run_order`,
+    Runs are ordered by their attributes (:func:`~ood_store._export.display.run_order`,
     ``order_by``); other keywords go to :func:`partial_table` or :func:`compare_table`.
     """
     analysis = store.analysis(name)

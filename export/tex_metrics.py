@@ -9,7 +9,7 @@ characters of numbers and names are nil or negative, so the widths here are
 never less than TeX's. Ligatures other than ``--`` (an en dash) are left out
 too (``fi`` is narrower than ``f`` and ``i``), again erring wide.
 
-:func:`width` reads the subset of LaTeX that :mod:`ood_store.export.tables`
+:func:`width` reads the subset of LaTeX that :mod:`ood_store._export.tables`
 writes: text with ``\\_ \\& \\% \\$ \\# \\{ \\}``, ``--``, ``$-$``, ``$<$``,
 ``\\textbf{...}``, ``\\rlap{...}`` (no width) and simple math such as
 ``$n_{\\mathrm{eff}}$`` (set as its letters: wide again).

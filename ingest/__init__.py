@@ -1,10 +1,10 @@
 """Where scores enter: lm-eval results files found, parsed, validated and written to the store.
 
-:func:`ingest` (in :mod:`~ood_store.ingest.pipeline`) is the entry point;
+:func:`ingest` (in :mod:`~ood_store._ingest.pipeline`) is the entry point;
 discovery, parsing, validation and writing each have a module of their own.
 """
 
-from ood_store.ingest.identity import Overrides
-from ood_store.ingest.pipeline import CampaignMix, Conflict, FileOutcome, IngestReport, ingest
+from ood_store._ingest.identity import Overrides
+from ood_store._ingest.pipeline import CampaignMix, Conflict, FileOutcome, IngestReport, ingest
 
 __all__ = ["CampaignMix", "Conflict", "FileOutcome", "IngestReport", "Overrides", "ingest"]

@@ -1,6 +1,6 @@
 """Turns the paths a user gives (files, folders, globs) into results files to read.
 
-* A file is read as a results file (:mod:`ood_store.ingest.formats` says which
+* A file is read as a results file (:mod:`ood_store._ingest.formats` says which
   formats); a ``samples_<task>_<ts>.jsonl`` stands for the ``results_<ts>.json``
   beside it.
 * A folder is searched recursively for ``*.json``, ``*.eval``, ``*.csv`` and
@@ -27,10 +27,10 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
-from ood_store.errors import InputError
-from ood_store.ingest.regular import cannot_read, not_regular
-from ood_store.ingest.report import unexpected
-from ood_store.ingest.samples import results_beside
+from ood_store._errors import InputError
+from ood_store._ingest.regular import cannot_read, not_regular
+from ood_store._ingest.report import unexpected
+from ood_store._ingest.samples import results_beside
 
 # File name endings a folder search reads (samples files are found beside their results file).
 SEARCHED = (".json", ".eval", ".csv", ".parquet")

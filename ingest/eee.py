@@ -3,7 +3,7 @@
 An EEE file holds one evaluation of one model: ``model_info`` and a list of
 ``evaluation_results``, each a score of one metric on one evaluation. EEE has no
 notion of a training checkpoint, so ood-store uses one convention, written by
-``ood-store export-eee`` (:mod:`ood_store.export.eee`) and read here:
+``ood-store export-eee`` (:mod:`ood_store._export.eee`) and read here:
 
 * ``model_info.additional_details`` (all values strings) holds
   ``ood_store.run``, ``ood_store.step`` (absent for a final model),
@@ -37,11 +37,11 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-from ood_store.errors import InputError
-from ood_store.ingest.identity import Identity, Overrides, identify
-from ood_store.ingest.jsontext import describe, optional_text
-from ood_store.ingest.records import EvaluationRecord, ScoreRow
-from ood_store.ingest.values import count, optional_score_value, score_value, timestamp
+from ood_store._errors import InputError
+from ood_store._ingest.identity import Identity, Overrides, identify
+from ood_store._ingest.jsontext import describe, optional_text
+from ood_store._ingest.records import EvaluationRecord, ScoreRow
+from ood_store._ingest.values import count, optional_score_value, score_value, timestamp
 
 SCHEMA_VERSION = "0.3.0"
 SOURCE_FORMAT = "eee"

@@ -13,7 +13,7 @@ W&B run history            ``*.csv`` or ``*.parquet`` with a step column        
 =========================  ==================================================  ==================
 
 Each reader validates the whole file before anything is written and returns one
-:class:`~ood_store.ingest.records.EvaluationRecord` per evaluation it holds (one,
+:class:`~ood_store._ingest.records.EvaluationRecord` per evaluation it holds (one,
 except a W&B history: one per step). A file none of them recognises raises
 :class:`NotResults`, and is skipped when it was found by searching a folder.
 """
@@ -23,12 +23,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ood_store.ingest import jsontext
-from ood_store.ingest.eee import is_eee, parse_eee
-from ood_store.ingest.identity import Overrides
-from ood_store.ingest.lmeval import NotLmEval, parse_results
-from ood_store.ingest.records import EvaluationRecord
-from ood_store.ingest.wandb import HistoryOptions, is_history_file, read_history
+from ood_store._ingest import jsontext
+from ood_store._ingest.eee import is_eee, parse_eee
+from ood_store._ingest.identity import Overrides
+from ood_store._ingest.lmeval import NotLmEval, parse_results
+from ood_store._ingest.records import EvaluationRecord
+from ood_store._ingest.wandb import HistoryOptions, is_history_file, read_history
 
 #: What a file that is none of these is called in messages.
 KNOWN = "lm-eval, Every Eval Ever, inspect_ai or W&B history"
@@ -44,7 +44,7 @@ def read(
     """The validated records of one file; :class:`NotResults` when it is in no format ood-store reads."""
     suffix = path.suffix.lower()
     if suffix == ".eval":
-        from ood_store.ingest.inspect_logs import read_log
+        from ood_store._ingest.inspect_logs import read_log
 
         return [read_log(path, shown, digest, overrides)]
     if is_history_file(path):
@@ -53,7 +53,7 @@ def read(
         return read_history(path, shown, data, overrides, history)
     doc = jsontext.loads(shown, None, data)
     if _is_inspect_log(doc):
-        from ood_store.ingest.inspect_logs import read_log
+        from ood_store._ingest.inspect_logs import read_log
 
         return [read_log(path, shown, digest, overrides)]
     if is_eee(doc):

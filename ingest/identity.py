@@ -30,9 +30,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ood_store.ingest.jsontext import optional_text
-from ood_store.ingest.limits import MAX_STEP_DIGITS
-from ood_store.names import is_unit_folder, run_folder_name
+from ood_store._ingest.jsontext import optional_text
+from ood_store._ingest.limits import MAX_STEP_DIGITS
+from ood_store._names import is_unit_folder, run_folder_name
 
 # A step inside a revision or folder name: step1000, step-1000, global_step1000,
 # checkpoint-1000, ckpt_1000, stage1-step1000-tokens5B.

@@ -2,7 +2,7 @@
 -- with an explicit schema ($columns: the keys below and the per-sample metric keys $metric_names).
 -- Each row is checked here, as SQL: a row that breaks a rule stops the statement with
 -- error('ood-store: ...'), the transaction rolls back, and ingest re-reads the file to name the
--- line and the field at fault. The rules are those of ood_store.ingest.samples (the slow path):
+-- line and the field at fault. The rules are those of ood_store._ingest.samples (the slow path):
 --   doc_id     a document index: an integer (or a string of digits) in 0 .. 2^63
 --   filter     a string, 'none' when absent
 --   filtered_resps  log-likelihood tasks: (log-likelihood, is-greedy) pairs, numbers or strings of them

@@ -16,7 +16,7 @@ samples), in the ``inspect`` extra. One log is one evaluation:
   ``stderr`` metric as the standard error of its other metrics;
 * a log whose status is not ``success`` (an error, a cancelled run) is rejected;
 * the header of a ``.eval`` log keeps the limits of every JSON input
-  (:mod:`~ood_store.ingest.jsontext`: nesting, numbers beyond DOUBLE, invalid
+  (:mod:`~ood_store._ingest.jsontext`: nesting, numbers beyond DOUBLE, invalid
   Unicode), as a ``.json`` log does, so that its numbers follow the rule of
   lm-eval files: NaN stored as NULL, ±Infinity as it is, ``1e999`` a bad value.
 """
@@ -28,11 +28,11 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
-from ood_store.errors import InputError, first_line
-from ood_store.ingest import jsontext
-from ood_store.ingest.identity import Identity, Overrides, identify
-from ood_store.ingest.records import EvaluationRecord, ScoreRow
-from ood_store.ingest.values import optional_score_value, score_value, timestamp
+from ood_store._errors import InputError, first_line
+from ood_store._ingest import jsontext
+from ood_store._ingest.identity import Identity, Overrides, identify
+from ood_store._ingest.records import EvaluationRecord, ScoreRow
+from ood_store._ingest.values import optional_score_value, score_value, timestamp
 
 SOURCE_FORMAT = "inspect"
 

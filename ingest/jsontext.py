@@ -1,9 +1,9 @@
 """Parsing JSON text with errors that say where, whether the file looks cut short, and limits.
 
-The limits (see :mod:`ood_store.ingest.limits`) hold for every document, so
+The limits (see :mod:`ood_store._ingest.limits`) hold for every document, so
 that no file can make ood-store fail other than by naming it:
 
-* nesting deeper than :data:`~ood_store.ingest.limits.MAX_DEPTH` levels;
+* nesting deeper than :data:`~ood_store._ingest.limits.MAX_DEPTH` levels;
 * a number that does not fit a DOUBLE (``1e999``, ``10**400``): a bad value,
   unlike the tokens ``NaN``, ``Infinity`` and ``-Infinity``, which lm-eval
   writes (Python's ``json`` does) and which are read as the non-finite floats;
@@ -23,8 +23,8 @@ from typing import Any
 
 import orjson
 
-from ood_store.errors import InputError
-from ood_store.ingest.limits import MAX_DEPTH
+from ood_store._errors import InputError
+from ood_store._ingest.limits import MAX_DEPTH
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _MAX_INT_DIGITS = 20  # longer integer literals are read as floats, as orjson does beyond 64 bits

@@ -16,9 +16,9 @@ Format facts this module relies on (see tests/fixtures/lm-eval-real/README.md):
 Non-finite numbers are data (lm-eval writes ``NaN``, ``Infinity`` and
 ``-Infinity`` where a metric is undefined or overflows): a value or stderr
 that is NaN is stored as NULL, ±Infinity as it is. A numeric literal that
-does not fit a DOUBLE (``1e999``) is a bad value (:mod:`~ood_store.ingest.jsontext`).
+does not fit a DOUBLE (``1e999``) is a bad value (:mod:`~ood_store._ingest.jsontext`).
 
-Every problem raises :class:`~ood_store.errors.InputError` naming the file
+Every problem raises :class:`~ood_store._errors.InputError` naming the file
 and the field.
 """
 
@@ -31,12 +31,12 @@ import re
 from pathlib import Path
 from typing import Any
 
-from ood_store.errors import InputError
-from ood_store.ingest.identity import Overrides, StepTooLong, identify, parse_model_args
-from ood_store.ingest.jsontext import describe, optional_text
-from ood_store.ingest.limits import MAX_NAME_LENGTH
-from ood_store.ingest.records import EvaluationRecord, ScoreTuple
-from ood_store.ingest.values import count
+from ood_store._errors import InputError
+from ood_store._ingest.identity import Overrides, StepTooLong, identify, parse_model_args
+from ood_store._ingest.jsontext import describe, optional_text
+from ood_store._ingest.limits import MAX_NAME_LENGTH
+from ood_store._ingest.records import EvaluationRecord, ScoreTuple
+from ood_store._ingest.values import count
 
 # Keys of a task's entry that are not metrics.
 _ENTRY_METADATA = {"alias", "name", "sample_len", "sample_count", " ", "samples"}

@@ -1,7 +1,7 @@
 """The ingestion layer: results files in, tidy rows in the store out.
 
 :func:`ingest` finds the files (lm-eval's, with the per-sample files beside
-them, and the other formats of :mod:`ood_store.ingest.formats`), then for each
+them, and the other formats of :mod:`ood_store._ingest.formats`), then for each
 one in turn reads it into an outcome (already present, skipped, rejected with
 the reason) or its validated records, one per evaluation it holds
 (:func:`read_one`); records are written in batches (:class:`Batch`), each in
@@ -9,7 +9,7 @@ one transaction: a file goes in with all its evaluations, or not at all.
 
 Each file is isolated by construction: any exception while one file is read,
 validated or prepared for the store rejects that file alone. Problems with the
-input are :class:`~ood_store.errors.InputError` s naming the file and field;
+input are :class:`~ood_store._errors.InputError` s naming the file and field;
 anything else is a bug, reported as ``internal error while reading FILE:
 <type>: <message>; please report`` with its traceback kept in the outcome.
 """
@@ -27,22 +27,22 @@ from typing import Any
 
 import duckdb
 
-from ood_store import sqlfiles
-from ood_store.errors import InputError, first_line
-from ood_store.ingest import formats
-from ood_store.ingest import samples as samples_files
-from ood_store.ingest.discover import Candidate, discover
-from ood_store.ingest.identity import Overrides, campaign_of
-from ood_store.ingest.records import EvaluationRecord
-from ood_store.ingest.regular import check_name, read_regular
-from ood_store.ingest.report import CampaignMix, Conflict, FileOutcome, IngestReport, campaign_order, unexpected
-from ood_store.ingest.wandb import HistoryOptions
-from ood_store.ingest.write import BatchRefused, write_batch
-from ood_store.progress import progress_bar
-from ood_store.store.attribute_rules import AttributeRule, attributes_for, unmatched
-from ood_store.store.damage import is_store_problem
-from ood_store.store.runs import parse_attributes, set_attributes
-from ood_store.store.transaction import transaction
+from ood_store import _sqlfiles as sqlfiles
+from ood_store._errors import InputError, first_line
+from ood_store._ingest import formats
+from ood_store._ingest import samples as samples_files
+from ood_store._ingest.discover import Candidate, discover
+from ood_store._ingest.identity import Overrides, campaign_of
+from ood_store._ingest.records import EvaluationRecord
+from ood_store._ingest.regular import check_name, read_regular
+from ood_store._ingest.report import CampaignMix, Conflict, FileOutcome, IngestReport, campaign_order, unexpected
+from ood_store._ingest.wandb import HistoryOptions
+from ood_store._ingest.write import BatchRefused, write_batch
+from ood_store._progress import progress_bar
+from ood_store._store.attribute_rules import AttributeRule, attributes_for, unmatched
+from ood_store._store.damage import is_store_problem
+from ood_store._store.runs import parse_attributes, set_attributes
+from ood_store._store.transaction import transaction
 
 __all__ = ["CampaignMix", "Conflict", "FileOutcome", "IngestReport", "Overrides", "ingest"]
 
@@ -82,14 +82,14 @@ def ingest(
         Run attributes (``family``, ``size``, ``in_domain``, ``seed``, any key) set
         on every run that an ingested file belongs to.
     attribute_rules
-        Attributes by run name or glob (:func:`~ood_store.store.attribute_rules.read_attribute_file`),
+        Attributes by run name or glob (:func:`~ood_store._store.attribute_rules.read_attribute_file`),
         set on the runs of the files they match; ``attributes`` win over them.
     samples
         Also ingest the ``samples_<task>_<ts>.jsonl`` files beside each results file.
     progress
         Show a progress bar on standard error when it is a terminal.
     wandb_map, wandb_step, wandb_config
-        For W&B run histories (:mod:`ood_store.ingest.wandb`): column patterns
+        For W&B run histories (:mod:`ood_store._ingest.wandb`): column patterns
         (``"eval/{task}_{metric}"``, ``"eval/hans_acc=hans:acc"``) saying which
         columns are scores of which task and metric, the step column (default
         ``_step``), and the run's config file (default: ``config.yaml`` or
@@ -140,7 +140,7 @@ def _ingest(
     known = {
         digest: _Known(path, run, evaluation_id, campaign)
         for digest, path, run, evaluation_id, campaign in con.execute(
-            sqlfiles.load("ood_store.ingest", "known_files")
+            sqlfiles.load("ood_store._ingest", "known_files")
         ).fetchall()
     }
     stored_without_campaign = {k.evaluation_id for k in known.values() if k.campaign is None}
@@ -432,13 +432,13 @@ def _update_present(
             set_attributes(con, run, attrs)
         for evaluation_id, campaign in sorted(campaigns.items()):
             con.execute(
-                sqlfiles.load("ood_store.ingest", "set_campaign"),
+                sqlfiles.load("ood_store._ingest", "set_campaign"),
                 {"evaluation_id": evaluation_id, "campaign": campaign},
             )
 
 
 def _conflicts(con: duckdb.DuckDBPyConnection, new_ids: list[int]) -> list[Conflict]:
-    rows = con.execute(sqlfiles.load("ood_store.ingest", "conflicts_for"), {"new_ids": new_ids}).fetchall()
+    rows = con.execute(sqlfiles.load("ood_store._ingest", "conflicts_for"), {"new_ids": new_ids}).fetchall()
     out = []
     for run, step, task, shots, metric, filt, ids, values, paths, campaigns, chosen in rows:
         at = ids.index(chosen)
@@ -467,7 +467,7 @@ def _campaign_mixes(con: duckdb.DuckDBPyConnection, new_ids: list[int]) -> list[
     steps: dict[str, dict[str | None, set[int]]] = {}
     added_to: dict[str, set[str | None]] = {}
     for run, campaign, step, new in con.execute(
-        sqlfiles.load("ood_store.ingest", "campaign_steps"), {"new_ids": new_ids}
+        sqlfiles.load("ood_store._ingest", "campaign_steps"), {"new_ids": new_ids}
     ).fetchall():
         if step is None:
             continue

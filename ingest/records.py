@@ -5,7 +5,7 @@ per results file becomes one ``evaluations`` row, its :class:`ScoreRow` list
 the ``evaluation_scores`` rows, and its :class:`SamplesFile` list the
 ``samples`` rows (read by DuckDB straight from the files when written). Any
 parser that fills an :class:`EvaluationRecord` can use the same writer
-(:mod:`ood_store.ingest.write`); ``source_format`` says which one made it.
+(:mod:`ood_store._ingest.write`); ``source_format`` says which one made it.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from typing import Any, NamedTuple
 
 import polars as pl
 
-from ood_store.ingest.identity import Identity
+from ood_store._ingest.identity import Identity
 
 
 class ScoreRow(NamedTuple):
@@ -79,7 +79,7 @@ class SamplesFile:
 @dataclass
 class EvaluationRecord:
     """One evaluation of one checkpoint, validated: an lm-eval results file, or one read by
-    another importer (``source_format`` names it; see ``ood_store.ingest.formats``)."""
+    another importer (``source_format`` names it; see ``ood_store._ingest.formats``)."""
 
     path: str
     content_hash: str

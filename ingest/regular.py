@@ -12,8 +12,8 @@ import os
 from pathlib import Path
 from typing import BinaryIO
 
-from ood_store.errors import InputError
-from ood_store.filekinds import kind
+from ood_store._errors import InputError
+from ood_store._filekinds import kind
 
 
 def not_regular(shown: str, mode: int) -> InputError | None:

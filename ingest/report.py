@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from ood_store.errors import first_line
+from ood_store._errors import first_line
 
 Status = Literal["ingested", "present", "rejected", "skipped"]
 

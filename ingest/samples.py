@@ -29,13 +29,13 @@ from typing import Any
 
 import duckdb
 
-from ood_store import sqlfiles
-from ood_store.errors import InputError, first_line
-from ood_store.ingest import jsontext
-from ood_store.ingest.jsontext import describe
-from ood_store.ingest.limits import MAX_SAMPLE_LINE_BYTES
-from ood_store.ingest.records import SamplesFile
-from ood_store.ingest.regular import cannot_read, check_name, open_regular
+from ood_store import _sqlfiles as sqlfiles
+from ood_store._errors import InputError, first_line
+from ood_store._ingest import jsontext
+from ood_store._ingest.jsontext import describe
+from ood_store._ingest.limits import MAX_SAMPLE_LINE_BYTES
+from ood_store._ingest.records import SamplesFile
+from ood_store._ingest.regular import cannot_read, check_name, open_regular
 
 # Keys of a sample line that are not per-sample metric values.
 FIXED = (
@@ -166,7 +166,7 @@ def insert(con: duckdb.DuckDBPyConnection, evaluation_id: int, file: SamplesFile
             raise Replan(file, "metrics") from None
         raise explain(file, exc) from None
     duplicates = con.execute(
-        sqlfiles.load("ood_store.ingest", "duplicate_samples"), {"evaluation_id": evaluation_id, "task": file.task}
+        sqlfiles.load("ood_store._ingest", "duplicate_samples"), {"evaluation_id": evaluation_id, "task": file.task}
     ).fetchall()
     if duplicates[0][0]:
         raise explain(file, None)
@@ -176,9 +176,9 @@ def insert(con: duckdb.DuckDBPyConnection, evaluation_id: int, file: SamplesFile
 def _insert(con: duckdb.DuckDBPyConnection, evaluation_id: int, file: SamplesFile) -> int:
     names = file.metric_names or (_NO_METRIC,)
     scored = file.layout == "scored"
-    sqlfiles.execute(con, sqlfiles.load("ood_store.ingest", "sample_macros"))
+    sqlfiles.execute(con, sqlfiles.load("ood_store._ingest", "sample_macros"))
     rows = con.execute(
-        sqlfiles.load("ood_store.ingest", "insert_samples_scored" if scored else "insert_samples"),
+        sqlfiles.load("ood_store._ingest", "insert_samples_scored" if scored else "insert_samples"),
         {
             "path": str(file.path),
             "columns": {**(_READ_SCORED if scored else _READ), **dict.fromkeys(names, "DOUBLE" if scored else "JSON")},
@@ -195,7 +195,7 @@ def _insert(con: duckdb.DuckDBPyConnection, evaluation_id: int, file: SamplesFil
 def all_metric_names(con: duckdb.DuckDBPyConnection, file: SamplesFile) -> tuple[str, ...]:
     """Every per-sample metric a line of ``file`` lists (for a file whose lines differ)."""
     rows = con.execute(
-        sqlfiles.load("ood_store.ingest", "listed_metrics"),
+        sqlfiles.load("ood_store._ingest", "listed_metrics"),
         {"path": str(file.path), "max_line_bytes": MAX_SAMPLE_LINE_BYTES},
     ).fetchall()
     return _readable([*file.metric_names, *(name for (name,) in rows)])

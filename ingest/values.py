@@ -7,8 +7,8 @@ import json
 import math
 from typing import Any
 
-from ood_store.errors import InputError
-from ood_store.ingest.jsontext import describe, shown
+from ood_store._errors import InputError
+from ood_store._ingest.jsontext import describe, shown
 
 
 def score_value(path: str, field: str, raw: Any) -> float | None:

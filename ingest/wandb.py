@@ -48,11 +48,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ood_store.errors import InputError
-from ood_store.ingest.identity import Identity, Overrides
-from ood_store.ingest.jsontext import describe, literal
-from ood_store.ingest.records import EvaluationRecord, ScoreRow
-from ood_store.ingest.values import count, score_value, timestamp
+from ood_store._errors import InputError
+from ood_store._ingest.identity import Identity, Overrides
+from ood_store._ingest.jsontext import describe, literal
+from ood_store._ingest.records import EvaluationRecord, ScoreRow
+from ood_store._ingest.values import count, score_value, timestamp
 
 SOURCE_FORMAT = "wandb"
 SUFFIXES = (".csv", ".parquet")

@@ -19,12 +19,13 @@ import numpy as np
 import orjson
 import polars as pl
 
-from ood_store import __version__, sqlfiles
-from ood_store.errors import InputError
-from ood_store.ingest import samples as samples_files
-from ood_store.ingest.records import SCORE_SCHEMA, EvaluationRecord
-from ood_store.store.runs import fill_attributes, set_attributes
-from ood_store.store.transaction import registered, transaction
+from ood_store import __version__
+from ood_store import _sqlfiles as sqlfiles
+from ood_store._errors import InputError
+from ood_store._ingest import samples as samples_files
+from ood_store._ingest.records import SCORE_SCHEMA, EvaluationRecord
+from ood_store._store.runs import fill_attributes, set_attributes
+from ood_store._store.transaction import registered, transaction
 
 _EVALUATION_SCHEMA: dict[str, pl.DataType | type[pl.DataType]] = {
     "evaluation_id": pl.Int32,
@@ -62,7 +63,7 @@ class BatchRefused(Exception):
     """The record at ``position`` of a batch cannot be written: ``error`` says why.
 
     ``error`` is an InputError naming its samples file, or
-    :class:`~ood_store.ingest.samples.Replan`.
+    :class:`~ood_store._ingest.samples.Replan`.
     """
 
     def __init__(self, position: int, error: InputError | samples_files.Replan):
@@ -72,7 +73,7 @@ class BatchRefused(Exception):
 
 
 def _sql(name: str) -> str:
-    return sqlfiles.load("ood_store.ingest", name)
+    return sqlfiles.load("ood_store._ingest", name)
 
 
 def write_batch(

@@ -10,7 +10,7 @@ CREATE TABLE analyses (
     ood_store_version  VARCHAR NOT NULL
 );
 
--- The rows of saved partial-correlation analyses; columns as in ood_store.analysis.COLUMNS.
+-- The rows of saved partial-correlation analyses; columns as in ood_store._analysis.COLUMNS.
 CREATE TABLE partial_correlations (
     analysis      VARCHAR NOT NULL,          -- analyses.name
     run           VARCHAR NOT NULL,

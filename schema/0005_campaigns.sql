@@ -4,7 +4,7 @@
 -- * `value` may be NULL: a score lm-eval wrote as NaN is stored as NULL (SQL's missing value:
 --   aggregates skip it, `value IS NULL` finds it); Infinity and -Infinity are stored as they are.
 -- * (evaluation_id, task, metric, filter) stays unique, but is checked by the writer once per
---   batch (ood_store.ingest.write) instead of by a PRIMARY KEY index row by row, which made a
+--   batch (ood_store._ingest.write) instead of by a PRIMARY KEY index row by row, which made a
 --   bulk ingest twice as slow to insert and to commit.
 -- DuckDB cannot drop a primary key in place: the table is copied, which keeps its columns and
 -- types but no constraint, and the NOT NULLs of 0001 but value's are put back.

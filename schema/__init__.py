@@ -18,10 +18,10 @@ from importlib import resources
 
 import duckdb
 
-from ood_store import sqlfiles
-from ood_store.errors import SchemaError
-from ood_store.store.connection import fetch_value
-from ood_store.store.transaction import transaction
+from ood_store import _sqlfiles as sqlfiles
+from ood_store._errors import SchemaError
+from ood_store._store.connection import fetch_value
+from ood_store._store.transaction import transaction
 
 _NAME = re.compile(r"^(\d{4})_[a-z0-9_]+\.sql$")
 

@@ -1,7 +1,7 @@
 -- The store's views, one definition each, for the latest schema version.
 --
 -- Migrations (NNNN_name.sql) hold tables only. These views are made again in the transaction of
--- the last migration a store gets (ood_store.schema.migrate), so a store created now and one
+-- the last migration a store gets (ood_store._schema.migrate), so a store created now and one
 -- upgraded from any older version have the same views. A change here ships with a migration
 -- (one that holds only a comment will do), so that every store at an older version re-makes them.
 

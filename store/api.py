@@ -18,20 +18,21 @@ from typing import TYPE_CHECKING, Any, Unpack
 import duckdb
 import polars as pl
 
-from ood_store import schema, sqlfiles
-from ood_store.errors import InputError, StoreError, StoreLockedError
-from ood_store.store import query, sandbox
-from ood_store.store.connection import DEFAULT_LOCK_TIMEOUT, connect, fetch_value
-from ood_store.store.damage import damaged
+from ood_store import _schema as schema
+from ood_store import _sqlfiles as sqlfiles
+from ood_store._errors import InputError, StoreError, StoreLockedError
+from ood_store._store import query, sandbox
+from ood_store._store.connection import DEFAULT_LOCK_TIMEOUT, connect, fetch_value
+from ood_store._store.damage import damaged
 
 if TYPE_CHECKING:
-    from ood_store.analysis.results import PartialCorrelations
-    from ood_store.evaluate.options import EvaluateOptions
-    from ood_store.evaluate.runner import EvaluateReport
-    from ood_store.export.eee import EeeExport, EeeSource
-    from ood_store.ingest import IngestReport, Overrides
-    from ood_store.store.dump import DumpReport
-    from ood_store.store.merge import MergeReport
+    from ood_store._analysis.results import PartialCorrelations
+    from ood_store._evaluate.options import EvaluateOptions
+    from ood_store._evaluate.runner import EvaluateReport
+    from ood_store._export.eee import EeeExport, EeeSource
+    from ood_store._ingest import IngestReport, Overrides
+    from ood_store._store.dump import DumpReport
+    from ood_store._store.merge import MergeReport
 
 DEFAULT_DB = "ood_store.duckdb"
 DB_ENV = "OOD_STORE_DB"
@@ -110,7 +111,7 @@ class Store:
         return schema.migrate(self._con, str(self.path))
 
     def _has_foreign_tables(self) -> bool:
-        return bool(fetch_value(self._con, sqlfiles.load("ood_store.store", "count_tables")))
+        return bool(fetch_value(self._con, sqlfiles.load("ood_store._store", "count_tables")))
 
     def close(self) -> None:
         """Close the store. A store this object created for an ingest that added nothing, or for an
@@ -153,7 +154,7 @@ class Store:
 
     def _holds_nothing(self) -> bool:
         try:
-            return not fetch_value(self._con, sqlfiles.load("ood_store.store", "count_rows"))
+            return not fetch_value(self._con, sqlfiles.load("ood_store._store", "count_rows"))
         except duckdb.Error:
             return False
 
@@ -188,11 +189,11 @@ class Store:
 
         >>> store.query("SELECT * FROM scores WHERE run = $run", run="r1")  # doctest: +SKIP
 
-        The statement runs in a sandbox (:mod:`ood_store.store.sandbox`): a connection of its own on
+        The statement runs in a sandbox (:mod:`ood_store._store.sandbox`): a connection of its own on
         which the store is attached read-only, no other file can be read or written (but those in the
         folders of ``allow_files``) and no setting can be changed. Statements that would change the
         store (INSERT, CREATE, COPY, ATTACH, a DELETE inside a WITH, ``nextval()``, ...) are refused
-        with a :class:`~ood_store.errors.QueryError`. On a store opened for writing, the store's own
+        with a :class:`~ood_store._errors.QueryError`. On a store opened for writing, the store's own
         connection is closed while the query runs (DuckDB lets a process open a file read-only only
         when it does not have it open for writing), so other processes may take the store meanwhile;
         the query's rows come back all the same, and the store is opened again, waiting for them,
@@ -240,11 +241,11 @@ class Store:
 
     def runs(self) -> pl.DataFrame:
         """One row per run: attributes, checkpoints, steps, evaluations and tasks."""
-        return self._read(sqlfiles.load("ood_store.store", "list_runs"))
+        return self._read(sqlfiles.load("ood_store._store", "list_runs"))
 
     def tasks(self, run: str | None = None) -> pl.DataFrame:
         """One row per (task, metric, filter, num_fewshot) in ``scores``, optionally for one run."""
-        return self._read(sqlfiles.load("ood_store.store", "list_tasks"), run=run)
+        return self._read(sqlfiles.load("ood_store._store", "list_tasks"), run=run)
 
     # -- writing -----------------------------------------------------------
     def ingest(
@@ -262,15 +263,15 @@ class Store:
         wandb_config: str | os.PathLike[str] | None = None,
     ) -> IngestReport:
         """Ingest results files (lm-eval, Every Eval Ever, inspect_ai, W&B history), folders or globs;
-        see :func:`ood_store.ingest.ingest`.
+        see :func:`ood_store._ingest.ingest`.
 
         ``campaign`` names the evaluation campaign of every file (default: the
         folder each file sits in); ``attribute_file`` is a CSV, TOML or YAML
         file of run attributes by run name or glob
-        (:func:`~ood_store.store.attribute_rules.read_attribute_file`).
+        (:func:`~ood_store._store.attribute_rules.read_attribute_file`).
         """
-        from ood_store.ingest import Overrides, ingest
-        from ood_store.store.attribute_rules import read_attribute_file
+        from ood_store._ingest import Overrides, ingest
+        from ood_store._store.attribute_rules import read_attribute_file
 
         self._require_writable("ingest")
         rules = read_attribute_file(attribute_file) if attribute_file is not None else []
@@ -303,15 +304,15 @@ class Store:
     ) -> EvaluateReport:
         """Evaluate checkpoints (or a study's runs) with lm-eval and store the results.
 
-        The keywords are those of the runner (:class:`~ood_store.evaluate.options.EvaluateOptions`); see
-        :func:`ood_store.evaluate.runner.evaluate`. While it runs, the store's connection is closed and
+        The keywords are those of the runner (:class:`~ood_store._evaluate.options.EvaluateOptions`); see
+        :func:`ood_store._evaluate.runner.evaluate`. While it runs, the store's connection is closed and
         opened for each commit only, so that other processes can read the store; it is open again when
         this returns.
 
         >>> store.evaluate(["runs/opt-mnli/"], run="opt-mnli", tasks=["ood_nli"])  # doctest: +SKIP
         >>> store.evaluate(study="study.toml", executor="slurm", slurm_partition="gpu")  # doctest: +SKIP
         """
-        from ood_store.evaluate.runner import evaluate
+        from ood_store._evaluate.runner import evaluate
 
         self._require_writable("evaluate")
         try:
@@ -338,7 +339,7 @@ class Store:
             A mapping or ``KEY=VALUE`` strings, for ``run`` or ``match``.
         attribute_file
             A CSV, TOML or YAML file of attributes by run name or glob
-            (:func:`~ood_store.store.attribute_rules.read_attribute_file`), applied after ``attributes``.
+            (:func:`~ood_store._store.attribute_rules.read_attribute_file`), applied after ``attributes``.
 
         Returns
         -------
@@ -346,7 +347,7 @@ class Store:
             The runs changed. A run name or glob that matches no run is an
             error, and then nothing changes.
         """
-        from ood_store.store.attribute_rules import apply_rules, read_attribute_file, rule
+        from ood_store._store.attribute_rules import apply_rules, read_attribute_file, rule
 
         self._require_writable("set run attributes")
         if run is not None and match is not None:
@@ -368,25 +369,25 @@ class Store:
     # -- moving results between stores -------------------------------------
     def dump(self, folder: str | os.PathLike[str], *, progress: bool = False) -> DumpReport:
         """Write every table as Parquet (partitioned by run where rows belong to evaluations) with a
-        manifest, into a new folder; see :func:`ood_store.store.dump.dump`."""
-        from ood_store.store.dump import dump
+        manifest, into a new folder; see :func:`ood_store._store.dump.dump`."""
+        from ood_store._store.dump import dump
 
         return dump(self._con, folder, progress=progress)
 
     def load(self, folder: str | os.PathLike[str], *, prefer: str | None = None, progress: bool = False) -> MergeReport:
-        """Add a dump (:meth:`dump`, any schema version) to this store; see :mod:`ood_store.store.merge`.
+        """Add a dump (:meth:`dump`, any schema version) to this store; see :mod:`ood_store._store.merge`.
 
         Evaluations already here (same content hash) are not added twice; conflicting run
         attributes are reported and this store's kept, unless ``prefer`` is ``"theirs"`` or ``"ours"``.
         """
-        from ood_store.store.merge import load
+        from ood_store._store.merge import load
 
         self._require_writable("load a dump")
         return load(self._con, self.path, folder, prefer=prefer, progress=progress)
 
     def merge(self, other: str | os.PathLike[str], *, prefer: str | None = None) -> MergeReport:
         """Add every result of another store file (opened read-only) to this one; the rules of :meth:`load`."""
-        from ood_store.store.merge import merge
+        from ood_store._store.merge import merge
 
         self._require_writable("merge a store")
         return merge(self._con, self.path, other, prefer=prefer)
@@ -400,44 +401,44 @@ class Store:
     ) -> EeeExport:
         """Write every evaluation (of ``runs``) as an Every Eval Ever file.
 
-        See :func:`ood_store.export.eee.export_eee`."""
-        from ood_store.export.eee import export_eee
+        See :func:`ood_store._export.eee.export_eee`."""
+        from ood_store._export.eee import export_eee
 
         return export_eee(self, folder, runs=runs, source=source)
 
     # -- saved analyses ----------------------------------------------------
     def save_analysis(self, name: str, result: PartialCorrelations, *, replace: bool = False) -> None:
-        """Save ``result`` (of :func:`~ood_store.analysis.partial_correlations`) as analysis ``name``.
+        """Save ``result`` (of :func:`~ood_store._analysis.partial_correlations`) as analysis ``name``.
 
         The parameters saved with it (every option, the tasks and runs analysed)
         come from the result itself.
         """
-        from ood_store.store import saved
+        from ood_store._store import saved
 
         self._require_writable("save an analysis")
         saved.save(self._con, name, result, replace=replace)
 
     def analysis(self, name: str) -> PartialCorrelations:
         """Saved analysis ``name``, as the result it was saved from (``.table``, ``.options``, ...)."""
-        from ood_store.store import saved
+        from ood_store._store import saved
 
         return saved.load(self._con, name)
 
     def analysis_params(self, name: str) -> dict[str, Any]:
         """The parameters saved analysis ``name`` was computed with."""
-        from ood_store.store import saved
+        from ood_store._store import saved
 
         return saved.params(self._con, name)
 
     def analyses(self) -> pl.DataFrame:
         """One row per saved analysis, newest first."""
-        from ood_store.store import saved
+        from ood_store._store import saved
 
         return saved.listing(self._con)
 
     def drop_analysis(self, name: str) -> None:
         """Remove saved analysis ``name``."""
-        from ood_store.store import saved
+        from ood_store._store import saved
 
         self._require_writable("drop an analysis")
         saved.drop(self._con, name)

@@ -26,9 +26,9 @@ from typing import Any
 
 import duckdb
 
-from ood_store.errors import InputError
-from ood_store.store.runs import load_run_file, parse_attributes, scalar_attributes, set_attributes
-from ood_store.store.transaction import transaction
+from ood_store._errors import InputError
+from ood_store._store.runs import load_run_file, parse_attributes, scalar_attributes, set_attributes
+from ood_store._store.transaction import transaction
 
 
 @dataclass(frozen=True)

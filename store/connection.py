@@ -16,9 +16,9 @@ from typing import Any, TypeVar
 
 import duckdb
 
-from ood_store.errors import StoreError, StoreLockedError, first_line
-from ood_store.filekinds import kind
-from ood_store.store.damage import damaged_file, has_duckdb_magic, store_problem
+from ood_store._errors import StoreError, StoreLockedError, first_line
+from ood_store._filekinds import kind
+from ood_store._store.damage import damaged_file, has_duckdb_magic, store_problem
 
 T = TypeVar("T")
 

@@ -3,8 +3,8 @@
 DuckDB raises the same exception classes for a damaged file as for a bad query
 (a failed checksum is a bare ``duckdb.Error``), so what is wrong is read off
 its message. :func:`store_problem` is used where connections open
-(:mod:`ood_store.store.connection`), where the command line maps errors
-(:mod:`ood_store.cli`), and by the code that would otherwise blame an input
+(:mod:`ood_store._store.connection`), where the command line maps errors
+(:mod:`ood_store._cli`), and by the code that would otherwise blame an input
 file or a query for it (ingest, dump, merge, queries).
 """
 
@@ -14,7 +14,7 @@ import os
 
 import duckdb
 
-from ood_store.errors import StoreDamagedError, StoreError, first_line
+from ood_store._errors import StoreDamagedError, StoreError, first_line
 
 #: What to do about a damaged store: the two ways back.
 REMEDY = (

@@ -9,7 +9,7 @@ Layout of a dump (``ood-store dump DIR``)::
     DIR/samples/run=<run>/data_0.parquet             (the run is in the folder name, URL-encoded)
     DIR/scores/run=<run>/data_0.parquet              the `scores` view, for readers without ood-store
 
-Every file is plain Parquet that DuckDB, Polars or pandas read directly. ``load`` (:mod:`ood_store.store.merge`)
+Every file is plain Parquet that DuckDB, Polars or pandas read directly. ``load`` (:mod:`ood_store._store.merge`)
 checks the manifest before it reads anything.
 """
 
@@ -25,11 +25,13 @@ from typing import Any
 
 import duckdb
 
-from ood_store import __version__, schema, sqlfiles
-from ood_store.errors import InputError, StoreError, first_line
-from ood_store.progress import progress_bar
-from ood_store.store.connection import fetch_value
-from ood_store.store.damage import is_store_problem
+from ood_store import __version__
+from ood_store import _schema as schema
+from ood_store import _sqlfiles as sqlfiles
+from ood_store._errors import InputError, StoreError, first_line
+from ood_store._progress import progress_bar
+from ood_store._store.connection import fetch_value
+from ood_store._store.damage import is_store_problem
 
 #: The manifest's own format; a dump with a newer one is refused.
 DUMP_FORMAT = 1
@@ -57,7 +59,7 @@ class DumpReport:
 
 
 def _sql(name: str) -> str:
-    return sqlfiles.load("ood_store.store", name)
+    return sqlfiles.load("ood_store._store", name)
 
 
 def quoted(identifier: str) -> str:

@@ -14,7 +14,7 @@ The rules, applied in one transaction (all of it goes in, or nothing):
 * An evaluation both stores hold but file under different checkpoints is reported, never rewritten.
 
 A store or dump of an older schema version is migrated first, in a staging copy
-(:mod:`ood_store.store.staging`); the other store is only ever opened read-only.
+(:mod:`ood_store._store.staging`); the other store is only ever opened read-only.
 """
 
 from __future__ import annotations
@@ -29,14 +29,15 @@ import duckdb
 import orjson
 import polars as pl
 
-from ood_store import schema, sqlfiles
-from ood_store.errors import InputError, OodStoreError, StoreError, first_line
-from ood_store.store.connection import fetch_value
-from ood_store.store.damage import damaged
-from ood_store.store.dump import quoted, read_manifest
-from ood_store.store.runs import attributes_of, set_attributes
-from ood_store.store.staging import fill_from_dump, fill_from_store, staged
-from ood_store.store.transaction import registered, transaction
+from ood_store import _schema as schema
+from ood_store import _sqlfiles as sqlfiles
+from ood_store._errors import InputError, OodStoreError, StoreError, first_line
+from ood_store._store.connection import fetch_value
+from ood_store._store.damage import damaged
+from ood_store._store.dump import quoted, read_manifest
+from ood_store._store.runs import attributes_of, set_attributes
+from ood_store._store.staging import fill_from_dump, fill_from_store, staged
+from ood_store._store.transaction import registered, transaction
 
 Prefer = Literal["theirs", "ours"]
 PREFER: tuple[str, ...] = ("theirs", "ours")
@@ -89,7 +90,7 @@ class MergeReport:
 
 
 def _sql(name: str) -> str:
-    return sqlfiles.load("ood_store.store", name)
+    return sqlfiles.load("ood_store._store", name)
 
 
 def _check_prefer(prefer: str | None) -> None:
@@ -206,7 +207,7 @@ def _merge_evaluations(con: duckdb.DuckDBPyConnection, report: MergeReport) -> N
         )
     if not new:
         return
-    ids = [row[0] for row in con.execute(sqlfiles.load("ood_store.ingest", "reserve_ids"), {"n": len(new)}).fetchall()]
+    ids = [row[0] for row in con.execute(sqlfiles.load("ood_store._ingest", "reserve_ids"), {"n": len(new)}).fetchall()]
     id_map = pl.DataFrame({"old_id": new, "new_id": ids}, schema={"old_id": pl.Int64, "new_id": pl.Int64})
     with registered(con, "merge_ids", id_map):
         report.evaluations_added = _count(con.execute(_sql("merge_insert_evaluations")))

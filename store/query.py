@@ -10,9 +10,9 @@ from typing import Any
 import duckdb
 import polars as pl
 
-from ood_store import sqlfiles
-from ood_store.errors import QueryError
-from ood_store.store.damage import what_is_wrong
+from ood_store import _sqlfiles as sqlfiles
+from ood_store._errors import QueryError
+from ood_store._store.damage import what_is_wrong
 
 # Statement types a query may run: reads only. (PIVOT parses as MULTI.)
 _READ_STATEMENTS = {
@@ -33,7 +33,7 @@ _WRITING_FUNCTIONS = {
 def read_only(con: duckdb.DuckDBPyConnection, sql: str, params: Mapping[str, Any] | None = None) -> pl.DataFrame:
     """Run ``sql``, one read-only statement with ``$name`` parameters, on ``con``; anything else is refused.
 
-    ``con`` should be a sandbox (:mod:`ood_store.store.sandbox`): DuckDB's settings there are what
+    ``con`` should be a sandbox (:mod:`ood_store._store.sandbox`): DuckDB's settings there are what
     keeps a query from writing or reading other files. The check here refuses, before anything runs
     and with a message that says why, the statements that would write: any statement but a SELECT
     (or EXPLAIN of one, or PIVOT), a SELECT with a data-modifying common table expression, and one
@@ -168,7 +168,7 @@ def _parse(sql: str) -> list[Any]:
 
 
 def _sql(name: str) -> str:
-    return sqlfiles.load("ood_store.store", name)
+    return sqlfiles.load("ood_store._store", name)
 
 
 def _duckdb_message(exc: duckdb.Error) -> str:

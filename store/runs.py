@@ -10,12 +10,12 @@ import duckdb
 import orjson
 import polars as pl
 
-from ood_store import sqlfiles
-from ood_store.errors import AnalysisError, InputError, first_line
+from ood_store import _sqlfiles as sqlfiles
+from ood_store._errors import AnalysisError, InputError, first_line
 
 if TYPE_CHECKING:
-    from ood_store.store.api import Store
-from ood_store.store.connection import fetch_one
+    from ood_store._store.api import Store
+from ood_store._store.connection import fetch_one
 
 #: Run attributes stored in a column of ``runs`` of their own, by every name they go by;
 #: any other name is a key of the ``attributes`` JSON.
@@ -51,13 +51,13 @@ def parse_attributes(pairs: list[str] | Mapping[str, Any]) -> dict[str, Any]:
 def set_attributes(con: duckdb.DuckDBPyConnection, run: str, attributes: Mapping[str, Any]) -> None:
     """Apply attributes to an existing run (inside the caller's transaction if any)."""
     attributes = parse_attributes(attributes)
-    row = fetch_one(con, sqlfiles.load("ood_store.store", "attributes_of_run"), {"run": run})
+    row = fetch_one(con, sqlfiles.load("ood_store._store", "attributes_of_run"), {"run": run})
     if row is None:
         raise InputError(run, None, "no such run in the store")
     extra = orjson.loads(row[0]) if row[0] else {}
     extra.update({k: v for k, v in attributes.items() if k not in COLUMNS.values()})
     con.execute(
-        sqlfiles.load("ood_store.store", "update_run"),
+        sqlfiles.load("ood_store._store", "update_run"),
         {
             "run": run,
             **{column: attributes.get(column) for column in set(COLUMNS.values())},
@@ -73,10 +73,10 @@ _ATTRIBUTE_COLUMNS = ("base_model", "family", "size", "in_domain_task", "seed")
 def attributes_of(con: duckdb.DuckDBPyConnection, run: str, *, database: str = "main") -> dict[str, Any] | None:
     """Every attribute run ``run`` has (its columns and free-form keys, none of them null); None without the run.
 
-    ``database="incoming"`` reads the store attached for a merge (:mod:`ood_store.store.merge`).
+    ``database="incoming"`` reads the store attached for a merge (:mod:`ood_store._store.merge`).
     """
     query = "incoming_run_values" if database == "incoming" else "run_values"
-    row = fetch_one(con, sqlfiles.load("ood_store.store", query), {"run": run})
+    row = fetch_one(con, sqlfiles.load("ood_store._store", query), {"run": run})
     if row is None:
         return None
     values = {name: value for name, value in zip(_ATTRIBUTE_COLUMNS, row[:-1], strict=True) if value is not None}
@@ -100,7 +100,7 @@ def _split(pair: str) -> tuple[str, str]:
 
 
 #: Tables of a run file that other readers own: ``[suite]``, the ood_nli prompt variant
-#: (:func:`ood_store.evaluate.suite.variant.from_run_file`).
+#: (:func:`ood_store._evaluate.suite.variant.from_run_file`).
 OTHER_TABLES = ("suite",)
 
 
@@ -176,7 +176,7 @@ def run_attributes(store: Store, names: Sequence[str], parameter: str = "by") ->
 
 def attribute_columns(store: Store, names: Sequence[str]) -> pl.DataFrame:
     """Like :func:`run_attributes`, but an attribute that no run has is a column of nulls."""
-    runs = store._read(sqlfiles.load("ood_store.store", "run_attributes"))
+    runs = store._read(sqlfiles.load("ood_store._store", "run_attributes"))
     columns = []
     for name in names:
         column = COLUMNS.get(name, name)

@@ -15,7 +15,7 @@ DuckDB's own settings do the work, not a list of forbidden words:
 The settings are global to a DuckDB database, and one process may not attach a
 file that it has open for writing, so the sandbox is a database of its own: an
 in-memory one with the store attached. A store opened for writing closes its own
-connection while a query runs (:meth:`ood_store.store.Store.query`).
+connection while a query runs (:meth:`ood_store._store.Store.query`).
 """
 
 from __future__ import annotations
@@ -29,9 +29,9 @@ from pathlib import Path
 
 import duckdb
 
-from ood_store import sqlfiles
-from ood_store.errors import InputError
-from ood_store.store.connection import waiting
+from ood_store import _sqlfiles as sqlfiles
+from ood_store._errors import InputError
+from ood_store._store.connection import waiting
 
 # Set when the database starts: DuckDB refuses them later. Spilling goes to a folder of the sandbox's own
 # (DuckDB lets queries read its temporary folder): not one in the working directory, shared with others.
@@ -70,10 +70,10 @@ def sandbox(
         waiting(
             path,
             lock_timeout,
-            lambda: con.execute(sqlfiles.load("ood_store.store", "sandbox_attach"), {"path": str(path)}),
+            lambda: con.execute(sqlfiles.load("ood_store._store", "sandbox_attach"), {"path": str(path)}),
         )
         sqlfiles.execute(
-            con, sqlfiles.load("ood_store.store", "sandbox_lock"), {"folders": [str(f) for f in allow_files]}
+            con, sqlfiles.load("ood_store._store", "sandbox_lock"), {"folders": [str(f) for f in allow_files]}
         )
         yield con
     finally:

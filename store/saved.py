@@ -9,18 +9,19 @@ import duckdb
 import orjson
 import polars as pl
 
-from ood_store import __version__, sqlfiles
-from ood_store.analysis.results import PARTIAL_COLUMNS, PartialCorrelations, partial_table
-from ood_store.errors import AnalysisError
-from ood_store.store.connection import fetch_one, fetch_value
-from ood_store.store.transaction import registered, transaction
+from ood_store import __version__
+from ood_store import _sqlfiles as sqlfiles
+from ood_store._analysis.results import PARTIAL_COLUMNS, PartialCorrelations, partial_table
+from ood_store._errors import AnalysisError
+from ood_store._store.connection import fetch_one, fetch_value
+from ood_store._store.transaction import registered, transaction
 
 KIND = "partial_correlations"
 _STORED = PARTIAL_COLUMNS[:-4]  # the parameter columns live in analyses.params
 
 
 def _sql(name: str) -> str:
-    return sqlfiles.load("ood_store.store", name)
+    return sqlfiles.load("ood_store._store", name)
 
 
 def save(con: duckdb.DuckDBPyConnection, name: str, result: PartialCorrelations, *, replace: bool = False) -> None:

@@ -15,14 +15,15 @@ from pathlib import Path
 
 import duckdb
 
-from ood_store import schema, sqlfiles
-from ood_store.errors import InputError, StoreError, first_line
-from ood_store.progress import progress_bar
-from ood_store.store.dump import Manifest, quoted
+from ood_store import _schema as schema
+from ood_store import _sqlfiles as sqlfiles
+from ood_store._errors import InputError, StoreError, first_line
+from ood_store._progress import progress_bar
+from ood_store._store.dump import Manifest, quoted
 
 
 def _sql(name: str) -> str:
-    return sqlfiles.load("ood_store.store", name)
+    return sqlfiles.load("ood_store._store", name)
 
 
 @contextmanager

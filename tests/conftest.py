@@ -84,7 +84,8 @@ def store_of_version(db: Path, version: int, *statements: str, params: dict | No
     """A store at schema ``version`` made with today's migrations cut there (tables only: the views come
     with the latest migration), holding what ``statements`` insert; not opened through ood_store, which
     would migrate it."""
-    from ood_store import schema, sqlfiles
+    from ood_store import _schema as schema
+    from ood_store import _sqlfiles as sqlfiles
 
     con = duckdb.connect(str(db))
     try:
@@ -183,7 +184,7 @@ def toy_evaluate_args(db: Path, toy_run, out: Path, *extra: str, run: str = TOY_
 @pytest.fixture(scope="session")
 def toy_run(tmp_path_factory) -> dict[str, Path]:
     """A tiny model finetuned for 8 steps with checkpoints 0, 4, 8, and local lm-eval tasks (built from code)."""
-    from ood_store.examples import toy
+    from ood_store._examples import toy
 
     root = tmp_path_factory.mktemp("toy")
     tokenizer = toy.build_tokenizer()
@@ -206,7 +207,7 @@ def analysis_db(tmp_path_factory) -> Path:
     Read-only for the tests that use it: copy it first to change it.
     """
     import ood_store
-    from ood_store.analysis import partial_correlations
+    from ood_store._analysis import partial_correlations
 
     db = tmp_path_factory.mktemp("analysis") / "store.duckdb"
     with ood_store.open(db) as store:
@@ -217,7 +218,7 @@ def analysis_db(tmp_path_factory) -> Path:
     return db
 
 
-# The planted study of 24 runs (4 families x 2 sizes x 3 seeds) x 8 OOD testsets (ood_store/examples/planted.py).
+# The planted study of 24 runs (4 families x 2 sizes x 3 seeds) x 8 OOD testsets (ood_store/_examples/planted.py).
 PLANTED_ANALYSIS = "planted"
 PLANTED_NAMES = FIXTURES / "planted-names.yaml"
 
@@ -226,7 +227,7 @@ PLANTED_NAMES = FIXTURES / "planted-names.yaml"
 def planted_db(tmp_path_factory) -> Path:
     """A store with the planted study ingested from its lm-eval files and its analysis saved (read-only for tests)."""
     import ood_store
-    from ood_store.examples import planted
+    from ood_store._examples import planted
 
     root = tmp_path_factory.mktemp("planted")
     with ood_store.open(root / "store.duckdb") as store:

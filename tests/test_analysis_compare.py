@@ -10,8 +10,8 @@ import polars as pl
 import pytest
 from scipy import stats
 
-from ood_store.analysis import compare, partial_correlations
-from ood_store.errors import AnalysisError
+from ood_store._analysis import compare, partial_correlations
+from ood_store._errors import AnalysisError
 
 
 def _table(rows: list[tuple[str, float, int]], pair=("hans", "rte"), p_adj=None) -> pl.DataFrame:
@@ -234,7 +234,7 @@ def test_verdicts_never_contradict_the_numbers_beside_them():
 
 def test_the_signs_figure_and_the_compare_table_follow_the_verdict():
     """The figure of issue 11 printed '9+ 11−' in bold as consistent: it reads the verdict, now mixed."""
-    from ood_store.export import figures, tables
+    from ood_store._export import figures, tables
 
     for name, label, bold in (("split11", "9+ 11\u2212", False), ("agree19", "19+ 1\u2212", True)):
         table, _ = _reference_set(name)
@@ -252,10 +252,10 @@ def test_docstring_examples_run():
     import importlib
 
     names = (
-        "ood_store.analysis.verdicts",
-        "ood_store.analysis.results",
-        "ood_store.analysis.compare",
-        "ood_store.names",
+        "ood_store._analysis.verdicts",
+        "ood_store._analysis.results",
+        "ood_store._analysis.compare",
+        "ood_store._names",
     )
     for name in names:
         result = doctest.testmod(importlib.import_module(name))

@@ -13,7 +13,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-from ood_store.analysis import partial_correlations, residuals, smoothing, splines
+from ood_store._analysis import partial_correlations, residuals, smoothing, splines
 
 REFERENCE = Path(__file__).parent / "reference"
 PYTHIA_IN_DOMAIN = "lambada_openai"
@@ -190,7 +190,7 @@ def test_resampled_fits_equal_one_least_squares_solve_each():
 _SCRIPT = """
 import json, sys
 import numpy as np, polars as pl
-from ood_store.analysis import partial_correlations
+from ood_store._analysis import partial_correlations
 frame = pl.read_csv(sys.argv[1]).filter(pl.col("dataset") == "pythia").drop("dataset")
 noise = float(sys.argv[2])
 if noise:

@@ -12,10 +12,10 @@ import pytest
 from scipy import stats
 from statsmodels.tsa.stattools import acf
 
-from ood_store.analysis import inference, partial_correlations
-from ood_store.analysis import partial as partial_module
-from ood_store.analysis.partial import pairwise_partial
-from ood_store.errors import AnalysisError
+from ood_store._analysis import inference, partial_correlations
+from ood_store._analysis import partial as partial_module
+from ood_store._analysis.partial import pairwise_partial
+from ood_store._errors import AnalysisError
 
 TASKS = ("mnli", "hans", "rte", "anli", "scitail")
 
@@ -400,7 +400,7 @@ def test_block_length_of_a_residual_series_without_variance_warns_nothing():
     """arch divides by zero on such a series (RuntimeWarning); the analysis leaves it out instead of printing."""
     import warnings
 
-    from ood_store.analysis import bootstrap
+    from ood_store._analysis import bootstrap
 
     walk = np.random.default_rng(0).normal(size=30).cumsum()
     with warnings.catch_warnings():

@@ -11,8 +11,8 @@ import polars as pl
 import pytest
 
 from conftest import expected_pythia_rows, pythia_files
-from ood_store.analysis import between_groups, compare, meta, partial_correlations
-from ood_store.errors import AnalysisError
+from ood_store._analysis import between_groups, compare, meta, partial_correlations
+from ood_store._errors import AnalysisError
 
 REFERENCE = Path(__file__).parent / "reference"
 LINEAR_TOLERANCE = 1e-10

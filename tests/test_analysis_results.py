@@ -9,7 +9,7 @@ import pytest
 
 import ood_store
 from conftest import PYTHIA_ANALYSIS, PYTHIA_IN_DOMAIN, PYTHIA_OOD, PYTHIA_SIZES
-from ood_store.analysis import (
+from ood_store._analysis import (
     Comparison,
     Options,
     PartialCorrelations,
@@ -17,9 +17,9 @@ from ood_store.analysis import (
     partial_correlations,
     residualizer_sensitivity,
 )
-from ood_store.analysis.results import partial_table
-from ood_store.errors import AnalysisError
-from ood_store.export import figures
+from ood_store._analysis.results import partial_table
+from ood_store._errors import AnalysisError
+from ood_store._export import figures
 
 RUNS = tuple(f"EleutherAI/pythia-v1.1-{size}" for size in PYTHIA_SIZES)
 

@@ -8,10 +8,10 @@ import numpy as np
 import polars as pl
 import pytest
 
-from ood_store.analysis import partial_correlations
-from ood_store.analysis import sensitivity as sensitivity_module
-from ood_store.analysis.sensitivity import residualizer_sensitivity as sensitivity
-from ood_store.errors import AnalysisError
+from ood_store._analysis import partial_correlations
+from ood_store._analysis import sensitivity as sensitivity_module
+from ood_store._analysis.sensitivity import residualizer_sensitivity as sensitivity
+from ood_store._errors import AnalysisError
 
 
 def _frame() -> pl.DataFrame:

@@ -49,7 +49,7 @@ def test_set_run_attributes(db):
 
 
 def test_attribute_names_mean_the_same_at_ingest_and_in_comparisons(db):
-    from ood_store.store.runs import run_attributes
+    from ood_store._store.runs import run_attributes
 
     with ood_store.open(db) as store:
         store.ingest(pythia_files("160m")[:1])
@@ -83,8 +83,8 @@ def test_store_evaluate_spells_out_the_runner_keywords(db):
     import inspect
     import typing
 
-    from ood_store.evaluate.options import EvaluateOptions
-    from ood_store.evaluate.runner import evaluate
+    from ood_store._evaluate.options import EvaluateOptions
+    from ood_store._evaluate.runner import evaluate
 
     runner = inspect.signature(evaluate).parameters
     method = inspect.signature(ood_store.Store.evaluate).parameters

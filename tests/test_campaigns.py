@@ -12,8 +12,8 @@ import pytest
 
 import ood_store
 from conftest import REAL, V04
-from ood_store.analysis import partial_correlations
-from ood_store.cli import main
+from ood_store._analysis import partial_correlations
+from ood_store._cli import main
 
 FOLDER = REAL / "pythia-campaigns" / "pythia-410m-deduped"
 ZERO = sorted((FOLDER / "zero-shot").glob("*.json"))
@@ -201,7 +201,7 @@ def test_campaign_flag_and_lm_eval_layouts(tmp_path):
     shutil.copyfile(ZERO[1], flagged)
     with ood_store.open(tmp_path / "s.duckdb") as store:
         assert store.ingest([lm_eval]).ok
-        assert store.ingest([own], overrides=ood_store.ingest.Overrides(run="my-run", step=5)).ok
+        assert store.ingest([own], overrides=ood_store._ingest.Overrides(run="my-run", step=5)).ok
         assert store.ingest([flagged], campaign="rerun").ok
         rows = dict(store.query("SELECT source_path, campaign FROM evaluations").rows())
     assert rows == {str(lm_eval.resolve()): "0-shot", str(own.resolve()): None, str(flagged.resolve()): "rerun"}

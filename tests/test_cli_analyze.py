@@ -15,7 +15,7 @@ import pytest
 
 import ood_store
 from conftest import PYTHIA_SIZES, expected_pythia_rows, pythia_files, table_dump
-from ood_store.cli import main
+from ood_store._cli import main
 
 REFERENCE_DIR = Path(__file__).parent / "reference"
 IN_DOMAIN = "lambada_openai"
@@ -249,7 +249,7 @@ def test_analyze_sensitivity_reports_the_three_residualisers(runner, store_db):
     base = ["analyze", "--in-domain", IN_DOMAIN, "--ood", ",".join(OOD), "--format", "csv"]
     report = _csv(invoke(runner, store_db, *base, "--sensitivity").stdout)
     assert len(report) == 18
-    assert list(report[0]) == list(ood_store.analysis.SENSITIVITY_COLUMNS)
+    assert list(report[0]) == list(ood_store._analysis.SENSITIVITY_COLUMNS)
     for name, extra in (("linear", []), ("gam_gcv", ["--residualizer", "gam", "--smoothing", "gcv"]),
                         ("gam_reml", ["--residualizer", "gam"])):  # fmt: skip
         rows = {(r["run"], r["task_x"], r["task_y"]): r for r in _csv(invoke(runner, store_db, *base, *extra).stdout)}

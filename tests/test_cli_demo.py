@@ -12,11 +12,11 @@ import pytest
 
 import ood_store
 from conftest import PYTHIA, pythia_files
-from ood_store.cli import main
+from ood_store._cli import main
 
 
 def test_bundled_files_are_the_fixture_files():
-    archive = resources.files("ood_store.examples").joinpath("pythia-v1.zip")
+    archive = resources.files("ood_store._examples").joinpath("pythia-v1.zip")
     with resources.as_file(archive) as path, zipfile.ZipFile(path) as zf:
         names = sorted(n for n in zf.namelist() if n.endswith(".json"))
         assert names == sorted(str(p.relative_to(PYTHIA.parent)) for p in pythia_files())

@@ -9,7 +9,7 @@ import polars as pl
 import pytest
 
 from conftest import PYTHIA_ANALYSIS, table_dump
-from ood_store.cli import main
+from ood_store._cli import main
 
 
 def saved_r(db) -> dict[tuple, float]:

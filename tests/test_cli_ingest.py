@@ -7,7 +7,7 @@ import shutil
 
 import ood_store
 from conftest import PYTHIA, V04, V0413, pythia_files
-from ood_store.cli import main
+from ood_store._cli import main
 
 
 def test_summary(runner, db):
@@ -171,16 +171,16 @@ def test_commands_are_imported_when_used():
     import subprocess
     import sys
 
-    from ood_store.cli import MODULES
+    from ood_store._cli import MODULES
 
     for name, module in MODULES.items():
-        commands = importlib.import_module(f"ood_store.cli.{module}").COMMANDS
+        commands = importlib.import_module(f"ood_store._cli.{module}").COMMANDS
         assert name in [c.name for c in commands], (name, module)
-    defined = {c.name for m in set(MODULES.values()) for c in importlib.import_module(f"ood_store.cli.{m}").COMMANDS}
+    defined = {c.name for m in set(MODULES.values()) for c in importlib.import_module(f"ood_store._cli.{m}").COMMANDS}
     assert defined == set(MODULES)
     heavy = ("scipy", "matplotlib", "statsmodels", "lm_eval")
     probe = (
-        "import sys; from ood_store.cli import main; main.commands['ingest']; "
+        "import sys; from ood_store._cli import main; main.commands['ingest']; "
         f"print(sorted(m for m in {heavy!r} if m in sys.modules))"
     )
     assert subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout == "[]\n"

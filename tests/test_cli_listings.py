@@ -7,7 +7,7 @@ import json
 import pytest
 
 from conftest import PYTHIA, PYTHIA_SIZES, pythia_files
-from ood_store.cli import main
+from ood_store._cli import main
 
 
 @pytest.fixture(scope="module")

@@ -10,7 +10,7 @@ from PIL import Image
 
 import ood_store
 from conftest import PYTHIA_ANALYSIS, PYTHIA_IN_DOMAIN
-from ood_store.cli import main
+from ood_store._cli import main
 
 RUN_410M = "EleutherAI/pythia-v1.1-410m"
 

@@ -15,7 +15,7 @@ import pytest
 
 import ood_store
 from conftest import pythia_files, table_dump
-from ood_store.cli import main
+from ood_store._cli import main
 
 SQL = "SELECT step, value FROM scores WHERE task = 'arc_easy' AND metric = 'acc' ORDER BY step"
 

@@ -17,10 +17,10 @@ import pytest
 
 import ood_store
 from conftest import benchmark, pythia_files
-from ood_store.cli import main
-from ood_store.errors import StoreDamagedError
-from ood_store.store.damage import store_problem
-from ood_store.store.transaction import registered, transaction
+from ood_store._cli import main
+from ood_store._errors import StoreDamagedError
+from ood_store._store.damage import store_problem
+from ood_store._store.transaction import registered, transaction
 
 damaged_stores = benchmark("damaged_stores")
 
@@ -174,7 +174,7 @@ def test_a_failing_statement_keeps_its_own_error_inside_a_transaction():
 
 def test_a_file_duckdb_refuses_inside_the_transaction_is_still_rejected_alone(db, monkeypatch):
     """A real constraint violation inside the write (a NULL task): the file is rejected, the others stored."""
-    from ood_store.ingest import write
+    from ood_store._ingest import write
 
     files = pythia_files("160m")[:4]
     culprit = str(files[2].resolve())

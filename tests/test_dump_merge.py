@@ -13,8 +13,8 @@ import pytest
 
 import ood_store
 from conftest import FIXTURES, V0413, pythia_files, store_of_version, table_dump
-from ood_store import schema
-from ood_store.cli import main
+from ood_store import _schema as schema
+from ood_store._cli import main
 
 # Every table of a store but schema_version (whose applied_at says when each store was made).
 DATA_TABLES = (

@@ -11,8 +11,8 @@ from every_eval_ever.validator import validate_file
 
 import ood_store
 from conftest import FIXTURES, PYTHIA_SIZES, V04, pythia_files, table_dump
-from ood_store.cli import main
-from ood_store.export.eee import EeeSource
+from ood_store._cli import main
+from ood_store._export.eee import EeeSource
 
 SCORES = "SELECT run, step, task, num_fewshot, metric, filter, value, stderr, n_samples, is_group FROM scores"
 LEADERBOARD = next((V04 / "csabakecskemeti").rglob("results_*.json"))
@@ -168,7 +168,7 @@ def test_a_file_against_the_schema_is_rejected_naming_the_field(runner, db, tmp_
 def test_the_schema_ood_store_checks_against_is_the_packages():
     import every_eval_ever.schemas
 
-    shipped = resources.files("ood_store.ingest").joinpath("eee_eval.schema.json").read_text("utf-8")
+    shipped = resources.files("ood_store._ingest").joinpath("eee_eval.schema.json").read_text("utf-8")
     package = resources.files(every_eval_ever.schemas).joinpath("eval.schema.json").read_text("utf-8")
     assert json.loads(shipped) == json.loads(package)
 

@@ -10,10 +10,10 @@ import polars as pl
 import pytest
 from click.testing import CliRunner
 
-from ood_store.analysis import partial_correlations
-from ood_store.cli import main
-from ood_store.cli.flags import flags
-from ood_store.errors import AnalysisError, InputError, OodStoreError
+from ood_store._analysis import partial_correlations
+from ood_store._cli import main
+from ood_store._cli.flags import flags
+from ood_store._errors import AnalysisError, InputError, OodStoreError
 
 ROOT = Path(__file__).resolve().parents[1]
 LIBRARY = ["evaluate", "ingest", "store", "schema", "analysis", "export", "ood_store"]
@@ -24,7 +24,7 @@ MENTION = re.compile(r"`([a-z][a-z0-9_]*)`")
 def _library_modules():
     for folder in LIBRARY:
         for path in sorted((ROOT / folder).rglob("*.py")):
-            if "cli" not in path.relative_to(ROOT).parts:
+            if "_cli" not in path.relative_to(ROOT).parts:
                 yield path
 
 

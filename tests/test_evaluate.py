@@ -19,7 +19,7 @@ import pytest
 
 import ood_store
 from conftest import TOY_RUN, TOY_STEPS, TOY_TASKS, table_dump, toy_evaluate_args
-from ood_store.cli import main
+from ood_store._cli import main
 
 REFUSED = os.strerror(errno.ECONNREFUSED)  # the OS's words, as the message quotes them
 

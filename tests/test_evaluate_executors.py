@@ -24,7 +24,7 @@ import pytest
 
 import ood_store
 from conftest import TOY_RUN, TOY_STEPS, TOY_TASKS, evaluation_rows, toy_evaluate_args
-from ood_store.cli import main
+from ood_store._cli import main
 
 # One xdist worker runs these one after another: each starts worker processes of its own.
 pytestmark = pytest.mark.xdist_group("executors")
@@ -94,9 +94,9 @@ def test_inline_builds_each_task_once_for_all_checkpoints(inline):
 def test_a_worker_process_builds_each_task_once_for_all_its_units(toy_run, tmp_path):
     """What every executor runs in its worker processes (``worker.work``), here in this process: three units
     (checkpoints) of a planned work folder, each task built from its YAML once and reused for all three."""
-    from ood_store.evaluate import worker
-    from ood_store.evaluate.plan import RunRequest, plan
-    from ood_store.evaluate.workdir import WorkDir
+    from ood_store._evaluate import worker
+    from ood_store._evaluate.plan import RunRequest, plan
+    from ood_store._evaluate.workdir import WorkDir
 
     db = tmp_path / "store.duckdb"
     request = RunRequest(
@@ -230,8 +230,8 @@ def test_slurm_gets_one_job_array_with_the_sbatch_directives_asked_for(toy_run, 
 def test_local_workers_each_see_their_own_gpus_or_a_share_of_the_cores(monkeypatch):
     """The README's rule: by default one worker per visible GPU, each seeing its own (CUDA_VISIBLE_DEVICES,
     --gpus-per-task each); without GPUs, the cores shared out between the workers (unless set already)."""
-    from ood_store.evaluate.executors import settings
-    from ood_store.evaluate.executors.local import LocalExecutor
+    from ood_store._evaluate.executors import settings
+    from ood_store._evaluate.executors.local import LocalExecutor
 
     def environments(**options):
         return LocalExecutor(settings("local", **options)).worker_environments()

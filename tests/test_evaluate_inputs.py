@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from ood_store.errors import InputError
-from ood_store.evaluate.checkpoints import Checkpoint, resolve
-from ood_store.store.runs import read_run_file
+from ood_store._errors import InputError
+from ood_store._evaluate.checkpoints import Checkpoint, resolve
+from ood_store._store.runs import read_run_file
 
 
 def make(folder, adapter_base: str | None = None):
@@ -104,7 +104,7 @@ def test_run_files(tmp_path):
 def test_a_report_lists_its_outcomes_by_status():
     import typing
 
-    from ood_store.evaluate.runner import CheckpointOutcome, EvaluateReport, Status
+    from ood_store._evaluate.runner import CheckpointOutcome, EvaluateReport, Status
 
     statuses = typing.get_args(Status)
     outcomes = [CheckpointOutcome(f"c{i}", i, status, []) for i, status in enumerate(statuses * 2)]

@@ -17,11 +17,11 @@ import pytest
 
 import ood_store
 from conftest import TOY_STEPS, TOY_TASKS, table_dump
-from ood_store.cli import main
-from ood_store.errors import InputError
-from ood_store.evaluate import study
-from ood_store.evaluate.plan import RunRequest
-from ood_store.evaluate.suite.variant import Variant
+from ood_store._cli import main
+from ood_store._errors import InputError
+from ood_store._evaluate import study
+from ood_store._evaluate.plan import RunRequest
+from ood_store._evaluate.suite.variant import Variant
 
 TASKS = list(TOY_TASKS[:2])
 RUN_A = '[[runs]]\nrun = "a"\ncheckpoints = "x"\n'

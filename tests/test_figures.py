@@ -1,4 +1,4 @@
-"""Figures (ood_store.export.figures) on the saved Pythia analysis, checked against its rows read with plain SQL."""
+"""Figures (ood_store._export.figures) on the saved Pythia analysis, checked against its rows read with plain SQL."""
 
 from __future__ import annotations
 
@@ -17,11 +17,11 @@ from PIL import Image
 
 import ood_store
 from conftest import PYTHIA_ANALYSIS, PYTHIA_IN_DOMAIN, PYTHIA_OOD, sql_rows
-from ood_store.analysis import compare
-from ood_store.errors import AnalysisError, OodStoreError
-from ood_store.export import figures
-from ood_store.export.display import run_order
-from ood_store.export.provenance import Provenance
+from ood_store._analysis import compare
+from ood_store._errors import AnalysisError, OodStoreError
+from ood_store._export import figures
+from ood_store._export.display import run_order
+from ood_store._export.provenance import Provenance
 
 RUN_410M = "EleutherAI/pythia-v1.1-410m"
 BY_SIZE = ("EleutherAI/pythia-v1.1-160m", RUN_410M, "EleutherAI/pythia-v1.1-1.4b")

@@ -3,7 +3,7 @@
 Layout is checked with matplotlib's own renderer (the extents of the drawn
 text), sizes at the size the figure is saved at, and the numbers against the
 saved rows read with plain SQL and the planted truth of
-``ood_store/examples/planted.py``.
+``ood_store/_examples/planted.py``.
 """
 
 from __future__ import annotations
@@ -22,10 +22,10 @@ from statsmodels.stats.multitest import multipletests
 
 import ood_store
 from conftest import PLANTED_ANALYSIS, PLANTED_NAMES, sql_rows
-from ood_store.analysis import compare
-from ood_store.errors import AnalysisError
-from ood_store.examples.planted import FAMILIES, OOD, SEEDS, SIZES
-from ood_store.export import display, figures
+from ood_store._analysis import compare
+from ood_store._errors import AnalysisError
+from ood_store._examples.planted import FAMILIES, OOD, SEEDS, SIZES
+from ood_store._export import display, figures
 
 NAMES = display.names(file=PLANTED_NAMES)
 LABELS = [NAMES[t] for t in OOD]  # the analysis' order of testsets, as display names
@@ -88,7 +88,7 @@ def overlapping(boxes: list[tuple[str, object]]) -> list[tuple[str, str]]:
 def saved_size_is_the_figure_size(figure, tmp_path) -> None:
     """Text sizes are points at the saved size: the PNG is the figure's size at 300 dpi, not rescaled."""
     path = tmp_path / "figure.png"
-    figures.save(figure, path, ood_store.export.provenance.Provenance(source="test"))
+    figures.save(figure, path, ood_store._export.provenance.Provenance(source="test"))
     with Image.open(path) as image:
         width, height = image.size
     assert width == pytest.approx(figure.get_figwidth() * 300, abs=1)
@@ -297,7 +297,7 @@ def test_forest_has_one_point_per_run_and_pair_at_its_saved_r(forest, saved):
 
 
 def test_forest_pooled_interval_is_the_saved_comparison(forest, planted_db, runner, tmp_path):
-    from ood_store.cli import main
+    from ood_store._cli import main
 
     result = runner.invoke(main, ["--db", str(planted_db), "compare", "--analysis", PLANTED_ANALYSIS, "-f", "csv"])
     assert result.exit_code == 0, result.output

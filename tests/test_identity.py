@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ood_store.ingest.identity import Overrides, identify, parse_model_args, step_in
+from ood_store._ingest.identity import Overrides, identify, parse_model_args, step_in
 
 
 def ident(model_args, config=None, top=None, **overrides):
@@ -147,7 +147,7 @@ def test_samples_file_names_as_lm_eval_reads_them():
 
     from lm_eval.utils import get_file_datetime, get_file_task_name
 
-    from ood_store.ingest.samples import results_beside, task_of
+    from ood_store._ingest.samples import results_beside, task_of
 
     for name in (
         "samples_toy_nli_yn_2026-12-02T10-30-50.239722.jsonl",
@@ -178,14 +178,14 @@ def test_samples_file_names_as_lm_eval_reads_them():
     ],
 )
 def test_campaign_from_the_folders_a_file_sits_in(folders, campaign):
-    from ood_store.ingest.identity import campaign_of
+    from ood_store._ingest.identity import campaign_of
 
     identity = ident("pretrained=EleutherAI/pythia-160m,revision=step3000")
     assert campaign_of(folders, identity, "EleutherAI/pythia-160m") == campaign
 
 
 def test_a_step_with_more_digits_than_a_step_can_have():
-    from ood_store.ingest.identity import StepTooLong
+    from ood_store._ingest.identity import StepTooLong
 
     assert step_in("step" + "9" * 18) == 10**18 - 1
     with pytest.raises(StepTooLong, match=r"step 9{20}\.\.\. \(5,000 digits\) is out of range"):

@@ -6,7 +6,7 @@ import json
 
 import ood_store
 from conftest import V04, pythia_files
-from ood_store.cli import main
+from ood_store._cli import main
 
 MEDNLI = next((V04 / "araag2-MedNLI").rglob("results_*.json"))
 

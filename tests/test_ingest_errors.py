@@ -12,7 +12,7 @@ import pytest
 
 import ood_store
 from conftest import V04, V0413, pythia_files, table_dump
-from ood_store.cli import main
+from ood_store._cli import main
 
 PYTHIA_FILE = pythia_files("160m")[0]
 LEADERBOARD = next((V04 / "csabakecskemeti").rglob("results_*.json"))
@@ -335,7 +335,7 @@ def test_a_file_duckdb_refuses_is_rejected_alone(db, monkeypatch):
     """Should DuckDB refuse a batch, its files are retried one by one and only the culprit is named."""
     import duckdb
 
-    from ood_store.ingest import write
+    from ood_store._ingest import write
 
     real = write.write_batch
     files = pythia_files("160m")[:4]
@@ -346,7 +346,7 @@ def test_a_file_duckdb_refuses_is_rejected_alone(db, monkeypatch):
             raise duckdb.ConstraintException("Constraint Error: simulated")
         return real(con, records, attributes)
 
-    monkeypatch.setattr("ood_store.ingest.pipeline.write_batch", refusing)
+    monkeypatch.setattr("ood_store._ingest.pipeline.write_batch", refusing)
     with ood_store.open(db) as store:
         report = store.ingest(files)
         assert len(report.ingested) == 3

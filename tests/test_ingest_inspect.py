@@ -18,7 +18,7 @@ import pytest
 
 import ood_store
 from conftest import FIXTURES, table_dump
-from ood_store.cli import main
+from ood_store._cli import main
 
 pytestmark = pytest.mark.xdist_group("inspect")
 

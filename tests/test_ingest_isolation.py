@@ -24,7 +24,7 @@ import pytest
 
 import ood_store
 from conftest import V0413, benchmark, pythia_files
-from ood_store.cli import main
+from ood_store._cli import main
 
 GOOD = pythia_files("410m")[:3]
 reliability = benchmark("reliability")  # its way of running a command without root's power to read any folder
@@ -222,7 +222,7 @@ def ingest_with_a_planted_fault(runner, tmp_path, monkeypatch, module, name, exc
 
 def test_an_internal_error_rejects_its_file_only_and_shows_the_traceback_with_v(runner, tmp_path, monkeypatch):
     """A bug met by one file (planted: the lm-eval reader raises for it) is named, the others go in."""
-    from ood_store.ingest import formats
+    from ood_store._ingest import formats
 
     planted = ZeroDivisionError("planted")
     hits = lambda path: path.endswith("results_planted.json")  # noqa: E731
@@ -240,7 +240,7 @@ def test_an_internal_error_rejects_its_file_only_and_shows_the_traceback_with_v(
 
 def test_an_internal_error_while_storing_rejects_that_file_only(runner, tmp_path, monkeypatch):
     """A bug met while one file's rows are prepared (planted in the writer): the batch is retried file by file."""
-    from ood_store.ingest import write
+    from ood_store._ingest import write
 
     hits = lambda records: any(r.path.endswith("results_planted.json") for r in records)  # noqa: E731
     _, bad, result = ingest_with_a_planted_fault(

@@ -14,7 +14,7 @@ import pytest
 
 import ood_store
 from conftest import V0413, pythia_files
-from ood_store.cli import main
+from ood_store._cli import main
 
 SOURCE = pythia_files("160m")[4]
 GOOD = pythia_files("410m")[:3]

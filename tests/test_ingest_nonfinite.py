@@ -20,8 +20,8 @@ import pytest
 
 import ood_store
 from conftest import FIXTURES, V04, V0413, pythia_files
-from ood_store.analysis import partial_correlations
-from ood_store.cli import main
+from ood_store._analysis import partial_correlations
+from ood_store._cli import main
 
 LEADERBOARD = next((V04 / "csabakecskemeti").rglob("results_*.json"))
 

@@ -161,7 +161,7 @@ def rows_of(db, task):
 
 def test_both_layouts_read_the_same_rows(tmp_path, monkeypatch):
     """Log-likelihood files go in by the typed "scored" layout; read as "json" they give the same rows."""
-    from ood_store.ingest import samples as samples_module
+    from ood_store._ingest import samples as samples_module
 
     plans = [samples_module.plan(p, "multiple_choice") for p in sorted(V0413.rglob("samples_toy_nli_*.jsonl"))]
     assert {p.layout for p in plans} == {"scored"}

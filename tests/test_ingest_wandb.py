@@ -13,8 +13,8 @@ import yaml
 
 import ood_store
 from conftest import FIXTURES, table_dump
-from ood_store.cli import main
-from ood_store.errors import InputError
+from ood_store._cli import main
+from ood_store._errors import InputError
 
 WANDB = FIXTURES / "wandb"
 RUN1 = WANDB / "opt-125m-mnli-s1" / "history.csv"
@@ -116,7 +116,7 @@ def test_a_parquet_history_by_step_with_nested_and_slashed_keys(db):
 def test_patterns_map_columns_to_a_task_and_metric_of_ones_choosing(db):
     with ood_store.open(db) as store:
         mapping = ["eval/hans_accuracy=hans:acc", "eval/{task}_accuracy={task}:acc"]
-        assert store.ingest([RUN1], overrides=ood_store.ingest.Overrides(run="r"), wandb_map=mapping).ok
+        assert store.ingest([RUN1], overrides=ood_store._ingest.Overrides(run="r"), wandb_map=mapping).ok
         got = store.query("SELECT DISTINCT task, metric FROM scores ORDER BY task").rows()
         steps = store.query("SELECT DISTINCT step FROM scores ORDER BY step")["step"].to_list()
     assert got == [("anli_r1", "acc"), ("hans", "acc"), ("mnli", "acc")]  # no loss: no pattern names it

@@ -44,17 +44,17 @@ def test_top_level_folders_map_into_the_package(wheel_names):
         )
         assert sources
         for source in sources:
-            assert f"ood_store/{source}" in wheel_names, source
+            assert f"ood_store/_{source}" in wheel_names, source
 
 
 def test_package_data(wheel_names):
     for name in (
-        "ood_store/examples/pythia-v1.zip",
-        "ood_store/store/list_runs.sql",
-        "ood_store/evaluate/suite/variants.sql",
+        "ood_store/_examples/pythia-v1.zip",
+        "ood_store/_store/list_runs.sql",
+        "ood_store/_evaluate/suite/variants.sql",
         "ood_store/py.typed",
-        "ood_store/schema/0001_init.sql",
-        "ood_store/ingest/eee_eval.schema.json",
+        "ood_store/_schema/0001_init.sql",
+        "ood_store/_ingest/eee_eval.schema.json",
     ):
         assert name in wheel_names
 
@@ -63,18 +63,18 @@ def test_installed_modules_come_from_the_mapped_folders():
     import importlib
 
     for folder in ("evaluate", "ingest", "store", "schema", "analysis", "export"):
-        module = importlib.import_module(f"ood_store.{folder}")
+        module = importlib.import_module(f"ood_store._{folder}")
         assert Path(module.__file__).parent == ROOT / folder
 
 
 def test_the_suites_label_hooks_import_nothing_else():
-    """lm-eval calls ood_store.evaluate.suite.labels while it builds a task: that loads no store, no pipeline."""
+    """lm-eval calls ood_store._evaluate.suite.labels while it builds a task: that loads no store, no pipeline."""
     code = (
-        "import sys; before = set(sys.modules); import ood_store.evaluate.suite.labels; "
+        "import sys; before = set(sys.modules); import ood_store._evaluate.suite.labels; "
         "print(sorted(m for m in set(sys.modules) - before if m.split('.')[0] in "
         "('ood_store', 'duckdb', 'polars', 'numpy', 'lm_eval', 'torch')))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     loaded = ast.literal_eval(out)
-    suite = ["ood_store.evaluate", "ood_store.evaluate.suite", "ood_store.evaluate.suite.labels"]
-    assert loaded == ["ood_store", "ood_store.errors", *suite]
+    suite = ["ood_store._evaluate", "ood_store._evaluate.suite", "ood_store._evaluate.suite.labels"]
+    assert loaded == ["ood_store", "ood_store._errors", *suite]

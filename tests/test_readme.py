@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from conftest import pdflatex
-from ood_store.cli import main
+from ood_store._cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text()

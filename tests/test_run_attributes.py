@@ -9,9 +9,9 @@ import pytest
 
 import ood_store
 from conftest import PYTHIA_SIZES, pythia_files, table_dump
-from ood_store.cli import main
-from ood_store.errors import InputError
-from ood_store.store.attribute_rules import for_run, read_attribute_file
+from ood_store._cli import main
+from ood_store._errors import InputError
+from ood_store._store.attribute_rules import for_run, read_attribute_file
 
 RUNS = [f"EleutherAI/pythia-v1.1-{size}" for size in PYTHIA_SIZES]
 

@@ -9,8 +9,8 @@ import pytest
 
 import ood_store
 from conftest import FIXTURES, pythia_files, store_of_version, table_dump
-from ood_store import schema
-from ood_store.cli import main
+from ood_store import _schema as schema
+from ood_store._cli import main
 
 PUBLIC_SCORE_COLUMNS = ["run", "step", "task", "num_fewshot", "metric", "filter", "value", "stderr"]
 

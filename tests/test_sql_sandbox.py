@@ -18,7 +18,7 @@ import pytest
 
 import ood_store
 from conftest import benchmark, pythia_files, sql_rows
-from ood_store.cli import main
+from ood_store._cli import main
 
 hostile_sql = benchmark("hostile_sql")
 SECRET = hostile_sql.SECRET

@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 
 from conftest import FIXTURES
-from ood_store.cli import main
-from ood_store.errors import InputError, OodStoreError
+from ood_store._cli import main
+from ood_store._errors import InputError, OodStoreError
 
 SUITE_DATA = FIXTURES / "nli-suite"
 LAYOUTS = FIXTURES / "nli-layouts"
@@ -70,8 +70,8 @@ def pair(row: dict) -> tuple[str, str]:
 
 def loaded_tasks(names, data_dir, **variant):
     """lm-eval's Task objects of the suite tasks ``names`` under a variant, read from ``data_dir``."""
-    from ood_store.evaluate.suite.variant import Variant
-    from ood_store.evaluate.tasklist import task_list
+    from ood_store._evaluate.suite.variant import Variant
+    from ood_store._evaluate.tasklist import task_list
 
     with task_list(names, data_dir=data_dir, variant=Variant.of(**variant)) as catalogue:
         assert not catalogue.built_in
@@ -203,7 +203,7 @@ def test_an_unknown_layout_and_a_null_premise_are_named(tmp_path):
 
 
 def test_a_missing_export_is_named(tmp_path):
-    from ood_store.evaluate.tasklist import task_list
+    from ood_store._evaluate.tasklist import task_list
 
     folder = copy_data(tmp_path, "ood_nli_snli.jsonl")
     with task_list(["ood_nli_snli"], data_dir=folder) as catalogue:
@@ -219,7 +219,7 @@ def test_a_missing_export_is_named(tmp_path):
 
 
 def test_readme_documents_every_suite_task_and_its_data_file(runner):
-    from ood_store.evaluate.suite.testsets import testsets
+    from ood_store._evaluate.suite.testsets import testsets
 
     rows = {}
     for line in README.splitlines():

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from conftest import FIXTURES
-from ood_store.cli import main
+from ood_store._cli import main
 
 SUITE_DATA = FIXTURES / "nli-suite"
 # The evaluated split of each task and its size, from the dataset cards.
@@ -108,7 +108,7 @@ def hub(monkeypatch):
     cannot be reached here); records the calls. Everything after it is real."""
     import datasets
 
-    from ood_store.evaluate.suite.testsets import testsets
+    from ood_store._evaluate.suite.testsets import testsets
 
     calls = []
     real = datasets.load_dataset
@@ -155,7 +155,7 @@ def test_export_writes_the_format_check_and_data_dir_read(hub, tmp_path, runner,
     assert all(" rows; the " in line for line in checked.output.splitlines())
     assert len(checked.output.splitlines()) == 20
     monkeypatch.undo()  # lm-eval loads the export with the real datasets.load_dataset
-    from ood_store.evaluate.tasklist import task_list
+    from ood_store._evaluate.tasklist import task_list
 
     with task_list(["ood_nli_wnli"], data_dir=target, num_fewshot=1) as catalogue:
         task = catalogue.manager.load(catalogue.task_specs(["ood_nli_wnli"]))["tasks"]["ood_nli_wnli"]

@@ -17,7 +17,7 @@ import pytest
 
 import ood_store
 from conftest import FIXTURES
-from ood_store.cli import main
+from ood_store._cli import main
 
 SUITE_DATA = FIXTURES / "nli-suite"
 RUN = "toy/nli-variants"
@@ -82,7 +82,7 @@ def stored_evaluations(db: Path) -> list[tuple[int, str, dict]]:
 
 @shared_store
 def test_each_variant_prompts_with_its_own_pattern_and_verbalisers(evaluated):
-    from ood_store.evaluate.suite.variant import Variant
+    from ood_store._evaluate.suite.variant import Variant
 
     key = Variant.of(CUSTOM[0], CUSTOM[1]).key
     checked = 0
@@ -113,7 +113,7 @@ def test_each_variant_prompts_with_its_own_pattern_and_verbalisers(evaluated):
 
 @shared_store
 def test_variants_are_separate_score_keys(evaluated):
-    from ood_store.evaluate.suite.variant import Variant
+    from ood_store._evaluate.suite.variant import Variant
 
     key = Variant.of(CUSTOM[0], CUSTOM[1]).key
     assert key.startswith("p") and key.endswith("__v-True-False")
@@ -137,8 +137,8 @@ def test_variants_are_separate_score_keys(evaluated):
 
 @shared_store
 def test_the_store_lists_its_variants_and_gives_each_runs_scores_under_plain_names(evaluated, runner):
-    from ood_store.evaluate.suite.stored import variant_scores, variants
-    from ood_store.evaluate.suite.variant import Variant
+    from ood_store._evaluate.suite.stored import variant_scores, variants
+    from ood_store._evaluate.suite.variant import Variant
 
     key = Variant.of(CUSTOM[0], CUSTOM[1]).key
     with ood_store.open(evaluated["db"], read_only=True) as store:

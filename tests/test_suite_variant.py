@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from ood_store.cli import main
-from ood_store.errors import InputError
-from ood_store.evaluate.suite.variant import PATTERNS, Variant, parse_verbalizers
+from ood_store._cli import main
+from ood_store._errors import InputError
+from ood_store._evaluate.suite.variant import PATTERNS, Variant, parse_verbalizers
 
 
 def test_the_default_variant_keeps_the_suites_names():
@@ -97,7 +97,7 @@ def test_bad_variant_options_on_the_command_line(runner, tmp_path):
 
 
 def test_shipped_display_names_cover_every_task_and_shipped_pattern(runner, db):
-    from ood_store.export import display
+    from ood_store._export import display
 
     names = display.names()
     assert names["ood_nli_snli"] == "SNLI"

@@ -26,8 +26,8 @@ from conftest import (
     sql_rows,
     tool,
 )  # fmt: skip
-from ood_store.cli import main
-from ood_store.export import display, page, table_fit, tables, tex_metrics
+from ood_store._cli import main
+from ood_store._export import display, page, table_fit, tables, tex_metrics
 
 NAMES = display.names(file=PLANTED_NAMES)
 GITHUB = MarkdownIt("commonmark").enable(["table", "strikethrough"])  # GitHub's flavour, less autolinks
@@ -293,14 +293,14 @@ def test_markdown_stars_render_as_stars_on_github_and_in_pandoc(planted):
 def test_page_widths_read_as_inches():
     assert page.inches("page") == 6.75 and page.inches("column") == 3.25
     assert page.inches("487.82pt") == pytest.approx(6.75, abs=1e-4) and page.inches("2.54cm") == pytest.approx(1.0)
-    with pytest.raises(ood_store.errors.AnalysisError, match="^width: 'huge' is not a width"):
+    with pytest.raises(ood_store._errors.AnalysisError, match="^width: 'huge' is not a width"):
         page.inches("huge")
 
 
 def test_docstring_examples_run():
     import doctest
 
-    from ood_store.export import captions
+    from ood_store._export import captions
 
     for module in (page, captions):
         result = doctest.testmod(module, optionflags=doctest.NORMALIZE_WHITESPACE)

@@ -19,9 +19,9 @@ from statsmodels.stats.multitest import multipletests
 
 import ood_store
 from conftest import PYTHIA_ANALYSIS, PYTHIA_SIZES, pdf_text, pdflatex
-from ood_store.analysis import compare
-from ood_store.errors import AnalysisError, InputError, OodStoreError
-from ood_store.export import display, tables
+from ood_store._analysis import compare
+from ood_store._errors import AnalysisError, InputError, OodStoreError
+from ood_store._export import display, tables
 
 RUNS = [f"EleutherAI/pythia-v1.1-{size}" for size in PYTHIA_SIZES]  # 160m, 410m, 1.4b: the order by size
 

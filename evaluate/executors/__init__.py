@@ -14,8 +14,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from ood_store.errors import InputError, OodStoreError
-from ood_store.evaluate.workdir import WorkDir
+from ood_store._errors import InputError, OodStoreError
+from ood_store._evaluate.workdir import WorkDir
 
 NAMES = ("inline", "local", "slurm", "ray")
 
@@ -177,15 +177,15 @@ def _scalar(text: str) -> Any:
 def create(settings: ExecutorSettings) -> Executor:
     """The executor of ``settings`` (``local``, ``slurm`` or ``ray``); imports its extra, or says which to install."""
     if settings.name == "local":
-        from ood_store.evaluate.executors.local import LocalExecutor
+        from ood_store._evaluate.executors.local import LocalExecutor
 
         return LocalExecutor(settings)
     if settings.name == "slurm":
-        from ood_store.evaluate.executors.slurm import SlurmExecutor
+        from ood_store._evaluate.executors.slurm import SlurmExecutor
 
         return SlurmExecutor(settings)
     if settings.name == "ray":
-        from ood_store.evaluate.executors.ray import RayExecutor
+        from ood_store._evaluate.executors.ray import RayExecutor
 
         return RayExecutor(settings)
     raise OodStoreError(f"the {settings.name} executor runs in this process: it is not created")

@@ -1,6 +1,6 @@
 """``local``: N worker processes on this machine, e.g. one per GPU.
 
-Each worker is ``python -m ood_store.evaluate.worker WORK_DIR ATTEMPT`` in a
+Each worker is ``python -m ood_store._evaluate.worker WORK_DIR ATTEMPT`` in a
 session of its own (Ctrl-C reaches the driver, which stops them; with
 ``detach`` they outlive it). With GPUs visible, each worker sees its own
 (``CUDA_VISIBLE_DEVICES``, ``gpus_per_task`` each, round robin); on CPUs the
@@ -16,9 +16,9 @@ import sys
 import time
 from pathlib import Path
 
-from ood_store.counts import n
-from ood_store.evaluate.executors import ExecutorSettings
-from ood_store.evaluate.workdir import WorkDir
+from ood_store._counts import n
+from ood_store._evaluate.executors import ExecutorSettings
+from ood_store._evaluate.workdir import WorkDir
 
 
 def visible_gpus() -> list[str]:
@@ -69,7 +69,7 @@ class LocalExecutor:
             with log.open("ab") as out:
                 processes.append(
                     subprocess.Popen(
-                        [sys.executable, "-m", "ood_store.evaluate.worker", str(work.path), attempt],
+                        [sys.executable, "-m", "ood_store._evaluate.worker", str(work.path), attempt],
                         stdin=subprocess.DEVNULL,
                         stdout=out,
                         stderr=subprocess.STDOUT,

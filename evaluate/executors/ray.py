@@ -4,7 +4,7 @@ Connects to the cluster at ``ray_address`` (``auto``, ``HOST:PORT`` or
 ``ray://HOST:PORT``), or starts a Ray instance of its own on this machine (never
 joining, unasked, a cluster that ``RAY_ADDRESS`` or an earlier ``ray start``
 names: without ``ray_address`` the workers run here). Each of the
-``workers`` tasks runs :func:`ood_store.evaluate.worker.work` and evaluates
+``workers`` tasks runs :func:`ood_store._evaluate.worker.work` and evaluates
 units until none is left; a task is not retried when its worker dies (the
 unit it held is evaluated by the next submission). ``detach`` starts the
 workers as detached actors on an existing cluster, which outlive the driver.
@@ -20,10 +20,10 @@ import threading
 from typing import Any
 from urllib.parse import urlsplit
 
-from ood_store.counts import n
-from ood_store.errors import InputError, first_line
-from ood_store.evaluate.executors import ExecutorSettings, require_extra
-from ood_store.evaluate.workdir import WorkDir
+from ood_store._counts import n
+from ood_store._errors import InputError, first_line
+from ood_store._evaluate.executors import ExecutorSettings, require_extra
+from ood_store._evaluate.workdir import WorkDir
 
 
 class RayExecutor:
@@ -60,7 +60,7 @@ class RayExecutor:
         return workers, per
 
     def submit(self, work: WorkDir, attempt: str, units: int, detach: bool) -> RayJobs:
-        from ood_store.evaluate import worker
+        from ood_store._evaluate import worker
 
         if detach and self._started:
             raise InputError(
@@ -88,7 +88,7 @@ class DetachedWorker:
     """A Ray actor that evaluates units in a thread of its own and then ends its process (``detach``)."""
 
     def __init__(self, work_dir: str, attempt: str):
-        from ood_store.evaluate import worker
+        from ood_store._evaluate import worker
 
         def run() -> None:
             try:

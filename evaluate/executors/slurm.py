@@ -1,6 +1,6 @@
 """``slurm``: one Slurm job array through submitit, several units per array task.
 
-``submitit.AutoExecutor`` submits :func:`ood_store.evaluate.worker.work` with
+``submitit.AutoExecutor`` submits :func:`ood_store._evaluate.worker.work` with
 ``map_array``: ``ceil(units / units_per_task)`` array tasks, each evaluating
 up to ``units_per_task`` units (whichever no other task has taken), at most
 ``max_parallel`` at a time (``slurm_array_parallelism``). Where Slurm is not
@@ -14,11 +14,11 @@ import math
 import shutil
 from typing import Any
 
-from ood_store.counts import n
-from ood_store.errors import InputError, OodStoreError, first_line
-from ood_store.evaluate.executors import ExecutorSettings, require_extra
-from ood_store.evaluate.workdir import WorkDir
-from ood_store.names import did_you_mean
+from ood_store._counts import n
+from ood_store._errors import InputError, OodStoreError, first_line
+from ood_store._evaluate.executors import ExecutorSettings, require_extra
+from ood_store._evaluate.workdir import WorkDir
+from ood_store._names import did_you_mean
 
 DEFAULT_UNITS_PER_TASK = 4
 DEFAULT_TIMEOUT_MIN = 240
@@ -59,7 +59,7 @@ class SlurmExecutor:
         return {k: v for k, v in params.items() if v is not None}
 
     def submit(self, work: WorkDir, attempt: str, units: int, detach: bool) -> SubmititJobs:
-        from ood_store.evaluate import worker
+        from ood_store._evaluate import worker
 
         per_task = self.settings.units_per_task or DEFAULT_UNITS_PER_TASK
         tasks = max(1, math.ceil(units / per_task))

@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ood_store.errors import InputError
-from ood_store.evaluate.suite import labels
-from ood_store.evaluate.suite.testsets import Testset, testsets
+from ood_store._errors import InputError
+from ood_store._evaluate.suite import labels
+from ood_store._evaluate.suite.testsets import Testset, testsets
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """lm-eval task configs of the ood_nli suite, built at run time from one definition for any prompt variant.
 
-:func:`task_config` turns a :class:`~ood_store.evaluate.suite.testsets.Testset`
-and a :class:`~ood_store.evaluate.suite.variant.Variant` into the config dict
+:func:`task_config` turns a :class:`~ood_store._evaluate.suite.testsets.Testset`
+and a :class:`~ood_store._evaluate.suite.variant.Variant` into the config dict
 that ``lm_eval.simple_evaluate`` takes in its ``tasks`` (a multiple-choice task
 scored by ``acc``). The data come from the Hugging Face hub, or from a data
 folder of ``suite export`` files (``data_dir``): same rows, same label maps.
@@ -19,10 +19,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ood_store.errors import InputError
-from ood_store.evaluate.suite import labels
-from ood_store.evaluate.suite.testsets import TESTSETS, Testset, expand
-from ood_store.evaluate.suite.variant import Variant
+from ood_store._errors import InputError
+from ood_store._evaluate.suite import labels
+from ood_store._evaluate.suite.testsets import TESTSETS, Testset, expand
+from ood_store._evaluate.suite.variant import Variant
 
 #: lm-eval task version of the suite's tasks (2: variants, canonical HANS, label checks).
 VERSION = 2.0
@@ -51,7 +51,7 @@ class ProcessDocs:
 
     def __repr__(self) -> str:
         return (
-            f"ood_store.evaluate.suite.labels.cast(labels={TESTSETS[self.testset].labels!r}, "
+            f"ood_store._evaluate.suite.labels.cast(labels={TESTSETS[self.testset].labels!r}, "
             f"neutral={self.neutral!r}{_subset_text(TESTSETS[self.testset]) if self.subset else ''})"
         )
 

@@ -5,7 +5,7 @@ evaluate there with ``data_dir=DIR``. Each file holds one split in the
 dataset's own schema (the hub's columns and label encodings), so the suite's
 label maps apply unchanged: ``<task>.jsonl`` the evaluated split and, with
 ``fewshot``, ``<task>.train.jsonl`` the training split that in-context
-examples are drawn from. :func:`ood_store.evaluate.suite.check.check` reads
+examples are drawn from. :func:`ood_store._evaluate.suite.check.check` reads
 exactly this format.
 """
 
@@ -15,8 +15,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ood_store.errors import InputError, OodStoreError, first_line
-from ood_store.evaluate.suite.testsets import TESTSETS, Testset, testsets
+from ood_store._errors import InputError, OodStoreError, first_line
+from ood_store._evaluate.suite.testsets import TESTSETS, Testset, testsets
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ood_store.errors import OodStoreError
+from ood_store._errors import OodStoreError
 
 YES, NO = 0, 1
 ENTAILED, NEUTRAL, NOT_ENTAILED, UNLABELLED = "entailed", "neutral", "not entailed", "unlabelled"

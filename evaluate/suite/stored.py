@@ -4,7 +4,7 @@ Each variant's tasks carry its key in their names (``ood_nli_hans__minimal``),
 so that variants never collide. To compare runs that were each evaluated with
 their own pattern, :func:`variant_scores` gives every run's scores of its
 chosen variant under the suite's plain names (``ood_nli_hans``), ready for
-:func:`ood_store.analysis.partial_correlations` and ``compare``.
+:func:`ood_store._analysis.partial_correlations` and ``compare``.
 """
 
 from __future__ import annotations
@@ -14,17 +14,19 @@ from typing import TYPE_CHECKING
 
 import polars as pl
 
-from ood_store import sqlfiles
-from ood_store.errors import AnalysisError
-from ood_store.evaluate.suite.testsets import TESTSETS
+from ood_store import _sqlfiles as sqlfiles
+from ood_store._errors import AnalysisError
+from ood_store._evaluate.suite.testsets import TESTSETS
 
 if TYPE_CHECKING:
-    from ood_store.store import Store
+    from ood_store._store import Store
 
 
 def variants(store: Store, runs: Sequence[str] | None = None) -> pl.DataFrame:
     """One row per run and variant: key, pattern, verbalisers, neutral scheme, checkpoints and tasks evaluated."""
-    return store._read(sqlfiles.load("ood_store.evaluate.suite", "variants"), runs=None if runs is None else list(runs))
+    return store._read(
+        sqlfiles.load("ood_store._evaluate.suite", "variants"), runs=None if runs is None else list(runs)
+    )
 
 
 def variant_scores(
@@ -47,7 +49,7 @@ def variant_scores(
         ``run, step, task, variant, num_fewshot, metric, filter, value, stderr``.
     """
     frame = store._read(
-        sqlfiles.load("ood_store.evaluate.suite", "variant_scores"),
+        sqlfiles.load("ood_store._evaluate.suite", "variant_scores"),
         testsets=list(TESTSETS),
         runs=None if runs is None else list(runs),
     )

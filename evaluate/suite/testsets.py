@@ -2,7 +2,7 @@
 
 This table is the one definition of the suite. The lm-eval task configs of
 every prompt variant are built from it at run time
-(:mod:`ood_store.evaluate.suite.configs`), and so are the offline data files
+(:mod:`ood_store._evaluate.suite.configs`), and so are the offline data files
 (``suite export`` / ``suite check``) and the display names of tables and figures.
 """
 
@@ -30,7 +30,7 @@ class Testset:
 
     name: str  # the lm-eval task name of the default prompt variant
     display: str  # how tables and figures print it
-    labels: str  # the label map that casts it (ood_store.evaluate.suite.labels.LABEL_MAPS)
+    labels: str  # the label map that casts it (ood_store._evaluate.suite.labels.LABEL_MAPS)
     dataset_path: str
     dataset_name: str | None
     split: str  # the evaluated split

@@ -23,9 +23,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ood_store.errors import InputError
-from ood_store.evaluate.suite.labels import NEUTRAL_SCHEMES
-from ood_store.evaluate.suite.testsets import TESTSETS
+from ood_store._errors import InputError
+from ood_store._evaluate.suite.labels import NEUTRAL_SCHEMES
+from ood_store._evaluate.suite.testsets import TESTSETS
 
 
 @dataclass(frozen=True)
@@ -249,7 +249,7 @@ def parse_verbalizers(value: str | Sequence[str]) -> tuple[str, str]:
 
 def from_run_file(path: str | Path) -> dict[str, Any]:
     """The ``[suite]`` table of a run file: ``pattern``, ``verbalizer`` and ``neutral`` as given there."""
-    from ood_store.store.runs import load_run_file
+    from ood_store._store.runs import load_run_file
 
     table = load_run_file(path).get("suite")
     if table is None:

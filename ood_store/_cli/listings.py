@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import click
 
-from ood_store.cli.options import attr_file_option
-from ood_store.cli.output import emit, output_options
-from ood_store.counts import n
+from ood_store._cli.options import attr_file_option
+from ood_store._cli.output import emit, output_options
+from ood_store._counts import n
 
 
 @click.group(invoke_without_command=True)

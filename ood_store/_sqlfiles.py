@@ -8,7 +8,7 @@ from importlib import resources
 
 @cache
 def load(package: str, name: str) -> str:
-    """The text of ``<package>/<name>.sql``, e.g. ``load("ood_store.store", "list_runs")``."""
+    """The text of ``<package>/<name>.sql``, e.g. ``load("ood_store._store", "list_runs")``."""
     return resources.files(package).joinpath(f"{name}.sql").read_text("utf-8")
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import click
 
-from ood_store.cli.flags import spelled
-from ood_store.cli.options import (
+from ood_store._cli.flags import spelled
+from ood_store._cli.options import (
     FILE,
     allow_files_option,
     alpha_option,
@@ -15,7 +15,7 @@ from ood_store.cli.options import (
     rename_options,
     width_option,
 )
-from ood_store.export import display, formats, tables
+from ood_store._export import display, formats, tables
 
 
 @click.command()

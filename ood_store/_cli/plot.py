@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from ood_store.cli.options import (
+from ood_store._cli.options import (
     FILE,
     alpha_option,
     bundle,
@@ -16,7 +16,7 @@ from ood_store.cli.options import (
     rename_options,
     width_option,
 )
-from ood_store.export import display, figures
+from ood_store._export import display, figures
 
 _output = click.option(
     "-o",

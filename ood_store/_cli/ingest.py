@@ -6,13 +6,13 @@ import shlex
 
 import click
 
-from ood_store.cli.flags import spelled
-from ood_store.cli.options import attr_file_option
-from ood_store.counts import n
-from ood_store.ingest import IngestReport, Overrides
-from ood_store.ingest.report import ConflictGroup, FileOutcome, MixGroup
-from ood_store.store.attribute_rules import read_attribute_file
-from ood_store.store.runs import parse_attributes
+from ood_store._cli.flags import spelled
+from ood_store._cli.options import attr_file_option
+from ood_store._counts import n
+from ood_store._ingest import IngestReport, Overrides
+from ood_store._ingest.report import ConflictGroup, FileOutcome, MixGroup
+from ood_store._store.attribute_rules import read_attribute_file
+from ood_store._store.runs import parse_attributes
 
 # How many groups of disagreeing scores (or of runs that mix campaigns) to name before summarising the rest.
 _SHOWN = 10

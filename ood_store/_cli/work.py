@@ -7,11 +7,11 @@ from pathlib import Path
 
 import click
 
-from ood_store.cli.options import FOLDER
-from ood_store.cli.output import emit, output_options
-from ood_store.counts import n
-from ood_store.evaluate.collect import collect as collect_units
-from ood_store.evaluate.workdir import WorkDir, status_table
+from ood_store._cli.options import FOLDER
+from ood_store._cli.output import emit, output_options
+from ood_store._counts import n
+from ood_store._evaluate.collect import collect as collect_units
+from ood_store._evaluate.workdir import WorkDir, status_table
 
 _WORK_DIR = click.argument("work_dir", type=FOLDER, metavar="WORK_DIR")
 _STATES = ("stored", "done", "running", "pending", "failed")

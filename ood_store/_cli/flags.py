@@ -11,7 +11,7 @@ from functools import cache
 
 import click
 
-from ood_store.errors import OodStoreError, mentions, spell_mentions
+from ood_store._errors import OodStoreError, mentions, spell_mentions
 
 # Python parameter names whose option is spelled otherwise than the option's own name says.
 _FLAG_OF = {"attributes": "--attr", "name": "--save", "checkpoints": "CHECKPOINT"}

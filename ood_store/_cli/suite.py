@@ -7,8 +7,8 @@ from pathlib import Path
 
 import click
 
-from ood_store.cli.options import FOLDER
-from ood_store.cli.output import emit, output_options
+from ood_store._cli.options import FOLDER
+from ood_store._cli.output import emit, output_options
 
 
 @click.group()
@@ -22,7 +22,7 @@ def list_tasks(output_format: str, output) -> None:
     """List the suite's tasks: display name, Hugging Face dataset, config, evaluated and few-shot splits."""
     import polars as pl
 
-    from ood_store.evaluate.suite.testsets import testsets
+    from ood_store._evaluate.suite.testsets import testsets
 
     frame = pl.DataFrame(
         [(t.name, t.display, t.source(), t.split, t.fewshot_split, min(t.rows[t.split])) for t in testsets()],
@@ -38,7 +38,7 @@ def patterns(output_format: str, output) -> None:
     """List the shipped prompt patterns (--pattern NAME) with their verbalisers and sources."""
     import polars as pl
 
-    from ood_store.evaluate.suite.variant import PATTERNS, Variant
+    from ood_store._evaluate.suite.variant import PATTERNS, Variant
 
     frame = pl.DataFrame(
         [
@@ -63,7 +63,7 @@ def patterns(output_format: str, output) -> None:
 @click.pass_obj
 def variants(settings, runs: tuple[str, ...], output_format: str, output) -> None:
     """List the prompt variants the store holds, per run: key, pattern, verbalisers, neutral scheme."""
-    from ood_store.evaluate.suite.stored import variants as stored_variants
+    from ood_store._evaluate.suite.stored import variants as stored_variants
 
     with settings.open(read_only=True) as store:
         emit(stored_variants(store, list(runs) or None), output_format, output)
@@ -80,7 +80,7 @@ def export(folder: Path, names: tuple[str, ...], fewshot: bool) -> None:
     there with `ood-store suite check FOLDER`, and evaluate with
     `ood-store evaluate ... --tasks ood_nli --data-dir FOLDER`.
     """
-    from ood_store.evaluate.suite.export import export as export_suite
+    from ood_store._evaluate.suite.export import export as export_suite
 
     def done(item) -> None:
         click.echo(f"  {item.task} ({item.split}): {item.rows:,} rows -> {item.path}")
@@ -99,7 +99,7 @@ def check(folder: Path, fewshot: bool) -> None:
     layouts, premises or hypotheses that are not text, unknown labels, and row
     counts that differ from the size of the split on the hub.
     """
-    from ood_store.evaluate.suite.check import check as check_folder
+    from ood_store._evaluate.suite.check import check as check_folder
 
     checked = check_folder(folder, fewshot=fewshot)
     for problem in checked.problems:

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import click
 
-from ood_store.cli.options import FOLDER
-from ood_store.counts import n as count
-from ood_store.export.eee import RELATIONSHIPS, EeeSource
+from ood_store._cli.options import FOLDER
+from ood_store._counts import n as count
+from ood_store._export.eee import RELATIONSHIPS, EeeSource
 
 
 @click.command("export-eee")

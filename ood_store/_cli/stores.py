@@ -6,9 +6,9 @@ from pathlib import Path
 
 import click
 
-from ood_store.cli.options import FILE, FOLDER
-from ood_store.counts import n
-from ood_store.store.merge import PREFER, MergeReport
+from ood_store._cli.options import FILE, FOLDER
+from ood_store._counts import n
+from ood_store._store.merge import PREFER, MergeReport
 
 _prefer = click.option(
     "--prefer",

@@ -11,23 +11,23 @@ import click
 import duckdb
 
 from ood_store import __version__
-from ood_store.cli.flags import spelled
-from ood_store.cli.options import FILE
-from ood_store.errors import Note, OodStoreError
-from ood_store.store import DB_ENV, DEFAULT_DB, Store
-from ood_store.store import open as open_store
-from ood_store.store.connection import DEFAULT_LOCK_TIMEOUT
-from ood_store.store.damage import store_problem
+from ood_store._cli.flags import spelled
+from ood_store._cli.options import FILE
+from ood_store._errors import Note, OodStoreError
+from ood_store._store import DB_ENV, DEFAULT_DB, Store
+from ood_store._store import open as open_store
+from ood_store._store.connection import DEFAULT_LOCK_TIMEOUT
+from ood_store._store.damage import store_problem
 
 
 class _Group(click.Group):
     """Turns user errors (OodStoreError) into a one-line ``Error: ...`` and exit status 1.
 
     So too a DuckDB error that says the store file is damaged, wherever a command meets it
-    (:func:`ood_store.store.damage.store_problem`): it names the store and what to do.
+    (:func:`ood_store._store.damage.store_problem`): it names the store and what to do.
 
     Library errors name the Python parameters they are about; they are printed
-    with the flags that set them (:mod:`ood_store.cli.flags`).
+    with the flags that set them (:mod:`ood_store._cli.flags`).
     """
 
     def invoke(self, ctx: click.Context):
@@ -94,7 +94,7 @@ def main(ctx: click.Context, db: Path, lock_timeout: float) -> None:
     ctx.obj = Settings(db, lock_timeout, source not in (None, click.core.ParameterSource.DEFAULT))
 
 
-#: Each command and the module of ``ood_store.cli`` that defines it (in its ``COMMANDS``).
+#: Each command and the module of ``ood_store._cli`` that defines it (in its ``COMMANDS``).
 MODULES = {
     "init": "init",
     "ingest": "ingest",
@@ -133,7 +133,7 @@ class _Commands(MutableMapping[str, click.Command]):
         if name not in self._loaded:
             if name not in self._modules:
                 raise KeyError(name)
-            for command in importlib.import_module(f"ood_store.cli.{self._modules[name]}").COMMANDS:
+            for command in importlib.import_module(f"ood_store._cli.{self._modules[name]}").COMMANDS:
                 self._loaded[command.name or ""] = command
         return self._loaded[name]
 

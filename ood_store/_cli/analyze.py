@@ -8,16 +8,16 @@ from dataclasses import fields
 import click
 import polars as pl
 
-from ood_store.analysis import Options, between_groups, compare
-from ood_store.analysis.bootstrap import BOOTSTRAP_KINDS
-from ood_store.analysis.inference import ADJUST_METHODS
-from ood_store.analysis.meta import TAU2_METHODS
-from ood_store.analysis.partial import METHODS, compute
-from ood_store.analysis.residuals import GAM_DF, GAM_MIN_DF, RESIDUALIZERS, SMOOTHING
-from ood_store.analysis.sensitivity import sensitivity_of
-from ood_store.analysis.verdicts import AGREEMENT
-from ood_store.cli.options import alpha_option, choice, inference_option
-from ood_store.cli.output import emit, output_options
+from ood_store._analysis import Options, between_groups, compare
+from ood_store._analysis.bootstrap import BOOTSTRAP_KINDS
+from ood_store._analysis.inference import ADJUST_METHODS
+from ood_store._analysis.meta import TAU2_METHODS
+from ood_store._analysis.partial import METHODS, compute
+from ood_store._analysis.residuals import GAM_DF, GAM_MIN_DF, RESIDUALIZERS, SMOOTHING
+from ood_store._analysis.sensitivity import sensitivity_of
+from ood_store._analysis.verdicts import AGREEMENT
+from ood_store._cli.options import alpha_option, choice, inference_option
+from ood_store._cli.output import emit, output_options
 
 # What --format table/markdown/latex show unless --all-columns; csv, json and parquet always carry every column.
 ANALYZE_SUMMARY = ("run", "task_x", "task_y", "n", "r", "ci_low", "ci_high", "p_adj", "n_eff", "p_eff_adj", "reason")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from ood_store import schema
+from ood_store import _schema as schema
 
 
 @click.command()

@@ -6,13 +6,13 @@ import difflib
 import re
 from collections.abc import Iterable, Sequence
 
-from ood_store.errors import OodStoreError
+from ood_store._errors import OodStoreError
 
 
 def split_names(values: Sequence[str] | str | None, parameter: str) -> tuple[str, ...] | None:
     """Repeated and comma-separated names, in order, without duplicates; None when not given.
 
-    Raises :class:`~ood_store.errors.OodStoreError` about ``parameter`` when
+    Raises :class:`~ood_store._errors.OodStoreError` about ``parameter`` when
     values are given but hold no name.
 
     Examples
@@ -24,7 +24,7 @@ def split_names(values: Sequence[str] | str | None, parameter: str) -> tuple[str
     >>> split_names([" , "], "tasks")
     Traceback (most recent call last):
     ...
-    ood_store.errors.OodStoreError: tasks: no names given
+    ood_store._errors.OodStoreError: tasks: no names given
     """
     if values is None:
         return None

@@ -6,8 +6,8 @@ import sys
 
 import click
 
-from ood_store.cli.options import allow_files_option
-from ood_store.cli.output import emit, output_options
+from ood_store._cli.options import allow_files_option
+from ood_store._cli.output import emit, output_options
 
 
 @click.command()

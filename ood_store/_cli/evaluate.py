@@ -10,17 +10,17 @@ from typing import Any
 
 import click
 
-from ood_store.cli.options import FILE, FOLDER, attr_file_option
-from ood_store.counts import n
-from ood_store.errors import InputError
-from ood_store.evaluate.executors import NAMES
-from ood_store.evaluate.plan import run_folder
-from ood_store.evaluate.runner import EvaluateReport, EvaluationInterrupted
-from ood_store.evaluate.study import load as load_study
-from ood_store.evaluate.suite.labels import NEUTRAL_SCHEMES
-from ood_store.evaluate.suite.variant import PATTERNS, Variant, from_run_file, variant_of
-from ood_store.store.attribute_rules import attributes_for, for_run, read_attribute_file
-from ood_store.store.runs import parse_attributes, read_run_file
+from ood_store._cli.options import FILE, FOLDER, attr_file_option
+from ood_store._counts import n
+from ood_store._errors import InputError
+from ood_store._evaluate.executors import NAMES
+from ood_store._evaluate.plan import run_folder
+from ood_store._evaluate.runner import EvaluateReport, EvaluationInterrupted
+from ood_store._evaluate.study import load as load_study
+from ood_store._evaluate.suite.labels import NEUTRAL_SCHEMES
+from ood_store._evaluate.suite.variant import PATTERNS, Variant, from_run_file, variant_of
+from ood_store._store.attribute_rules import attributes_for, for_run, read_attribute_file
+from ood_store._store.runs import parse_attributes, read_run_file
 
 
 @click.command()

@@ -15,10 +15,10 @@ from pathlib import Path
 
 import click
 
-from ood_store import sqlfiles
-from ood_store.cli.options import folder_option
-from ood_store.examples import extract_pythia
-from ood_store.export.rows import render
+from ood_store import _sqlfiles as sqlfiles
+from ood_store._cli.options import folder_option
+from ood_store._examples import extract_pythia
+from ood_store._export.rows import render
 
 DEMO_DB = "ood-store-demo.duckdb"
 DEMO_DIR = "ood-store-demo"
@@ -64,9 +64,9 @@ def _toy(settings, workdir: Path) -> None:
         os.environ.setdefault(name, "1")
     if "tqdm" not in sys.modules:
         os.environ.setdefault("TQDM_DISABLE", "1")
-    from ood_store.cli.analyze import ANALYZE_SUMMARY, summary_view
-    from ood_store.evaluate.harness import require_eval_extra
-    from ood_store.examples.demo import IN_DOMAIN, RUN, DemoSettings, run_demo
+    from ood_store._cli.analyze import ANALYZE_SUMMARY, summary_view
+    from ood_store._evaluate.harness import require_eval_extra
+    from ood_store._examples.demo import IN_DOMAIN, RUN, DemoSettings, run_demo
 
     require_eval_extra("the demo")
     toy = DemoSettings()
@@ -131,7 +131,7 @@ def _pythia(settings) -> None:
             f"Store {settings.db}: ingested {totals['ingested']} files ({totals['scores']:,} scores), "
             f"{totals['present']} already present.\n"
         )
-        frame = store._read(sqlfiles.load("ood_store.examples", "demo_pythia"))
+        frame = store._read(sqlfiles.load("ood_store._examples", "demo_pythia"))
     click.echo("LAMBADA (OpenAI) accuracy over training steps, from the `scores` table:\n")
     click.echo(render(frame, "table"))
     db, prog = settings.db, _program()
@@ -146,7 +146,7 @@ def _pythia(settings) -> None:
 
 
 def _planted(settings) -> None:
-    from ood_store.examples import planted
+    from ood_store._examples import planted
 
     with tempfile.TemporaryDirectory(prefix="ood-store-planted-") as tmp, settings.open() as store:
         result = planted.build(store, Path(tmp))

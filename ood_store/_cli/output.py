@@ -1,8 +1,8 @@
 """Output options shared by every command that prints rows (``query``, ``runs``, ``tasks``, ``analyze``, ...).
 
 Bundled as one decorator, :func:`output_options`, in the style of sqlite-utils;
-the formats are the registry's (:mod:`ood_store.export.formats`) and the
-rendering is :mod:`ood_store.export.rows`.
+the formats are the registry's (:mod:`ood_store._export.formats`) and the
+rendering is :mod:`ood_store._export.rows`.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from pathlib import Path
 import click
 import polars as pl
 
-from ood_store.export import formats, rows
+from ood_store._export import formats, rows
 
 FORMATS = formats.ROWS
 

@@ -1,7 +1,7 @@
 """The toy demo behind ``ood-store demo``: finetune a tiny model, evaluate its checkpoints, show the scores.
 
 Fully offline: the model, tokenizer and data are built from code
-(:mod:`ood_store.examples.toy`), the tasks are local JSONL lm-eval tasks, and
+(:mod:`ood_store._examples.toy`), the tasks are local JSONL lm-eval tasks, and
 the checkpoints go through the same ``evaluate`` as a real run.
 """
 
@@ -14,11 +14,11 @@ from pathlib import Path
 
 import polars as pl
 
-from ood_store import sqlfiles
-from ood_store.analysis import partial_correlations
-from ood_store.evaluate.runner import EvaluateReport
-from ood_store.examples import toy
-from ood_store.store import Store
+from ood_store import _sqlfiles as sqlfiles
+from ood_store._analysis import partial_correlations
+from ood_store._evaluate.runner import EvaluateReport
+from ood_store._examples import toy
+from ood_store._store import Store
 
 RUN = "toy-gpt2-nli-s0"
 ATTRIBUTES = {"family": "toy-gpt2", "size": "42k", "in_domain": "toy_nli", "seed": 0}
@@ -63,7 +63,7 @@ def run_demo(store: Store, workdir: Path, settings: DemoSettings | None = None, 
         progress=progress,
         log_to_file=True,
     )
-    long = store._read(sqlfiles.load("ood_store.examples", "demo_toy"), run=RUN)
+    long = store._read(sqlfiles.load("ood_store._examples", "demo_toy"), run=RUN)
     scores = long.pivot(on="task", index="step", values="acc", sort_columns=True).sort("step")
     partial = partial_correlations(store, IN_DOMAIN, OOD, runs=[RUN]).table
     return DemoResult(workdir, trained, report, scores, partial)

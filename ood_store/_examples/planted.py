@@ -30,8 +30,8 @@ import numpy as np
 import orjson
 
 if TYPE_CHECKING:
-    from ood_store.analysis.results import PartialCorrelations
-    from ood_store.store import Store
+    from ood_store._analysis.results import PartialCorrelations
+    from ood_store._store import Store
 
 FAMILIES = ("pythia", "opt", "qwen", "llama")
 SIZES = ("350m", "1.3b")
@@ -129,7 +129,7 @@ def _results_file(run: str, step: int, scores: dict[str, float]) -> dict:
 def build(store: Store, folder: Path, *, progress: bool = False) -> PartialCorrelations:
     """Write the planted files under ``folder``, ingest them into ``store`` with each run's attributes,
     and save their partial correlations (linear, Pearson) as analysis :data:`ANALYSIS` (replacing it)."""
-    from ood_store.analysis import partial_correlations
+    from ood_store._analysis import partial_correlations
 
     runs = write_files(folder)
     report = store.ingest([folder], progress=progress)

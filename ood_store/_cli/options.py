@@ -30,7 +30,7 @@ def alpha_option(help: str = "Significance level of the adjusted p-values."):  #
 
 def inference_option(help: str = "effective: n_eff and p_eff_adj (autocorrelation-aware); naive: n and p_adj."):  # noqa: A002
     """``--inference effective|naive``: which sample size and adjusted p a test uses."""
-    from ood_store.analysis.compare import INFERENCE
+    from ood_store._analysis.compare import INFERENCE
 
     return choice("--inference", INFERENCE, "effective", help)
 
@@ -46,7 +46,7 @@ def bundle(*options):
     return apply
 
 
-#: ``--rename NAME=DISPLAY`` (repeatable) and ``--rename-file FILE``: see :func:`ood_store.export.display.names`.
+#: ``--rename NAME=DISPLAY`` (repeatable) and ``--rename-file FILE``: see :func:`ood_store._export.display.names`.
 rename_options = bundle(
     click.option(
         "--rename",
@@ -61,7 +61,7 @@ rename_options = bundle(
     ),
 )
 
-#: ``--order-by ATTR`` (repeatable): see :func:`ood_store.export.display.run_order`.
+#: ``--order-by ATTR`` (repeatable): see :func:`ood_store._export.display.run_order`.
 order_by_option = click.option(
     "--order-by",
     multiple=True,
@@ -76,8 +76,8 @@ class Width(click.ParamType):
     name = "width"
 
     def convert(self, value, param, ctx):
-        from ood_store.errors import OodStoreError
-        from ood_store.export.page import inches
+        from ood_store._errors import OodStoreError
+        from ood_store._export.page import inches
 
         try:
             return inches(value)
@@ -95,7 +95,7 @@ def width_option(default: str, what: str = "Figure width; the height follows."):
     )
 
 
-#: ``--attr-file FILE`` (``ingest``, ``evaluate``, ``runs set``): see :mod:`ood_store.store.attribute_rules`.
+#: ``--attr-file FILE`` (``ingest``, ``evaluate``, ``runs set``): see :mod:`ood_store._store.attribute_rules`.
 attr_file_option = click.option(
     "--attr-file",
     "attribute_file",
