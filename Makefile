@@ -16,7 +16,7 @@ LATEX_PACKAGES := texlive-latex-base texlive-latex-recommended poppler-utils pan
 # The library folders, type-checked as the one package they install as.
 PACKAGE_DIRS := evaluate ingest store schema analysis export
 
-.PHONY: demo test lint typecheck check bench latex reference clean
+.PHONY: demo test lint typecheck tree docs check bench latex reference clean
 
 demo: $(VENV)/.installed-eval
 	$(BIN)/ood-store demo
@@ -30,13 +30,21 @@ lint: $(VENV)/.installed-lint
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
-# mypy over the library as installed: the top-level folders are linked into one
-# ood_store tree under build/typecheck, as setuptools' package-dir maps them.
-typecheck: $(VENV)/.installed-lint
-	@rm -rf build/typecheck && mkdir -p build/typecheck/ood_store
-	@for f in ood_store/*; do ln -s ../../../$$f build/typecheck/ood_store/; done
-	@for d in $(PACKAGE_DIRS); do ln -s ../../../$$d build/typecheck/ood_store/_$$d; done
-	cd build/typecheck && ../../$(BIN)/mypy --config-file ../../pyproject.toml -p ood_store
+# The library as it installs: the top-level folders linked into one ood_store tree under build/tree, as
+# setuptools' package-dir maps them (ood_store/ as it is, each stage folder as ood_store/_<stage>). mypy
+# checks it, and the API reference of the docs is read from it.
+tree:
+	@rm -rf build/tree && mkdir -p build/tree/ood_store
+	@for f in ood_store/*; do ln -s ../../../$$f build/tree/ood_store/; done
+	@for d in $(PACKAGE_DIRS); do ln -s ../../../$$d build/tree/ood_store/_$$d; done
+
+typecheck: $(VENV)/.installed-lint tree
+	cd build/tree && ../../$(BIN)/mypy --config-file ../../pyproject.toml -p ood_store
+
+# The documentation site (MkDocs), built offline into site/ with every warning an error: the API
+# reference comes from the docstrings, the CLI reference from the click commands themselves.
+docs: $(VENV)/.installed-docs tree
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
 
 # What CI runs besides the LaTeX install: lint, type check, tests.
 check: lint typecheck test
@@ -90,5 +98,9 @@ $(VENV)/.installed-lint: pyproject.toml $(VENV)/.installed-test
 	$(PIP) install --quiet -e ".[eval,test,lint]"
 	touch $@
 
+$(VENV)/.installed-docs: pyproject.toml $(VENV)/.installed-test
+	$(PIP) install --quiet -e ".[eval,test,docs]"
+	touch $@
+
 clean:
-	rm -rf $(VENV) build *.egg-info .mypy_cache .ruff_cache ood-store-demo.duckdb ood-store-demo lm-eval-results
+	rm -rf $(VENV) build site *.egg-info .mypy_cache .ruff_cache ood-store-demo.duckdb ood-store-demo lm-eval-results

@@ -20,7 +20,7 @@ from ood_store._errors import AnalysisError
 from ood_store._store.runs import run_attributes
 
 if TYPE_CHECKING:
-    from ood_store._store import Store
+    from ood_store._store import Database
 
 INFERENCE = ("effective", "naive")
 
@@ -29,7 +29,7 @@ def compare(
     data: PartialCorrelations | pl.DataFrame,
     *,
     by: Sequence[str] | None = None,
-    attributes: Store | pl.DataFrame | None = None,
+    attributes: Database | pl.DataFrame | None = None,
     alpha: float = 0.05,
     inference: str = "effective",
     agreement: float = verdicts.AGREEMENT,
@@ -45,7 +45,7 @@ def compare(
         Run attributes to group runs by (``family``, ``size``, ``in_domain``,
         ``seed``, ``base_model`` or any other run attribute, such as
         ``shots``); runs are compared within each group.
-    attributes : Store or polars.DataFrame, optional
+    attributes : Database or polars.DataFrame, optional
         Where run attributes come from when ``by`` is given: a store, or a
         frame with a ``run`` column and one column per attribute.
     alpha : float
@@ -185,7 +185,7 @@ def between_groups(
     *,
     between: str,
     within: str,
-    attributes: Store | pl.DataFrame,
+    attributes: Database | pl.DataFrame,
     alpha: float = 0.05,
     inference: str = "effective",
     tau2_method: str = "PM",
@@ -206,7 +206,7 @@ def between_groups(
         Run attributes (as ``by`` in :func:`compare`): e.g. ``family`` and
         ``seed``. Every run needs both, and within a group no two runs may
         share the ``within`` value.
-    attributes : Store or polars.DataFrame
+    attributes : Database or polars.DataFrame
         Where run attributes come from.
     alpha : float
         Level of the test between groups.

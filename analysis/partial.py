@@ -22,7 +22,7 @@ from ood_store._names import split_names
 from ood_store._progress import progress_bar
 
 if TYPE_CHECKING:
-    from ood_store._store import Store
+    from ood_store._store import Database
 
 METHODS = ("pearson", "spearman")
 BOOTSTRAP_CHUNK = 50  # resamples solved in one batch (and one step of the progress bar)
@@ -84,7 +84,7 @@ class Options:
 
 
 def partial_correlations(
-    data: Store | pl.DataFrame,
+    data: Database | pl.DataFrame,
     in_domain: str | None = None,
     ood: Sequence[str] | None = None,
     runs: Sequence[str] | None = None,
@@ -115,7 +115,7 @@ def partial_correlations(
 
     Parameters
     ----------
-    data : Store or polars.DataFrame
+    data : Database or polars.DataFrame
         A store, or a long frame with columns ``step, task, value`` (and
         optionally ``run``; ``metric``, ``filter``, ``num_fewshot`` select rows
         when present).
@@ -234,7 +234,7 @@ def partial_correlations(
     return compute(data, options, progress=progress)
 
 
-def compute(data: Store | pl.DataFrame, options: Options, *, progress: bool = False) -> PartialCorrelations:
+def compute(data: Database | pl.DataFrame, options: Options, *, progress: bool = False) -> PartialCorrelations:
     """:func:`partial_correlations` with its options given as one :class:`Options`.
 
     ``options.in_domain`` None is replaced by the runs' ``in_domain`` attribute

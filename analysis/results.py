@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import polars as pl
 
@@ -20,6 +20,7 @@ from ood_store._errors import AnalysisError
 
 if TYPE_CHECKING:
     from ood_store._analysis.partial import Options
+    from ood_store._summary import Summary
 
 #: Columns of a partial-correlation table, in order.
 PARTIAL_COLUMNS = (
@@ -49,21 +50,52 @@ BETWEEN_COLUMNS = (
     "tau2_within", "q_within", "df_within", "p_within", "i2_within", "verdict",
 )  # fmt: skip
 
+#: The columns a saved analysis keeps as rows; the last four (in-domain task, metric, residualizer,
+#: method) are the same on every row and live in the analysis' parameters.
+SAVED_COLUMNS = PARTIAL_COLUMNS[:-4]
+
 # What every consumer of a partial-correlation table reads.
 _REQUIRED = ("run", "task_x", "task_y", "n", "r", "p_adj", "n_eff", "p_eff_adj")
 
 
 @dataclass(frozen=True, repr=False)
 class Result:
-    """What every results object holds: its rows, as a Polars DataFrame (its columns: see each class)."""
+    """What every results object holds: its rows, as a Polars DataFrame (its columns: see each class).
+
+    ``summary()`` is what the command line prints (the main columns, floats to 3 significant digits);
+    in Jupyter a result shows as that summary's HTML table.
+    """
 
     table: pl.DataFrame
+
+    #: The columns ``summary()`` shows, in order (``r:<run>`` or ``r:<group>`` columns follow).
+    summary_columns: ClassVar[tuple[str, ...]] = ()
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__}{self._summary()}>"
 
     def _summary(self) -> str:
         return f": {self.table.height} rows"
+
+    def _leading_columns(self) -> tuple[str, ...]:
+        return ()
+
+    def summary(self, *, all_columns: bool = False) -> Summary:
+        """The rows as the command line shows them: the main columns (every column with ``all_columns``),
+        floats rounded to 3 significant digits, under a title line saying what made them."""
+        from ood_store._summary import Summary, rounded
+
+        shown = (*self._leading_columns(), *self.summary_columns)
+        frame = self.table
+        if not all_columns:
+            frame = frame.select([c for c in frame.columns if c in shown or c.startswith("r:")])
+        return Summary(f"{type(self).__name__}{self._summary()}", rounded(frame))
+
+    def _repr_html_(self) -> str:
+        return self.summary()._repr_html_()
+
+    def _repr_markdown_(self) -> str:
+        return self.summary()._repr_markdown_()
 
 
 @dataclass(frozen=True, repr=False)
@@ -72,6 +104,20 @@ class PartialCorrelations(Result):
 
     One row per (run, task_x, task_y), with the columns of :data:`PARTIAL_COLUMNS`.
     """
+
+    summary_columns = (
+        "run",
+        "task_x",
+        "task_y",
+        "n",
+        "r",
+        "ci_low",
+        "ci_high",
+        "p_adj",
+        "n_eff",
+        "p_eff_adj",
+        "reason",
+    )
 
     #: Everything that defines the analysis besides its data.
     options: Options
@@ -97,7 +143,7 @@ class PartialCorrelations(Result):
         options = Options(**{key: value for key, value in params.items() if key in known})
         tasks = tuple(params.get("tasks") or sorted(set(table["task_x"]) | set(table["task_y"])))
         runs = tuple(params.get("runs_analysed") or sorted(set(table["run"])))
-        return cls(partial_table(table), options, tasks, runs)
+        return cls(partial_table(table.select(PARTIAL_COLUMNS)), options, tasks, runs)
 
     def _summary(self) -> str:
         o, shape = self.options, f"{len(self.runs)} runs × {len(self.tasks)} OOD tasks"
@@ -113,6 +159,8 @@ class Comparison(Result):
     The columns: the ``by`` attributes, :data:`COMPARISON_COLUMNS`, then ``r:<run>``, one per run.
     """
 
+    summary_columns = ("task_x", "task_y", "runs", "sign_agreement", "r_pooled", "ci_low", "ci_high", "i2", "verdict")
+
     #: The run attributes runs were grouped by (empty: all runs together).
     by: tuple[str, ...]
     #: Level of the per-run tests, pooled intervals and heterogeneity tests.
@@ -123,6 +171,9 @@ class Comparison(Result):
     source: PartialCorrelations | None = None
     #: The share of runs that must share the pooled sign for a "consistently ..." verdict.
     agreement: float = 0.8
+
+    def _leading_columns(self) -> tuple[str, ...]:
+        return self.by
 
     def _summary(self) -> str:
         grouped = f" by {', '.join(self.by)}" if self.by else ""
@@ -135,6 +186,10 @@ class BetweenGroups(Result):
 
     One row per pair: :data:`BETWEEN_COLUMNS`, then ``r:<group>``, one per group.
     """
+
+    summary_columns = (
+        "task_x", "task_y", "groups", "runs", "q_between", "p_between", "tau2_within", "p_within", "verdict",
+    )  # fmt: skip
 
     #: The run attribute that makes the groups (e.g. ``family``).
     between: str
@@ -160,6 +215,8 @@ class Sensitivity(Result):
 
     One row per (run, task_x, task_y), with the columns of :data:`SENSITIVITY_COLUMNS`.
     """
+
+    summary_columns = ("run", "task_x", "task_y", "n", "r_linear", "r_gam_gcv", "r_gam_reml", "r_range", "fragile")
 
     #: The analysis, but for its residualiser and smoothing, which vary.
     options: Options
@@ -193,6 +250,11 @@ def partial_table(data: PartialCorrelations | pl.DataFrame, also: tuple[str, ...
     if missing:
         raise AnalysisError(f"not a partial-correlation table: no column(s) {', '.join(missing)}")
     return frame
+
+
+def saved_rows(result: PartialCorrelations) -> pl.DataFrame:
+    """The rows a saved analysis keeps of ``result`` (:data:`SAVED_COLUMNS`)."""
+    return partial_table(result, also=SAVED_COLUMNS).select(SAVED_COLUMNS)
 
 
 def comparison_table(data: Comparison | pl.DataFrame) -> pl.DataFrame:

@@ -23,7 +23,7 @@ from ood_store._errors import AnalysisError
 
 if TYPE_CHECKING:
     from ood_store._analysis.partial import Options
-    from ood_store._store import Store
+    from ood_store._store import Database
 
 #: The residualisers compared, as (name, partial_correlations options).
 VARIANTS: tuple[tuple[str, dict[str, Any]], ...] = (
@@ -99,7 +99,7 @@ def report(tables: Mapping[str, pl.DataFrame], *, alpha: float = 0.05, inference
 
 
 def residualizer_sensitivity(
-    data: Store | pl.DataFrame,
+    data: Database | pl.DataFrame,
     in_domain: str | None = None,
     ood: Sequence[str] | None = None,
     runs: Sequence[str] | None = None,
@@ -130,7 +130,7 @@ def residualizer_sensitivity(
 
 
 def sensitivity_of(
-    data: Store | pl.DataFrame,
+    data: Database | pl.DataFrame,
     options: Options,
     *,
     alpha: float = 0.05,

@@ -18,11 +18,13 @@ from ood_store import _sqlfiles as sqlfiles
 from ood_store._counts import n as count
 from ood_store._errors import AnalysisError, Note
 from ood_store._names import did_you_mean, split_names
+from ood_store._store.database import read
 from ood_store._store.runs import attribute_columns
+from ood_store._store.selection import runs as list_runs
 
 if TYPE_CHECKING:
     from ood_store._analysis.partial import Options
-    from ood_store._store import Store
+    from ood_store._store import Database
 
 SINGLE_RUN = "(frame)"  # the run name given to a frame without a run column
 
@@ -38,7 +40,7 @@ class Series:
     from_store: bool = False  # a NULL value is then a NaN in the file, not a score that is absent
 
 
-def load(data: Store | pl.DataFrame | Any, selection: Options) -> Series:
+def load(data: Database | pl.DataFrame | Any, selection: Options) -> Series:
     """Select the in-domain and OOD series of the chosen runs, as ``selection`` says.
 
     ``data`` is a :class:`~ood_store.Store` or a long frame with columns
@@ -76,12 +78,13 @@ def load(data: Store | pl.DataFrame | Any, selection: Options) -> Series:
     else:
         store = data
         if runs is not None:
-            _check_runs(set(store.runs()["run"]), runs)
+            _check_runs(set(list_runs(store)["run"]), runs)
         if selection.where:
             runs = runs_where(store, selection.where, runs)
         if campaign is not None:
             _check_campaign(store, campaign)
-        frame = store._read(
+        frame = read(
+            store,
             sqlfiles.load("ood_store._analysis", "series"),
             metric=metric,
             filter=filter,
@@ -112,14 +115,14 @@ def frame_tasks(data: pl.DataFrame | Any) -> list[str]:
     return frame["task"].unique().sort().to_list() if "task" in frame.columns else []
 
 
-def resolve_in_domain(store: Store, name: str) -> str:
+def resolve_in_domain(store: Database, name: str) -> str:
     """``name`` as the store spells it: itself if stored, else the one ood_nli suite task it names.
 
     ``mnli`` is ``ood_nli_mnli`` (or a variant of it, ``ood_nli_mnli__minimal``)
     when that is the only such task in the store, with a :class:`~ood_store._errors.Note`
     saying so; when there are several, an error lists them.
     """
-    found = store._read(sqlfiles.load("ood_store._analysis", "suite_tasks"), name=name)["task"].to_list()
+    found = read(store, sqlfiles.load("ood_store._analysis", "suite_tasks"), name=name)["task"].to_list()
     if not found or name in found:
         return name
     if len(found) > 1:
@@ -162,7 +165,7 @@ def _from_frame(data, metric, filter, num_fewshot, tasks, runs, campaign) -> pl.
     )
 
 
-def runs_where(store: Store, where: Sequence[str], runs: Sequence[str] | None = None) -> tuple[str, ...]:
+def runs_where(store: Database, where: Sequence[str], runs: Sequence[str] | None = None) -> tuple[str, ...]:
     """The runs (of ``runs``, else of the store) whose attributes satisfy every ``KEY=VALUE`` of ``where``.
 
     VALUE may be a glob (``size=1*``); a key given twice matches either value.
@@ -191,8 +194,8 @@ def runs_where(store: Store, where: Sequence[str], runs: Sequence[str] | None = 
     return tuple(chosen)
 
 
-def _check_campaign(store: Store, campaign: str) -> None:
-    known = store._read(sqlfiles.load("ood_store._analysis", "campaigns"))["campaign"].to_list()
+def _check_campaign(store: Database, campaign: str) -> None:
+    known = read(store, sqlfiles.load("ood_store._analysis", "campaigns"))["campaign"].to_list()
     if campaign not in known:
         listed = ", ".join(known) if known else "none: the store holds no campaign names"
         raise AnalysisError(f"no campaign {campaign!r} in the store; it has: {listed}", parameter="campaign")
@@ -228,12 +231,15 @@ def missing_task_message(store, task, metric, filter, num_fewshot, runs, known=(
         if task not in known:
             return f"no task {task!r} in the scores{did_you_mean(task, known)}"
         return f"task {task!r} has no {metric!r} scores{where}"
-    choices = store._read(
-        sqlfiles.load("ood_store._analysis", "task_choices"), task=task, runs=None if runs is None else list(runs)
+    choices = read(
+        store,
+        sqlfiles.load("ood_store._analysis", "task_choices"),
+        task=task,
+        runs=None if runs is None else list(runs),
     )
     metrics, filters, shots = choices.row(0)
     if not metrics:
-        hint = did_you_mean(task, store._read(sqlfiles.load("ood_store._analysis", "task_names"))["task"])
+        hint = did_you_mean(task, read(store, sqlfiles.load("ood_store._analysis", "task_names"))["task"])
         return f"no task {task!r} in the store{where}{hint} (see `ood-store tasks`)"
     if metric not in metrics:
         return f"task {task!r} has no {metric!r} scores{where}; it has: {', '.join(metrics)} (choose with `metric`)"
@@ -247,7 +253,7 @@ def missing_task_message(store, task, metric, filter, num_fewshot, runs, known=(
     return f"task {task!r} has no {metric!r} scores at a training step{where}"
 
 
-def in_domain_of_runs(data: Store | pl.DataFrame | Any, runs: Sequence[str] | str | None) -> str:
+def in_domain_of_runs(data: Database | pl.DataFrame | Any, runs: Sequence[str] | str | None) -> str:
     """The in-domain task the runs (all, or ``runs``) agree on: their ``in_domain`` attribute.
 
     For an analysis called without ``in_domain``. Every run must have the
@@ -259,7 +265,7 @@ def in_domain_of_runs(data: Store | pl.DataFrame | Any, runs: Sequence[str] | st
             "not given (a frame of scores has no run attributes to take it from)", parameter="in_domain"
         )
     chosen = split_names(runs, "runs")
-    table = data.runs()
+    table = list_runs(data)
     if chosen is not None:
         _check_runs(set(table["run"]), chosen)
         table = table.filter(pl.col("run").is_in(chosen))

@@ -22,8 +22,10 @@ from pathlib import Path
 from typing import Literal
 
 from ood_store._evaluate.workdir import Unit, WorkDir
+from ood_store._ingest import ingest
 from ood_store._ingest.identity import Overrides
 from ood_store._store.connection import DEFAULT_LOCK_TIMEOUT, MAX_RETRY_DELAY_S
+from ood_store._store.database import Database, connection
 
 #: Pause after each commit when more units are waiting, so that a process waiting for the store
 #: (it tries again every MAX_RETRY_DELAY_S) gets in between commits.
@@ -72,8 +74,6 @@ def collect(
         file was in the store already) or refused (``rejected``: the unit is
         marked failed with the reason).
     """
-    import ood_store
-
     work = work_dir if isinstance(work_dir, WorkDir) else WorkDir(work_dir).require()
     candidates = work.units() if units is None else list(units)
     done, stored = work.marked("done"), work.marked("stored")
@@ -86,9 +86,10 @@ def collect(
         results = Path(marker.get("results", ""))
         problem = _check(results, marker.get("sha256"))
         if problem is None:
-            with ood_store.open(store or unit.store, lock_timeout=lock_timeout) as target:
-                report = target.ingest(
-                    [results],
+            with Database(Path(store or unit.store), lock_timeout=lock_timeout) as target:
+                report = ingest(
+                    connection(target),
+                    [str(results)],
                     overrides=Overrides(run=unit.run, step=unit.step),
                     attributes=unit.attributes,
                     samples=unit.samples,

@@ -34,11 +34,13 @@ from ood_store._evaluate.options import EvaluateOptions
 from ood_store._evaluate.plan import DEFAULT_OUTPUT_DIR, Plan, RunRequest, check_run, plan, run_exists, step_name
 from ood_store._evaluate.study import Study
 from ood_store._evaluate.study import load as load_study
+from ood_store._evaluate.suite.variant import Variant
 from ood_store._evaluate.tasklist import TaskObjects
 from ood_store._evaluate.workdir import Unit, WorkDir
 from ood_store._evaluate.worker import run_unit
 from ood_store._progress import progress_bar
-from ood_store._store.api import Store
+from ood_store._store import Database
+from ood_store._store.database import connection, released
 from ood_store._store.runs import parse_attributes, set_attributes
 
 #: How often the driver looks for finished units while workers run elsewhere.
@@ -91,6 +93,7 @@ class EvaluateReport:
     work_dir: Path | None = None
     executor: str = "inline"
     jobs: str | None = None  # what the executor started, e.g. "Slurm job array 4242: 10 tasks of up to 4 units"
+    variant: Variant | None = None  # the ood_nli prompt variant given for every run, if any
 
     @property
     def run(self) -> str:
@@ -120,7 +123,7 @@ def default_work_dir(output_dir: str | Path) -> Path:
 
 
 def evaluate(
-    store: Store,
+    store: Database,
     checkpoints: Sequence[str] = (),
     *,
     run: str | None = None,
@@ -273,7 +276,7 @@ def evaluate(
     output = Path(output_dir or DEFAULT_OUTPUT_DIR)
     work = WorkDir(work_dir or default_work_dir(output))
     planned = plan(
-        store.connection,
+        connection(store),
         requests,
         store=store.path.resolve(),
         output_dir=output,
@@ -285,20 +288,21 @@ def evaluate(
             backend.check()
         work.create()
     for request in planned.complete_runs:  # attributes given again for a run that is complete
-        if request.attributes and run_exists(store.connection, request.run):
-            set_attributes(store.connection, request.run, request.attributes)
+        if request.attributes and run_exists(connection(store), request.run):
+            set_attributes(connection(store), request.run, request.attributes)
     report = EvaluateReport(
         runs=[r.run for r in requests],
         built_in_tasks=planned.built_in_tasks,
         output_dir=output,
         work_dir=work.path,
         executor=chosen.name,
+        variant=given.get("variant"),
     )
     outcomes: dict[str, CheckpointOutcome] = {}
     if planned.units:
         work.add_units(planned.units)
         driver = _Driver(store, work, planned.units, backend, outcomes, report)
-        with store._released():
+        with released(store):
             driver.run(bool(given.get("progress")), bool(given.get("detach")))
     report.checkpoints = _in_order(planned, outcomes, [r.run for r in requests])
     return report
@@ -321,7 +325,7 @@ class _Driver:
 
     def __init__(
         self,
-        store: Store,
+        store: Database,
         work: WorkDir,
         units: list[Unit],
         backend: executors.Executor | None,

@@ -11,13 +11,15 @@ from ood_store import _sqlfiles as sqlfiles
 from ood_store._analysis.series import check_one_shot_count, missing_task_message
 from ood_store._errors import AnalysisError
 from ood_store._names import split_names
+from ood_store._store.database import read
+from ood_store._store.selection import runs as list_runs
 
 if TYPE_CHECKING:
-    from ood_store._store import Store
+    from ood_store._store import Database
 
 
 def curves(
-    store: Store,
+    store: Database,
     run: str,
     tasks: Sequence[str] | str,
     *,
@@ -29,7 +31,7 @@ def curves(
 
     Parameters
     ----------
-    store : Store
+    store : Database
         The store to read.
     run : str
         The run.
@@ -52,9 +54,10 @@ def curves(
         with scores at several shot counts.
     """
     names = split_names(tasks, "tasks") or ()
-    if run not in set(store.runs()["run"]):
+    if run not in set(list_runs(store)["run"]):
         raise AnalysisError(f"no run {run!r} in the store (see `ood-store runs`)", parameter="run")
-    frame = store._read(
+    frame = read(
+        store,
         sqlfiles.load("ood_store._export", "curves"),
         run=run,
         metric=metric,

@@ -23,7 +23,7 @@ from ood_store._errors import AnalysisError, InputError
 from ood_store._store.runs import attribute_columns
 
 if TYPE_CHECKING:
-    from ood_store._store import Store
+    from ood_store._store import Database
 
 #: Run attributes that order runs unless ``order_by`` says otherwise.
 DEFAULT_ORDER = ("family", "size", "seed")
@@ -165,7 +165,7 @@ def pair_order(frame: pl.DataFrame, order: Sequence[str]) -> pl.DataFrame:
     )
 
 
-def run_order(store: Store | None, runs: Iterable[str], order_by: Sequence[str] | None = None) -> list[str]:
+def run_order(store: Database | None, runs: Iterable[str], order_by: Sequence[str] | None = None) -> list[str]:
     """``runs`` sorted by run attributes (default: family, size as a number, seed), then by name.
 
     Runs missing an attribute sort after those that have it. An attribute that

@@ -36,7 +36,7 @@ from ood_store._ingest import eee
 from ood_store._store import query
 
 if TYPE_CHECKING:
-    from ood_store._store.api import Store
+    from ood_store._store import Database
 
 RELATIONSHIPS = ("first_party", "third_party", "collaborative", "other")
 # lm-eval and inspect_ai back-ends that run the model on the evaluator's own hardware.
@@ -82,7 +82,7 @@ def _sql(name: str) -> str:
 
 
 def export_eee(
-    store: Store,
+    store: Database,
     folder: str | os.PathLike[str],
     *,
     runs: Sequence[str] | None = None,

@@ -116,3 +116,18 @@ class PaperFigure:
     def save(self, path: str | Path) -> Path:
         """Write the figure to ``path`` (PDF, PNG or SVG by the extension) with its provenance; see :func:`save`."""
         return save(self.figure, path, self.provenance)
+
+    def to_png(self) -> bytes:
+        """The figure as PNG bytes, drawn as :meth:`save` draws it (the paper's style and resolution)."""
+        import io
+
+        buffer = io.BytesIO()
+        with matplotlib.rc_context(STYLE):
+            self.figure.savefig(buffer, format="png", dpi=PNG_DPI, metadata=metadata(self.provenance, "png"))
+        return buffer.getvalue()
+
+    def _repr_png_(self) -> bytes:
+        return self.to_png()
+
+    def __repr__(self) -> str:
+        return f"<PaperFigure: {self.description}>"

@@ -31,6 +31,7 @@ from matplotlib.ticker import FuncFormatter
 from ood_store._analysis import results
 from ood_store._analysis.compare import compare
 from ood_store._analysis.results import COMPARISON_COLUMNS, Comparison
+from ood_store._analysis.saved import saved_analysis
 from ood_store._errors import AnalysisError
 from ood_store._export import display, grids, page, triangle
 from ood_store._export.captions import Method
@@ -42,9 +43,10 @@ from ood_store._export.heatmaps import CMAP, SEEDS, facet_header, heatmap, heatm
 from ood_store._export.provenance import Provenance
 from ood_store._names import split_names
 from ood_store._store.runs import attribute_columns
+from ood_store._store.selection import runs as list_runs
 
 if TYPE_CHECKING:
-    from ood_store._store import Store
+    from ood_store._store import Database
 
 __all__ = [
     "FORMATS", "KINDS", "SEEDS", "PaperFigure", "curves_of_run", "file_format", "forest", "from_analysis", "heatmap",
@@ -163,7 +165,7 @@ def _groups(result: pl.DataFrame, columns: list[str]) -> list[tuple[tuple, pl.Da
 
 
 def training_curves(
-    store: Store,
+    store: Database,
     run: str,
     tasks: Sequence[str] | str,
     *,
@@ -287,7 +289,7 @@ _SOURCES = {"heatmap": "heatmap", "grid": "heatmap grid", "signs": "sign agreeme
 
 
 def from_analysis(
-    store: Store,
+    store: Database,
     name: str,
     kind: str,
     *,
@@ -333,7 +335,7 @@ def from_analysis(
     """
     if kind not in KINDS:
         raise AnalysisError(f"must be one of {', '.join(KINDS)}, not {kind!r}", parameter="kind")
-    analysis = store.analysis(name)
+    analysis = saved_analysis(store, name)
     chosen = split_names(runs, "runs")
     tasks = split_names(tasks, "tasks")
     settings = [f"alpha {alpha:g}", f"{inference} inference"]
@@ -387,7 +389,7 @@ def _subset(analysis, chosen: Sequence[str] | None, name: str):
     return dataclasses.replace(analysis, table=analysis.table.filter(pl.col("run").is_in(chosen)), runs=tuple(chosen))
 
 
-def _colour_groups(store: Store, runs: Sequence[str], color_by: str | None) -> tuple[dict, str | None]:
+def _colour_groups(store: Database, runs: Sequence[str], color_by: str | None) -> tuple[dict, str | None]:
     """Run -> value of ``color_by`` (default the family, if any run has one), and the attribute's name."""
     attribute = color_by or "family"
     frame = attribute_columns(store, [attribute]).filter(pl.col("run").is_in(list(runs)))
@@ -399,7 +401,7 @@ def _colour_groups(store: Store, runs: Sequence[str], color_by: str | None) -> t
 
 
 def curves_of_run(
-    store: Store,
+    store: Database,
     run: str | None = None,
     *,
     analysis: str | None = None,
@@ -418,7 +420,7 @@ def curves_of_run(
     task, metric, filter and shots default to those of ``analysis`` (then
     ``acc`` and ``none``); without an analysis, ``tasks`` is required.
     """
-    params = store.analysis(analysis).params if analysis else {}
+    params = saved_analysis(store, analysis).params if analysis else {}
     run = run or _only_run(store)
     chosen = split_names(tasks, "tasks") or params.get("tasks") or params.get("ood")
     if not chosen:
@@ -442,8 +444,8 @@ def curves_of_run(
     return PaperFigure(figure, provenance, f"training curves of {count} tasks of run {run}")
 
 
-def _only_run(store: Store) -> str:
-    runs = sorted(store.runs()["run"])
+def _only_run(store: Database) -> str:
+    runs = sorted(list_runs(store)["run"])
     if len(runs) == 1:
         return runs[0]
     if not runs:

@@ -31,7 +31,7 @@ from ood_store._export.captions import Method, adjusted_within, p_column
 from ood_store._export.display import analysis_order
 
 if TYPE_CHECKING:
-    from ood_store._store import Store
+    from ood_store._store import Database
 
 CMAP = "RdBu_r"  # diverging: red positive, blue negative, white at 0
 SEEDS = ("pool", "each")
@@ -110,7 +110,7 @@ def heatmap_grid(
     rows: str | None = None,
     cols: str | None = None,
     seeds: str = "pool",
-    attributes: Store | pl.DataFrame | None = None,
+    attributes: Database | pl.DataFrame | None = None,
     short_titles: bool = True,
 ) -> Figure:
     """A grid of :func:`heatmap` panels with one shared colour bar: do results generalise across runs?
@@ -147,7 +147,7 @@ def heatmap_grid(
         Run attributes (``family``, ``size``, ``seed``, any other key) to facet by.
     seeds : {"pool", "each"}
         With facets: the runs of one panel pooled, or each drawn.
-    attributes : Store or polars.DataFrame, optional
+    attributes : Database or polars.DataFrame, optional
         Where run attributes come from with facets: a store, or a frame with a
         ``run`` column and one column per attribute.
     short_titles : bool

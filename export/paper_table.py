@@ -165,6 +165,31 @@ class PaperTable:
         caption = " ".join(part for part in parts if part)
         return f"{comment}{table}\n" + (f"\nTable: {caption}\n" if caption else "")
 
+    # -- in a notebook -------------------------------------------------------
+    def to_html(self) -> str:
+        """An HTML table of the typeset cells (what :meth:`to_markdown` shows), caption and note under it;
+        every cell escaped."""
+        import html
+
+        from tabulate import tabulate as _tabulate
+
+        cells = [[html.escape(cell) for cell in row] for row in self.cells("markdown")]
+        headers = [html.escape(c.header) for c in self.columns]
+        table = _tabulate(cells, headers=headers, tablefmt="unsafehtml", disable_numparse=True)
+        parts = [self.caption, self.note, self.key]
+        caption = " ".join(html.escape(part) for part in parts if part)
+        return f"<div class='ood-store-table'>{table}" + (f"<p>{caption}</p>" if caption else "") + "</div>"
+
+    def _repr_html_(self) -> str:
+        return self.to_html()
+
+    def _repr_markdown_(self) -> str:
+        return self.to_markdown()
+
+    def __repr__(self) -> str:
+        caption = f": {self.caption}" if self.caption else ""
+        return f"<PaperTable {self.frame.height} rows × {len(self.columns)} columns{caption}>"
+
     # -- data formats --------------------------------------------------------
     def data(self) -> pl.DataFrame:
         """The frame that CSV, JSON and Parquet carry: rounded to ``digits`` only when it is set."""

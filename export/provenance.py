@@ -13,9 +13,11 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from ood_store import __version__
+from ood_store._store import saved
+from ood_store._store.database import connection
 
 if TYPE_CHECKING:
-    from ood_store._store import Store
+    from ood_store._store import Database
 
 
 def _now() -> str:
@@ -55,22 +57,22 @@ class Provenance:
     created: str = field(default_factory=_now)
 
     @classmethod
-    def of_analysis(cls, store: Store, name: str, *, source: str | None = None) -> Provenance:
+    def of_analysis(cls, store: Database, name: str, *, source: str | None = None) -> Provenance:
         """The provenance of saved analysis ``name`` in ``store``."""
         return cls(
             source=source or f"analysis {name}",
             store=str(store.path.resolve()),
             analysis=name,
-            params=store.analysis_params(name),
+            params=saved.params(connection(store), name),
         )
 
     @classmethod
-    def of_query(cls, store: Store, sql: str) -> Provenance:
+    def of_query(cls, store: Database, sql: str) -> Provenance:
         """The provenance of the rows of ``sql`` run on ``store``."""
         return cls(source="query", store=str(store.path.resolve()), sql=sql)
 
     @classmethod
-    def of_store(cls, store: Store, source: str, *, params: dict[str, Any] | None = None) -> Provenance:
+    def of_store(cls, store: Database, source: str, *, params: dict[str, Any] | None = None) -> Provenance:
         """The provenance of something drawn from ``store`` directly, with the ``params`` that chose it."""
         return cls(source=source, store=str(store.path.resolve()), params=params)
 

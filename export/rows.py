@@ -12,12 +12,10 @@ from pathlib import Path
 
 import orjson
 import polars as pl
-from tabulate import tabulate
 
 from ood_store._errors import OodStoreError
 from ood_store._export import formats
-
-_TABULATE = {"table": "simple", "markdown": "github"}
+from ood_store._summary import text_table
 
 
 def render(frame: pl.DataFrame, output_format: str) -> str:
@@ -53,13 +51,7 @@ def render(frame: pl.DataFrame, output_format: str) -> str:
         from ood_store._export import tables
 
         return tables.query_table(frame).to_latex()
-    return tabulate(
-        frame.rows(),
-        headers=frame.columns,
-        tablefmt=_TABULATE[output_format],
-        missingval="" if output_format != "table" else "NULL",
-        floatfmt="g",
-    )
+    return text_table(frame, output_format)
 
 
 def _nested_as_json(frame: pl.DataFrame) -> pl.DataFrame:

@@ -29,6 +29,7 @@ from ood_store._analysis import results
 from ood_store._analysis.compare import INFERENCE, compare
 from ood_store._analysis.inference import ADJUST_METHODS, adjust
 from ood_store._analysis.results import COMPARISON_COLUMNS, Comparison, PartialCorrelations
+from ood_store._analysis.saved import saved_analysis
 from ood_store._errors import AnalysisError
 from ood_store._export import display, page
 from ood_store._export.captions import Method
@@ -36,7 +37,7 @@ from ood_store._export.paper_table import FORMATS, PARQUET_KEY, Column, PaperTab
 from ood_store._export.provenance import Provenance
 
 if TYPE_CHECKING:
-    from ood_store._store import Store
+    from ood_store._store import Database
 
 __all__ = [
     "FORMATS", "MARKS", "PARQUET_KEY", "STARS", "Column", "Layout", "PaperTable", "compare_table", "format_of",
@@ -271,7 +272,7 @@ def query_table(frame: pl.DataFrame, **layout: Unpack[Layout]) -> PaperTable:
 
 # -- from the store ------------------------------------------------------------
 def from_analysis(
-    store: Store,
+    store: Database,
     name: str,
     *,
     compared: bool = False,
@@ -286,7 +287,7 @@ def from_analysis(
     Runs are ordered by their attributes (:func:`~ood_store._export.display.run_order`,
     ``order_by``); other keywords go to :func:`partial_table` or :func:`compare_table`.
     """
-    analysis = store.analysis(name)
+    analysis = saved_analysis(store, name)
     runs = display.run_order(store, analysis.table["run"], order_by)
     if not compared:
         provenance = Provenance.of_analysis(store, name)
@@ -298,7 +299,7 @@ def from_analysis(
     return compare_table(result, runs=runs, provenance=provenance, adjust_method=analysis.options.adjust, **options)
 
 
-def from_query(store: Store, sql: str, **options: Any) -> PaperTable:
+def from_query(store: Database, sql: str, **options: Any) -> PaperTable:
     """The rows of one read-only query on ``store`` as a table (:func:`query_table`)."""
     return query_table(store.query(sql), provenance=Provenance.of_query(store, sql), **options)
 

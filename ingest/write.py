@@ -24,6 +24,7 @@ from ood_store import _sqlfiles as sqlfiles
 from ood_store._errors import InputError
 from ood_store._ingest import samples as samples_files
 from ood_store._ingest.records import SCORE_SCHEMA, EvaluationRecord
+from ood_store._store.ids import reserve_evaluation_ids
 from ood_store._store.runs import fill_attributes, set_attributes
 from ood_store._store.transaction import registered, transaction
 
@@ -90,7 +91,7 @@ def write_batch(
         return []
     now = dt.datetime.now(dt.UTC).replace(tzinfo=None)
     with transaction(con):
-        ids = [row[0] for row in con.execute(_sql("reserve_ids"), {"n": len(records)}).fetchall()]
+        ids = reserve_evaluation_ids(con, len(records))
         evaluations = _evaluations_frame(records, ids, now)
         _run(con, "new_evaluations", evaluations, _sql("write_runs"), {"now": now})
         _run(con, "new_evaluations", evaluations, _sql("write_checkpoints"))

@@ -26,10 +26,10 @@ from typing import Any
 import duckdb
 
 from ood_store import __version__
-from ood_store import _schema as schema
 from ood_store import _sqlfiles as sqlfiles
 from ood_store._errors import InputError, StoreError, first_line
 from ood_store._progress import progress_bar
+from ood_store._store import migrations
 from ood_store._store.connection import fetch_value
 from ood_store._store.damage import is_store_problem
 
@@ -87,7 +87,7 @@ def dump(con: duckdb.DuckDBPyConnection, folder: str | os.PathLike[str], *, prog
     folder = Path(folder)
     _check_folder(folder)
     tables = con.execute(_sql("own_tables")).fetchall()
-    version = schema.current_version(con)
+    version = migrations.current_version(con)
     report = DumpReport(folder, version, {}, {})
     with progress_bar(progress, len(tables) + len(DERIVED), "dumping") as advance:
         for name, _, per_evaluation, has_run in tables:
@@ -181,7 +181,7 @@ def read_manifest(folder: str | os.PathLike[str]) -> Manifest:
     version = doc.get("schema_version")
     if not isinstance(version, int) or version < 1:
         raise InputError(path, "schema_version", f"expected a positive integer, got {version!r}")
-    schema.check_supported(version, str(path))
+    migrations.check_supported(version, str(path))
     raw_tables = doc.get("tables")
     if not isinstance(raw_tables, dict):
         raise InputError(path, "tables", "expected an object")

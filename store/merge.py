@@ -32,9 +32,11 @@ import polars as pl
 from ood_store import _schema as schema
 from ood_store import _sqlfiles as sqlfiles
 from ood_store._errors import InputError, OodStoreError, StoreError, first_line
+from ood_store._store import migrations
 from ood_store._store.connection import fetch_value
 from ood_store._store.damage import damaged
 from ood_store._store.dump import quoted, read_manifest
+from ood_store._store.ids import reserve_evaluation_ids
 from ood_store._store.runs import attributes_of, set_attributes
 from ood_store._store.staging import fill_from_dump, fill_from_store, staged
 from ood_store._store.transaction import registered, transaction
@@ -98,7 +100,7 @@ def _check_prefer(prefer: str | None) -> None:
         raise OodStoreError(f"expected one of {', '.join(PREFER)}, got {prefer!r}", parameter="prefer")
 
 
-def load(
+def load_dump(
     con: duckdb.DuckDBPyConnection,
     store_path: Path,
     folder: str | os.PathLike[str],
@@ -162,7 +164,7 @@ def _attached_version(con: duckdb.DuckDBPyConnection, other: Path) -> int:
         if not fetch_value(con, _sql("incoming_has_version_table")):
             raise StoreError(f"{other}: not an ood-store (no schema_version table)")
         version = int(fetch_value(con, _sql("incoming_version")))
-        schema.check_supported(version, str(other))
+        migrations.check_supported(version, str(other))
     except BaseException:
         con.execute(_sql("detach_incoming"))
         raise
@@ -207,7 +209,7 @@ def _merge_evaluations(con: duckdb.DuckDBPyConnection, report: MergeReport) -> N
         )
     if not new:
         return
-    ids = [row[0] for row in con.execute(sqlfiles.load("ood_store._ingest", "reserve_ids"), {"n": len(new)}).fetchall()]
+    ids = reserve_evaluation_ids(con, len(new))
     id_map = pl.DataFrame({"old_id": new, "new_id": ids}, schema={"old_id": pl.Int64, "new_id": pl.Int64})
     with registered(con, "merge_ids", id_map):
         report.evaluations_added = _count(con.execute(_sql("merge_insert_evaluations")))

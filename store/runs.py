@@ -14,8 +14,9 @@ from ood_store import _sqlfiles as sqlfiles
 from ood_store._errors import AnalysisError, InputError, first_line
 
 if TYPE_CHECKING:
-    from ood_store._store.api import Store
+    from ood_store._store import Database
 from ood_store._store.connection import fetch_one
+from ood_store._store.database import read
 
 #: Run attributes stored in a column of ``runs`` of their own, by every name they go by;
 #: any other name is a key of the ``attributes`` JSON.
@@ -157,7 +158,7 @@ def scalar_attributes(attributes: Mapping[str, Any]) -> dict[str, Any]:
     return parse_attributes(attributes)
 
 
-def run_attributes(store: Store, names: Sequence[str], parameter: str = "by") -> pl.DataFrame:
+def run_attributes(store: Database, names: Sequence[str], parameter: str = "by") -> pl.DataFrame:
     """One row per run with one text column per attribute in ``names`` (null where a run lacks it).
 
     Names are the ``runs`` columns (``family``, ``size``, ``in_domain_task``
@@ -174,9 +175,9 @@ def run_attributes(store: Store, names: Sequence[str], parameter: str = "by") ->
     return frame
 
 
-def attribute_columns(store: Store, names: Sequence[str]) -> pl.DataFrame:
+def attribute_columns(store: Database, names: Sequence[str]) -> pl.DataFrame:
     """Like :func:`run_attributes`, but an attribute that no run has is a column of nulls."""
-    runs = store._read(sqlfiles.load("ood_store._store", "run_attributes"))
+    runs = read(store, sqlfiles.load("ood_store._store", "run_attributes"))
     columns = []
     for name in names:
         column = COLUMNS.get(name, name)

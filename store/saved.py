@@ -1,4 +1,8 @@
-"""Named analyses saved in the store, so that exports and figures can refer to them by name."""
+"""Named analyses saved in the store, so that exports and figures can refer to them by name.
+
+An analysis is kept as its rows (a frame) and its parameters (a JSON object); turning them back into
+a results object is the analysis layer's business (``PartialCorrelations.from_saved``).
+"""
 
 from __future__ import annotations
 
@@ -11,28 +15,23 @@ import polars as pl
 
 from ood_store import __version__
 from ood_store import _sqlfiles as sqlfiles
-from ood_store._analysis.results import PARTIAL_COLUMNS, PartialCorrelations, partial_table
 from ood_store._errors import AnalysisError
 from ood_store._store.connection import fetch_one, fetch_value
 from ood_store._store.transaction import registered, transaction
 
 KIND = "partial_correlations"
-_STORED = PARTIAL_COLUMNS[:-4]  # the parameter columns live in analyses.params
 
 
 def _sql(name: str) -> str:
     return sqlfiles.load("ood_store._store", name)
 
 
-def save(con: duckdb.DuckDBPyConnection, name: str, result: PartialCorrelations, *, replace: bool = False) -> None:
-    """Save ``result`` as analysis ``name`` in one transaction: its rows, and its parameters (``result.params``)."""
+def save(
+    con: duckdb.DuckDBPyConnection, name: str, rows: pl.DataFrame, params: dict[str, Any], *, replace: bool = False
+) -> None:
+    """Save ``rows`` and ``params`` as analysis ``name``, in one transaction."""
     if not name or not name.strip():
         raise AnalysisError("an analysis needs a name", parameter="name")
-    if not isinstance(result, PartialCorrelations):
-        raise AnalysisError(
-            f"expected the result of partial_correlations, got {type(result).__name__}", parameter="result"
-        )
-    table = partial_table(result, also=_STORED)
     exists = fetch_value(con, _sql("analysis_exists"), {"name": name})
     if exists and not replace:
         raise AnalysisError(
@@ -41,21 +40,20 @@ def save(con: duckdb.DuckDBPyConnection, name: str, result: PartialCorrelations,
     values = {
         "name": name,
         "kind": KIND,
-        "params": orjson.dumps(result.params, default=str).decode(),
+        "params": orjson.dumps(params, default=str).decode(),
         "created_at": dt.datetime.now(dt.UTC).replace(tzinfo=None),
         "version": __version__,
     }
-    with registered(con, "new_rows", table.select(_STORED)), transaction(con):
+    with registered(con, "new_rows", rows), transaction(con):
         if exists:
             sqlfiles.execute(con, _sql("delete_analysis"), values)
         sqlfiles.execute(con, _sql("save_analysis"), values)
 
 
-def load(con: duckdb.DuckDBPyConnection, name: str) -> PartialCorrelations:
-    """Saved analysis ``name``: its rows, with the same columns as when it was computed, and its options."""
+def read_analysis(con: duckdb.DuckDBPyConnection, name: str) -> tuple[pl.DataFrame, dict[str, Any]]:
+    """Saved analysis ``name``: its rows (with its parameters' columns) and its parameters."""
     saved = params(con, name)  # raises when absent
-    table = con.sql(_sql("load_analysis"), params={"name": name}).pl().select(PARTIAL_COLUMNS)
-    return PartialCorrelations.from_saved(table, saved)
+    return con.sql(_sql("load_analysis"), params={"name": name}).pl(), saved
 
 
 def params(con: duckdb.DuckDBPyConnection, name: str) -> dict[str, Any]:

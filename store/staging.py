@@ -15,10 +15,10 @@ from pathlib import Path
 
 import duckdb
 
-from ood_store import _schema as schema
 from ood_store import _sqlfiles as sqlfiles
 from ood_store._errors import InputError, StoreError, first_line
 from ood_store._progress import progress_bar
+from ood_store._store import migrations
 from ood_store._store.dump import Manifest, quoted
 
 
@@ -45,10 +45,10 @@ def staged(
         path = Path(tmp) / "incoming.duckdb"
         con = duckdb.connect(str(path))
         try:
-            schema.migrate(con, str(path), upto=version)
+            migrations.migrate(con, str(path), upto=version)
             tables = {name: columns for name, columns, _, _ in con.execute(_sql("own_tables")).fetchall()}
             fill(con, tables)  # no transaction: the file is thrown away on error
-            schema.migrate(con, str(path))
+            migrations.migrate(con, str(path))
         finally:
             con.close()
         yield path

@@ -84,12 +84,12 @@ def store_of_version(db: Path, version: int, *statements: str, params: dict | No
     """A store at schema ``version`` made with today's migrations cut there (tables only: the views come
     with the latest migration), holding what ``statements`` insert; not opened through ood_store, which
     would migrate it."""
-    from ood_store import _schema as schema
     from ood_store import _sqlfiles as sqlfiles
+    from ood_store._store import migrations
 
     con = duckdb.connect(str(db))
     try:
-        assert schema.migrate(con, str(db), upto=version) == list(range(1, version + 1))
+        assert migrations.migrate(con, str(db), upto=version) == list(range(1, version + 1))
         for statement in statements:
             sqlfiles.execute(con, statement, params)  # each statement with the parameters it names
     finally:

@@ -88,7 +88,8 @@ def test_store_evaluate_spells_out_the_runner_keywords(db):
 
     runner = inspect.signature(evaluate).parameters
     method = inspect.signature(ood_store.Store.evaluate).parameters
-    assert list(method) == ["self", "checkpoints", "run", "tasks", "options"]
+    files_and_prompt = ["run_file", "attribute_file", "pattern", "verbalizer", "neutral"]
+    assert list(method) == ["self", "checkpoints", "run", "tasks", *files_and_prompt, "options"]
     assert list(runner) == ["store", "checkpoints", "run", "tasks", "keywords"]
     assert [method[name].kind for name in ("run", "tasks")] == [inspect.Parameter.KEYWORD_ONLY] * 2
     assert {name: method[name].default for name in ("checkpoints", "run", "tasks")} == {
@@ -105,3 +106,11 @@ def test_store_evaluate_spells_out_the_runner_keywords(db):
     assert set(typing.get_type_hints(EvaluateOptions)) <= documented
     with ood_store.open(db) as store, pytest.raises(TypeError, match="unexpected keyword argument 'num_few_shot'"):
         store.evaluate(["x"], run="r", tasks=["t"], num_few_shot=1)  # type: ignore[call-arg]
+    # The command is a thin layer: each of its options is a keyword of Store.evaluate (by the same name,
+    # --no-samples as samples=False), but for how it prints (-q, -v).
+    from ood_store._cli.evaluate import evaluate as command
+
+    cli = {p.name for p in command.params} - {"quiet", "verbose"}
+    cli = {"samples" if name == "no_samples" else name for name in cli}
+    library = set(method) | set(typing.get_type_hints(EvaluateOptions))
+    assert cli <= library, sorted(cli - library)

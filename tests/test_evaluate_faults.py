@@ -2,7 +2,7 @@
 
 Processes are killed for real (SIGKILL) at chosen points. The collector's points are its transactions
 and its opens of the store: a wrapper (COLLECTOR below) runs the real `ood-store collect` with
-``ood_store._store.transaction``'s ``transaction`` and ``ood_store.open`` wrapped so that it signals,
+``ood_store._store.transaction``'s ``transaction`` and the collector's ``Database`` wrapped so that it signals,
 through files, just before each commit, just after it, and once the store is closed again; at the
 points it is told to, it then waits until the test releases it (a file), so that what the test sees
 at each point never depends on how fast the machine is. The reference store is an inline evaluation
@@ -40,9 +40,9 @@ from pathlib import Path
 signals, pause_at = Path(sys.argv[1]), set(sys.argv[2].split(","))
 import importlib
 module = importlib.import_module("ood_store._store.transaction")  # before ingest imports its `transaction`
-import ood_store
+collect = importlib.import_module("ood_store._evaluate.collect")
 
-real_transaction, real_open = module.transaction, ood_store.open
+real_transaction, real_open = module.transaction, collect.Database
 commits = opens = 0
 
 def point(name):
@@ -69,7 +69,7 @@ def store_open(*args, **kwargs):
     opens += 1
     point(f"closed-{opens}")  # the store closed again: other processes may open it
 
-module.transaction, ood_store.open = transaction, store_open
+module.transaction, collect.Database = transaction, store_open
 from ood_store._cli import main
 main(sys.argv[3:], prog_name="ood-store")
 """

@@ -84,7 +84,7 @@ def test_a_store_taken_while_a_query_ran_is_opened_again_when_next_used(db, monk
     """Store.query on a store opened for writing releases it while the sandbox reads it. When another
     process takes it in that moment (planted: the first reopen finds it held), the query's rows still
     come back, and the store is opened again, waiting for the holder, when it is next used."""
-    from ood_store._store import api
+    from ood_store._store import database as api
 
     with ood_store.open(db) as store:
         store.ingest([pythia_files("160m")[0]])

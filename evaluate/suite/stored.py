@@ -17,20 +17,21 @@ import polars as pl
 from ood_store import _sqlfiles as sqlfiles
 from ood_store._errors import AnalysisError
 from ood_store._evaluate.suite.testsets import TESTSETS
+from ood_store._store.database import read
 
 if TYPE_CHECKING:
-    from ood_store._store import Store
+    from ood_store._store import Database
 
 
-def variants(store: Store, runs: Sequence[str] | None = None) -> pl.DataFrame:
+def variants(store: Database, runs: Sequence[str] | None = None) -> pl.DataFrame:
     """One row per run and variant: key, pattern, verbalisers, neutral scheme, checkpoints and tasks evaluated."""
-    return store._read(
-        sqlfiles.load("ood_store._evaluate.suite", "variants"), runs=None if runs is None else list(runs)
+    return read(
+        store, sqlfiles.load("ood_store._evaluate.suite", "variants"), runs=None if runs is None else list(runs)
     )
 
 
 def variant_scores(
-    store: Store, variant: str | Mapping[str, str] | None = None, runs: Sequence[str] | None = None
+    store: Database, variant: str | Mapping[str, str] | None = None, runs: Sequence[str] | None = None
 ) -> pl.DataFrame:
     """Every run's scores of one variant of the suite, under the suite's plain task names.
 
@@ -48,7 +49,8 @@ def variant_scores(
     polars.DataFrame
         ``run, step, task, variant, num_fewshot, metric, filter, value, stderr``.
     """
-    frame = store._read(
+    frame = read(
+        store,
         sqlfiles.load("ood_store._evaluate.suite", "variant_scores"),
         testsets=list(TESTSETS),
         runs=None if runs is None else list(runs),

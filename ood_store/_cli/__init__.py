@@ -11,11 +11,11 @@ import click
 import duckdb
 
 from ood_store import __version__
+from ood_store._api import DB_ENV, DEFAULT_DB, Store
+from ood_store._api import open as open_store
 from ood_store._cli.flags import spelled
 from ood_store._cli.options import FILE
 from ood_store._errors import Note, OodStoreError
-from ood_store._store import DB_ENV, DEFAULT_DB, Store
-from ood_store._store import open as open_store
 from ood_store._store.connection import DEFAULT_LOCK_TIMEOUT
 from ood_store._store.damage import store_problem
 

@@ -14,16 +14,14 @@ from ood_store._analysis.inference import ADJUST_METHODS
 from ood_store._analysis.meta import TAU2_METHODS
 from ood_store._analysis.partial import METHODS, compute
 from ood_store._analysis.residuals import GAM_DF, GAM_MIN_DF, RESIDUALIZERS, SMOOTHING
+from ood_store._analysis.results import Result
 from ood_store._analysis.sensitivity import sensitivity_of
 from ood_store._analysis.verdicts import AGREEMENT
 from ood_store._cli.options import alpha_option, choice, inference_option
 from ood_store._cli.output import emit, output_options
 
-# What --format table/markdown/latex show unless --all-columns; csv, json and parquet always carry every column.
-ANALYZE_SUMMARY = ("run", "task_x", "task_y", "n", "r", "ci_low", "ci_high", "p_adj", "n_eff", "p_eff_adj", "reason")
-COMPARE_SUMMARY = ("task_x", "task_y", "runs", "sign_agreement", "r_pooled", "ci_low", "ci_high", "i2", "verdict")
-BETWEEN_SUMMARY = ("task_x", "task_y", "groups", "runs", "q_between", "p_between", "tau2_within", "p_within", "verdict")
-SENSITIVITY_SUMMARY = ("run", "task_x", "task_y", "n", "r_linear", "r_gam_gcv", "r_gam_reml", "r_range", "fragile")
+# table, markdown and latex show a result's summary() (its main columns, rounded) unless --all-columns;
+# csv, json and parquet always carry every column, unrounded.
 _TEXT_TABLES = ("table", "markdown", "latex")
 
 
@@ -114,13 +112,11 @@ def _analysis_kwargs(fn):
     return wrapper
 
 
-def summary_view(frame: pl.DataFrame, output_format: str, summary: tuple[str, ...], all_columns: bool) -> pl.DataFrame:
-    """For text tables: the ``summary`` columns (and ``r:<run>`` ones), floats to 3 significant digits."""
+def shown(result: Result, output_format: str, all_columns: bool) -> pl.DataFrame:
+    """The rows a command prints of ``result``: its summary's in text tables, every column otherwise."""
     if output_format.lower() not in _TEXT_TABLES:
-        return frame
-    if not all_columns:
-        frame = frame.select([c for c in frame.columns if c in summary or c.startswith("r:")])
-    return frame.with_columns(pl.col(pl.Float64).round_sig_figs(3))
+        return result.table
+    return result.summary(all_columns=all_columns).frame
 
 
 _all_columns = click.option(
@@ -175,13 +171,13 @@ def analyze(
             raise click.UsageError("--sensitivity compares point estimates: leave out --save and --bootstrap.")
         with settings.open(read_only=True) as store:
             report = sensitivity_of(store, options, alpha=alpha, inference=inference, progress=True)
-        emit(summary_view(report.table, output_format, SENSITIVITY_SUMMARY, all_columns), output_format, output)
+        emit(shown(report, output_format, all_columns), output_format, output)
         return
     with settings.open(read_only=save is None) as store:
         result = compute(store, options, progress=True)
         if save is not None:
             store.save_analysis(save, result, replace=replace)
-    emit(summary_view(result.table, output_format, ANALYZE_SUMMARY, all_columns), output_format, output)
+    emit(shown(result, output_format, all_columns), output_format, output)
     if save is not None:
         click.echo(f"Saved as analysis {save!r} ({result.table.height} rows) in {settings.db}.", err=True)
 
@@ -264,13 +260,12 @@ def compare_command(
                 inference=inference,
                 tau2_method=tau2_method,
             )
-            emit(summary_view(groups.table, output_format, BETWEEN_SUMMARY, all_columns), output_format, output)
+            emit(shown(groups, output_format, all_columns), output_format, output)
             return
         result = compare(
             analysed, by=list(by) or None, attributes=store, alpha=alpha, inference=inference, agreement=agreement
         )
-    summary = (*by, *COMPARE_SUMMARY)
-    emit(summary_view(result.table, output_format, summary, all_columns), output_format, output)
+    emit(shown(result, output_format, all_columns), output_format, output)
 
 
 @click.command()

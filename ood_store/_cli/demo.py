@@ -19,6 +19,7 @@ from ood_store import _sqlfiles as sqlfiles
 from ood_store._cli.options import folder_option
 from ood_store._examples import extract_pythia
 from ood_store._export.rows import render
+from ood_store._store.database import read
 
 DEMO_DB = "ood-store-demo.duckdb"
 DEMO_DIR = "ood-store-demo"
@@ -64,7 +65,6 @@ def _toy(settings, workdir: Path) -> None:
         os.environ.setdefault(name, "1")
     if "tqdm" not in sys.modules:
         os.environ.setdefault("TQDM_DISABLE", "1")
-    from ood_store._cli.analyze import ANALYZE_SUMMARY, summary_view
     from ood_store._evaluate.harness import require_eval_extra
     from ood_store._examples.demo import IN_DOMAIN, RUN, DemoSettings, run_demo
 
@@ -93,7 +93,7 @@ def _toy(settings, workdir: Path) -> None:
         f"with in-domain\n{IN_DOMAIN} accuracy regressed out (`ood-store analyze --in-domain {IN_DOMAIN}`); "
         "a toy, so read the columns, not the numbers:\n"
     )
-    click.echo(render(summary_view(result.partial, "table", ANALYZE_SUMMARY, all_columns=False), "table"))
+    click.echo(render(result.partial.summary().frame, "table"))
     db, prog = settings.db, _program()
     click.echo(
         "\nThe same on a real run (the ood_nli suite loads from the Hugging Face hub; offline, run\n"
@@ -131,7 +131,7 @@ def _pythia(settings) -> None:
             f"Store {settings.db}: ingested {totals['ingested']} files ({totals['scores']:,} scores), "
             f"{totals['present']} already present.\n"
         )
-        frame = store._read(sqlfiles.load("ood_store._examples", "demo_pythia"))
+        frame = read(store, sqlfiles.load("ood_store._examples", "demo_pythia"))
     click.echo("LAMBADA (OpenAI) accuracy over training steps, from the `scores` table:\n")
     click.echo(render(frame, "table"))
     db, prog = settings.db, _program()

@@ -6,7 +6,6 @@ import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 
 import click
 
@@ -16,11 +15,8 @@ from ood_store._errors import InputError
 from ood_store._evaluate.executors import NAMES
 from ood_store._evaluate.plan import run_folder
 from ood_store._evaluate.runner import EvaluateReport, EvaluationInterrupted
-from ood_store._evaluate.study import load as load_study
 from ood_store._evaluate.suite.labels import NEUTRAL_SCHEMES
-from ood_store._evaluate.suite.variant import PATTERNS, Variant, from_run_file, variant_of
-from ood_store._store.attribute_rules import attributes_for, for_run, read_attribute_file
-from ood_store._store.runs import parse_attributes, read_run_file
+from ood_store._evaluate.suite.variant import PATTERNS, Variant
 
 
 @click.command()
@@ -176,26 +172,8 @@ def evaluate(
         --attr family=OPT --attr size=2.7b --attr in_domain=mnli --attr seed=1
       ood-store evaluate --study study.toml --executor slurm --slurm-partition gpu --gpus-per-task 1
     """
-    attrs: dict[str, Any] | list[str] | None
-    given = {"pattern": pattern, "verbalizer": verbalizer, "neutral": neutral}
-    rules = read_attribute_file(attribute_file) if attribute_file else []
-    if study is None:
-        file_run, file_attrs = read_run_file(run_file) if run_file else (None, {})
-        run = run or file_run
-        if not run:
-            raise InputError("--run", None, "name the run with --run NAME (or `run = ...` in --run-file)")
-        # checked before anything runs; --attr wins over --attr-file, which wins over --run-file
-        attrs = {**file_attrs, **for_run(run, rules), **parse_attributes(list(attributes))} or None
-        variant = variant_of(from_run_file(run_file) if run_file else {}, given)
-    elif run_file is not None:
-        raise InputError(
-            "--run-file", None, "not with --study: a study names its runs, their checkpoints and attributes"
-        )
-    else:
-        attrs = list(attributes) or None  # refused with a study, by the library
-        variant = variant_of(given)  # given here, it replaces every run's [suite]
-        if rules:  # the file's attributes of each run win over the study's
-            study = load_study(study).with_attributes(lambda name: attributes_for(name, rules))
+    if study is None and run is None and run_file is None:
+        raise InputError("--run", None, "name the run with --run NAME (or `run = ...` in --run-file)")
     no_samples = options.pop("no_samples")
     slurm_params = options.pop("slurm_params")
     with settings.open() as store, _progress_bars_off(not verbose):
@@ -205,8 +183,12 @@ def evaluate(
                 run=run,
                 tasks=tasks,
                 study=study,
-                attributes=attrs,
-                variant=variant,
+                run_file=run_file,
+                attribute_file=attribute_file,
+                pattern=pattern,
+                verbalizer=verbalizer,
+                neutral=neutral,
+                attributes=list(attributes) or None,
                 samples=False if no_samples else None,
                 slurm_params=list(slurm_params) or None,
                 progress=not quiet,
@@ -216,7 +198,7 @@ def evaluate(
         except EvaluationInterrupted as interrupted:
             _interrupted(interrupted.report, settings.db)
             raise SystemExit(130) from None
-    _summarise(report, settings.db, quiet, variant)
+    _summarise(report, settings.db, quiet, report.variant)
     if report.failed:
         raise SystemExit(1)
 

@@ -15,10 +15,11 @@ from pathlib import Path
 import polars as pl
 
 from ood_store import _sqlfiles as sqlfiles
-from ood_store._analysis import partial_correlations
+from ood_store._analysis import PartialCorrelations, partial_correlations
+from ood_store._api import Store
 from ood_store._evaluate.runner import EvaluateReport
 from ood_store._examples import toy
-from ood_store._store import Store
+from ood_store._store.database import read
 
 RUN = "toy-gpt2-nli-s0"
 ATTRIBUTES = {"family": "toy-gpt2", "size": "42k", "in_domain": "toy_nli", "seed": 0}
@@ -41,7 +42,7 @@ class DemoResult:
     trained: bool  # False when the checkpoints of an earlier demo were reused
     report: EvaluateReport
     scores: pl.DataFrame  # step, then one accuracy column per task
-    partial: pl.DataFrame  # partial correlations of the OOD sets, toy_nli regressed out
+    partial: PartialCorrelations  # partial correlations of the OOD sets, toy_nli regressed out
 
 
 def run_demo(store: Store, workdir: Path, settings: DemoSettings | None = None, progress: bool = False) -> DemoResult:
@@ -63,9 +64,9 @@ def run_demo(store: Store, workdir: Path, settings: DemoSettings | None = None, 
         progress=progress,
         log_to_file=True,
     )
-    long = store._read(sqlfiles.load("ood_store._examples", "demo_toy"), run=RUN)
+    long = read(store, sqlfiles.load("ood_store._examples", "demo_toy"), run=RUN)
     scores = long.pivot(on="task", index="step", values="acc", sort_columns=True).sort("step")
-    partial = partial_correlations(store, IN_DOMAIN, OOD, runs=[RUN]).table
+    partial = partial_correlations(store, IN_DOMAIN, OOD, runs=[RUN])
     return DemoResult(workdir, trained, report, scores, partial)
 
 

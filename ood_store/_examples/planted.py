@@ -31,7 +31,7 @@ import orjson
 
 if TYPE_CHECKING:
     from ood_store._analysis.results import PartialCorrelations
-    from ood_store._store import Store
+    from ood_store._api import Store
 
 FAMILIES = ("pythia", "opt", "qwen", "llama")
 SIZES = ("350m", "1.3b")

@@ -1,0 +1,252 @@
+"""An open store file: its connection and write lock, the sandbox for SQL that users write, damage named.
+
+:class:`Database` is the store layer every stage works on; :class:`ood_store.Store`, the public facade,
+is a :class:`Database` with a method for each stage (ingest, evaluate, analyses, exports). Stages never
+reach into the object: they read ood-store's own SQL with :func:`read`, take the connection with
+:func:`connection`, and let other processes in with :func:`released`.
+
+A damaged store file is named in one line (:class:`~ood_store.StoreDamagedError`) wherever DuckDB
+meets the damage: on open, in :func:`read`, in a query, and in every method of the facade, through
+:func:`damage_named`.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import ExitStack, contextmanager, suppress
+from pathlib import Path
+from typing import Any, ParamSpec, TypeVar
+
+import duckdb
+import polars as pl
+
+from ood_store import _sqlfiles as sqlfiles
+from ood_store._errors import StoreError, StoreLockedError
+from ood_store._schema import latest_version
+from ood_store._store import migrations, query, sandbox
+from ood_store._store.connection import DEFAULT_LOCK_TIMEOUT, connect, fetch_value
+from ood_store._store.damage import damaged
+
+P = ParamSpec("P")
+T = TypeVar("T")
+
+_SQL = "ood_store._store"
+
+
+class Database:
+    """A store file, open (and, unless ``read_only``, created or migrated to the latest schema).
+
+    Made by :func:`ood_store.open`, as a :class:`ood_store.Store`.
+    """
+
+    def __init__(
+        self,
+        path: Path,
+        read_only: bool = False,
+        lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
+        allow_files: Iterable[str | os.PathLike[str]] = (),
+    ):
+        self.path = path
+        self.read_only = read_only
+        self.lock_timeout = lock_timeout
+        self.allow_files = sandbox.folders(allow_files)
+        self._created = not read_only and not path.exists()
+        self._discard_if_empty = False  # set by an ingest or evaluate that added nothing to the store it created
+        self._user_sql = ExitStack()  # holds the sandbox of a read-only store between queries
+        self._closed = False
+        self._sandbox_con: duckdb.DuckDBPyConnection | None = None
+        # The store's own connection; None while another process holds the store after released().
+        self._live: duckdb.DuckDBPyConnection | None = connect(path, read_only=read_only, lock_timeout=lock_timeout)
+        try:
+            self.migrations_applied = self._prepare()
+        except BaseException as exc:
+            self._con.close()
+            problem = damaged(path, exc)  # the schema's tables are the first thing read
+            if problem is not None:
+                raise problem from None
+            raise
+
+    # -- lifecycle ---------------------------------------------------------
+    def _prepare(self) -> list[int]:
+        version = migrations.current_version(self._con)
+        migrations.check_supported(version, str(self.path))
+        if version == 0 and fetch_value(self._con, sqlfiles.load(_SQL, "count_tables")):
+            raise StoreError(f"{self.path}: a DuckDB database, but not an ood-store (no schema_version table)")
+        if self.read_only:
+            if version < latest_version():
+                raise StoreError(
+                    f"{self.path}: the store has schema version {version} and needs migrating to "
+                    f"{latest_version()}; run `ood-store init` (it keeps all data)"
+                )
+            return []
+        return migrations.migrate(self._con, str(self.path))
+
+    def close(self) -> None:
+        """Close the store. A store this object created for an ingest that added nothing, or for an
+        evaluation that stopped before storing anything, is removed."""
+        discard = self._discard_if_empty and self._live is not None and self._holds_nothing()
+        self._closed = True
+        self._user_sql.close()
+        if self._live is not None:
+            self._live.close()
+        if discard:
+            for leftover in (self.path, self.path.with_name(self.path.name + ".wal")):
+                leftover.unlink(missing_ok=True)
+
+    @property
+    def _con(self) -> duckdb.DuckDBPyConnection:
+        """The store's own connection, opened again (waiting up to ``lock_timeout``) if another process
+        took the store while it was released."""
+        if self._live is None:
+            if self._closed:
+                raise StoreError(f"{self.path}: the store is closed")
+            self._live = connect(self.path, read_only=self.read_only, lock_timeout=self.lock_timeout)
+        return self._live
+
+    def _holds_nothing(self) -> bool:
+        try:
+            return not fetch_value(self._con, sqlfiles.load(_SQL, "count_rows"))
+        except duckdb.Error:
+            return False
+
+    def __enter__(self) -> Any:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        mode = "read-only" if self.read_only else "read-write"
+        return f"<ood_store.Store {str(self.path)!r} {mode}>"
+
+    @property
+    def schema_version(self) -> int:
+        """The schema version the store file is at (the latest, once opened for writing)."""
+        return migrations.current_version(self._con)
+
+    @property
+    def connection(self) -> duckdb.DuckDBPyConnection:
+        """The underlying DuckDB connection, for advanced use; prefer :meth:`query`.
+
+        Not a sandbox: SQL run on it can change the store. On a store opened for writing,
+        :meth:`query` and :meth:`~ood_store.Store.evaluate` close it and open a new one: take it again
+        after them.
+        """
+        return self._con
+
+    # -- SQL that users write ------------------------------------------------
+    def query(self, sql: str, /, **params: Any) -> pl.DataFrame:
+        """Run one read-only SQL statement and return its rows as a Polars DataFrame.
+
+        Named parameters are written ``$name`` in the SQL and passed as keywords:
+
+        >>> store.query("SELECT count(*) AS n FROM runs WHERE run = $run", run="toy-run")
+        shape: (1, 1)
+        ┌─────┐
+        │ n   │
+        │ --- │
+        │ i64 │
+        ╞═════╡
+        │ 1   │
+        └─────┘
+
+        The statement runs in a sandbox: a connection of its own on which the store is attached
+        read-only, no other file can be read or written (but those in the folders of ``allow_files``)
+        and no setting can be changed. Statements that would change the store (INSERT, CREATE, COPY,
+        ATTACH, a DELETE inside a WITH, ``nextval()``, ...) are refused with a
+        :class:`~ood_store.QueryError`. On a store opened for writing, the store's own connection is
+        closed while the query runs (DuckDB lets a process open a file read-only only when it does
+        not have it open for writing), so other processes may take the store meanwhile; the query's
+        rows come back all the same, and the store is opened again, waiting for them, when next used.
+        """
+        with self._sandbox() as con:
+            return query.read_only(con, sql, params)
+
+    @contextmanager
+    def _sandbox(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        """The sandbox for one query: kept between queries on a read-only store (no process can change
+        the file while this one reads it), a fresh one each time on a store opened for writing."""
+        if self._closed:
+            raise StoreError(f"{self.path}: the store is closed")
+        with ExitStack() as stack:
+            opened = sandbox.sandbox(self.path, allow_files=self.allow_files, lock_timeout=self.lock_timeout)
+            if not self.read_only:
+                stack.enter_context(released(self))
+                con = stack.enter_context(opened)
+            elif self._sandbox_con is None:
+                con = self._sandbox_con = self._user_sql.enter_context(opened)
+            else:
+                con = self._sandbox_con
+            with damage_reported(self.path):
+                yield con
+
+    def _require_writable(self, what: str) -> None:
+        if self.read_only:
+            raise StoreError(f"{self.path}: opened read-only; cannot {what}")
+
+
+# -- what the stages use -------------------------------------------------------------------------
+def read(db: Database, sql: str, /, **params: Any) -> pl.DataFrame:
+    """The rows of ood-store's own SQL (a ``.sql`` file of the package) on the store's connection.
+
+    Not checked and not in the sandbox: never for SQL that a user wrote (that is
+    :meth:`Database.query`). Damage met on the way is the store's one-line error.
+    """
+    with damage_reported(db.path):
+        return query.rows(db._con, sql, params)
+
+
+def connection(db: Database) -> duckdb.DuckDBPyConnection:
+    """The store's own connection (opened again if it was released), for a stage that writes."""
+    return db._con
+
+
+@contextmanager
+def released(db: Database) -> Iterator[None]:
+    """Close the store's connection for the block (other processes may open the store), then open it again.
+
+    For an evaluation, whose collector opens the store for each commit only, and for a query on a
+    store opened for writing, whose sandbox attaches the file read-only.
+    """
+    db._con.close()
+    db._live = None
+    try:
+        yield
+    finally:
+        # Another process may have taken the store meanwhile: what the block did stands, and the
+        # store is opened again when next used (the _con property), waiting for that process then.
+        with suppress(StoreLockedError):
+            db._live = connect(db.path, read_only=db.read_only, lock_timeout=db.lock_timeout)
+
+
+def discard_if_empty(db: Database) -> None:
+    """Remove the store file on close if this object created it and it still holds nothing."""
+    if db._created:
+        db._discard_if_empty = True
+
+
+@contextmanager
+def damage_reported(path: str | os.PathLike[str]) -> Iterator[None]:
+    """A block of the store that fails its checksum, met in the block, as the store's one-line error."""
+    try:
+        yield
+    except duckdb.Error as exc:
+        problem = damaged(path, exc)
+        if problem is None:
+            raise
+        raise problem from None
+
+
+def damage_named(method: Callable[P, T]) -> Callable[P, T]:
+    """A method of :class:`Database` (or its facade) whose DuckDB damage errors become the one-line store error."""
+
+    @functools.wraps(method)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> T:
+        db = args[0]
+        assert isinstance(db, Database)
+        with damage_reported(db.path):
+            return method(*args, **kwargs)
+
+    return wrapper
