@@ -142,14 +142,14 @@ class Database:
 
         Named parameters are written ``$name`` in the SQL and passed as keywords:
 
-        >>> store.query("SELECT count(*) AS n FROM runs WHERE run = $run", run="toy-run")
+        >>> pythia.query("SELECT count(*) AS n FROM scores WHERE task = $task", task="piqa")
         shape: (1, 1)
         ┌─────┐
         │ n   │
         │ --- │
         │ i64 │
         ╞═════╡
-        │ 1   │
+        │ 54  │
         └─────┘
 
         The statement runs in a sandbox: a connection of its own on which the store is attached

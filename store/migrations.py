@@ -13,7 +13,7 @@ import duckdb
 
 from ood_store import _sqlfiles as sqlfiles
 from ood_store._errors import SchemaError
-from ood_store._schema import latest_version, migrations
+from ood_store import _schema as schema
 from ood_store._store.connection import fetch_value
 from ood_store._store.transaction import transaction
 
@@ -29,12 +29,12 @@ def current_version(con: duckdb.DuckDBPyConnection) -> int:
 
 
 def check_supported(version: int, where: str) -> None:
-    if version > latest_version():
+    if version > schema.latest_version():
         from ood_store import __version__
 
         raise SchemaError(
             f"{where}: the store has schema version {version}, but ood-store {__version__} "
-            f"understands versions up to {latest_version()}; upgrade ood-store to open it"
+            f"understands versions up to {schema.latest_version()}; upgrade ood-store to open it"
         )
 
 
@@ -46,9 +46,9 @@ def migrate(con: duckdb.DuckDBPyConnection, where: str, upto: int | None = None)
     """
     version = current_version(con)
     check_supported(version, where)
-    latest = latest_version()
+    latest = schema.latest_version()
     applied = []
-    for migration in migrations():
+    for migration in schema.migrations():
         if migration.version <= version or (upto is not None and migration.version > upto):
             continue
         with transaction(con):

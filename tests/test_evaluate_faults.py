@@ -40,9 +40,7 @@ from pathlib import Path
 signals, pause_at = Path(sys.argv[1]), set(sys.argv[2].split(","))
 import importlib
 module = importlib.import_module("ood_store._store.transaction")  # before ingest imports its `transaction`
-collect = importlib.import_module("ood_store._evaluate.collect")
-
-real_transaction, real_open = module.transaction, collect.Database
+real_transaction = module.transaction
 commits = opens = 0
 
 def point(name):
@@ -69,7 +67,9 @@ def store_open(*args, **kwargs):
     opens += 1
     point(f"closed-{opens}")  # the store closed again: other processes may open it
 
-module.transaction, collect.Database = transaction, store_open
+module.transaction = transaction
+collect = importlib.import_module("ood_store._evaluate.collect")  # its ingest takes the wrapped transaction
+real_open, collect.Database = collect.Database, store_open
 from ood_store._cli import main
 main(sys.argv[3:], prog_name="ood-store")
 """
