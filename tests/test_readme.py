@@ -99,8 +99,9 @@ def test_ci_runs_the_readme_test_command():
     assert command == "make test"
     ci = (ROOT / ".ci" / "run").read_text()
     steps = [line for line in ci.splitlines() if line and not line.startswith(("#", "set ", "cd ", "export "))]
-    # The README's command last, after installing LaTeX, lint and the type check, which the README also documents.
-    assert steps == ["make latex", "make lint", "make typecheck", command]
+    # The README's command last, after installing LaTeX and Chromium, lint and the type check, which the README
+    # also documents.
+    assert steps == ["make latex", "make browser", "make lint", "make typecheck", command]
     readme = (ROOT / "README.md").read_text()
     assert "make lint" in readme and "make typecheck" in readme
     makefile = (ROOT / "Makefile").read_text()
