@@ -8,6 +8,7 @@ JSON, so the two cannot disagree. Every view's state is in its URL's query
 
 from __future__ import annotations
 
+import datetime as dt
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -116,9 +117,13 @@ def json_rows(frame: pl.DataFrame) -> list[dict[str, Any]]:
 
 
 def clean(value: Any) -> Any:
-    """``value`` as JSON can hold it: non-finite floats as None, lists and dicts cleaned inside."""
+    """``value`` as JSON can hold it: non-finite floats as None, times as ISO text, lists and dicts cleaned inside."""
     if isinstance(value, float):
         return value if math.isfinite(value) else None
+    if isinstance(value, dt.datetime):
+        return value.isoformat(sep=" ", timespec="seconds")
+    if isinstance(value, dt.date):
+        return value.isoformat()
     if isinstance(value, list | tuple):
         return [clean(v) for v in value]
     if isinstance(value, dict):
@@ -202,8 +207,8 @@ class Query:
         """These parameters with ``changes`` (None removes one), for links that change one setting."""
         kept = [(k, v) for k, v in self.pairs if k not in changes]
         for k, v in changes.items():
-            if v is not None:
-                kept.append((k, str(v)))
+            for value in v if isinstance(v, list | tuple) else [] if v is None else [v]:
+                kept.append((k, str(value)))
         return kept
 
 

@@ -736,6 +736,7 @@ def pair_page(store: Store, q: Query, name: str, task_x: str, task_y: str) -> Pa
         "ci_high": pooled["ci_high"], "p": pooled["p_pooled"], "group": None, "significant": True,
     })  # fmt: skip
     group_values = sorted({g for g in group_of.values() if g is not None}, key=display.natural_key)
+    attributes = tuple((a, a) for a in (*ATTRIBUTES, *_attribute_keys(store.runs())))
     residual = pair_residuals(store, analysis.options, chosen, stored_x, stored_y)
     used = residual.table.filter(pl.col("used") & pl.col("residual_x").is_not_null())
     series = [
@@ -789,10 +790,12 @@ def pair_page(store: Store, q: Query, name: str, task_x: str, task_y: str) -> Pa
         ],  # fmt: skip
         choices=[
             Choice("run", "run", tuple((r, titles[r]) for r in runs), chosen),
-            Choice("color", "colour by", tuple((a, a) for a in ATTRIBUTES), colour),
+            Choice("color", "colour by", attributes, colour),
+            Choice("between", "test between", attributes, between),
+            Choice("within", "beyond", attributes, within),
             Choice("inference", "inference", tuple((i, i) for i in INFERENCE), inference),
         ],
-        context={"between_note": between_note, "hidden": [(k, v) for k, v in q.pairs if k in ("alpha", "between", "within")]},
+        context={"between_note": between_note, "hidden": [(k, v) for k, v in q.pairs if k == "alpha"]},
     )
 
 
