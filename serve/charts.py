@@ -150,7 +150,12 @@ def forest(rows: list[dict[str, Any]], *, order: Sequence[str], groups: Sequence
         width=420,
         height={"step": 16},
         layer=[
-            {"name": "zero", "mark": {"type": "rule", "strokeDash": [3, 3], "color": "#888"}, "encoding": {"x": {"datum": 0}}},
+            {
+                "name": "zero",
+                "data": {"values": [{}]},  # one line, not one per row of the chart's data
+                "mark": {"type": "rule", "strokeDash": [3, 3], "color": "#888"},
+                "encoding": {"x": {"datum": 0}},
+            },
             {
                 "name": "intervals",
                 "transform": runs,
@@ -393,7 +398,12 @@ def group_curves(rows: list[dict[str, Any]], *, order: Sequence[str], step: int 
     ]
     if step is not None:
         layers.append(
-            {"name": "step", "mark": {"type": "rule", "strokeDash": [4, 3], "color": "#555"}, "encoding": {"x": {"datum": step}}}
+            {
+                "name": "step",
+                "data": {"values": [{}]},
+                "mark": {"type": "rule", "strokeDash": [4, 3], "color": "#555"},
+                "encoding": {"x": {"datum": step}},
+            }
         )
     return _spec(data={"values": rows}, width=620, height=260, layer=layers)
 
