@@ -121,7 +121,7 @@ class Viewer:
         except NotFound as exc:
             return self.message(request, kind, 404, "not found", str(exc))
         except (BadRequest, AnalysisError, QueryError) as exc:
-            return self.message(request, kind, 400, "bad request", first_line(getattr(exc, "message", None) or exc))
+            return self.message(request, kind, 400, "bad request", first_line(exc))
         except OodStoreError as exc:
             return self.message(request, kind, 500, "cannot read the store", first_line(exc))
         except Exception as exc:  # a bug: one line here, the traceback in the server's log
@@ -162,11 +162,15 @@ class Viewer:
 
             def draw(store: Any) -> Any:
                 page = pages.run_page(store, q, name)
-                series = [k for k in page.tables[0].rows[0] if k not in ("step", "campaign")] if page.tables[0].rows else []
+                series = (
+                    [k for k in page.tables[0].rows[0] if k not in ("step", "campaign")] if page.tables[0].rows else []
+                )
                 in_domain = page.data["in_domain"]
                 tasks = [s for s in series if s != in_domain] or series
-                return curves_of_run(store, name, tasks=tasks, in_domain=in_domain if in_domain in series else None,
-                                     metric=page.data["metric"], filter=page.data["filter"], logx=q.flag("log"))  # fmt: skip
+                return curves_of_run(
+                    store, name, tasks=tasks, in_domain=in_domain if in_domain in series else None,
+                    metric=page.data["metric"], filter=page.data["filter"], logx=q.flag("log"),
+                )  # fmt: skip
 
             return self.figure(request, ("run", name, q.key()), kind, draw)
 
@@ -213,15 +217,18 @@ class Viewer:
                 try:
                     answer = sqlbox.run(self.settings.db, sql, limits, lock_timeout=self.settings.lock_timeout)
                 except QueryError as exc:
-                    error = first_line(exc.message)
+                    error = first_line(exc)
             if fmt is not None:
                 if fmt not in sqlbox.FORMATS:
                     raise BadRequest(f"format: must be one of {', '.join(sqlbox.FORMATS)}, not {fmt!r}")
                 if error is not None or answer is None:
                     raise BadRequest(error or "no SQL given")
                 extension = {"table": "txt", "markdown": "md", "latex": "tex"}.get(fmt, fmt)
-                return Response(sqlbox.download(answer.frame, fmt), media_type=sqlbox.MEDIA_TYPES[fmt],
-                                headers={"Content-Disposition": f'attachment; filename="query.{extension}"'})  # fmt: skip
+                disposition = f'attachment; filename="query.{extension}"'
+                return Response(
+                    sqlbox.download(answer.frame, fmt), media_type=sqlbox.MEDIA_TYPES[fmt],
+                    headers={"Content-Disposition": disposition},
+                )  # fmt: skip
             tables = []
             if answer is not None:
                 shown = f"first {limits.rows} rows" if answer.truncated else f"{answer.frame.height} rows"
@@ -276,7 +283,7 @@ def _grid_figure(store: Any, name: str, q: Query) -> Any:
     from ood_store._export.figures import from_analysis
 
     alpha, inference = pages._test(q)
-    return from_analysis(store, name, "grid", rows=q.get("rows"), cols=q.get("cols"), seeds=q.get("seeds", "pool"),
+    return from_analysis(store, name, "grid", rows=q.get("rows"), cols=q.get("cols"), seeds=q.get("seeds") or "pool",
                          alpha=alpha, inference=inference)  # fmt: skip
 
 
@@ -347,7 +354,8 @@ def cell(value: Any) -> str:
 
 
 def create_app(settings: Settings) -> Any:
-    """The viewer's ASGI application for ``settings`` (the Starlette app inside :class:`~ood_store._serve.security.Guard`)."""
+    """The viewer's ASGI application for ``settings``: the Starlette app inside
+    :class:`~ood_store._serve.security.Guard`."""
     viewer = Viewer(settings)
     routes = [
         Route("/", viewer.simple("overview", pages.overview)),

@@ -100,18 +100,20 @@ def grid(
         {
             "name": "fragile",
             "transform": [{"filter": "datum.fragile === true"}],
-            "mark": {"type": "rect", "fill": None, "stroke": "black", "strokeWidth": 2},
-            "encoding": encoding,
+            "mark": {"type": "rect", "fill": None, "stroke": "black", "strokeWidth": 2, "cursor": "pointer"},
+            "encoding": {**encoding, "href": {"field": "href", "type": "nominal"}},
         },
     ]
     if numbers:
         layers.append(
             {
                 "name": "numbers",
-                "mark": {"type": "text", "fontSize": 9},
+                "mark": {"type": "text", "fontSize": 9, "cursor": "pointer"},
                 "encoding": {
                     **encoding,
                     "text": {"field": "label", "type": "nominal"},
+                    "href": {"field": "href", "type": "nominal"},
+                    "tooltip": tooltip,
                     "color": {"condition": {"test": "abs(datum.r) > 0.6", "value": "white"}, "value": "black"},
                     "opacity": {"condition": {"test": "datum.significant", "value": 1}, "value": 0.55},
                 },
@@ -250,8 +252,12 @@ def signs(cells: list[dict[str, Any]], *, x_order: Sequence[str], y_order: Seque
                     "mark": {"type": "rect", "cursor": "pointer"},
                     "encoding": {
                         **encoding,
-                        "color": {"field": "balance", "type": "quantitative", "scale": scale,
-                                  "legend": {"title": "sign balance", "values": [-1, 0, 1]}},
+                        "color": {
+                            "field": "balance",
+                            "type": "quantitative",
+                            "scale": scale,
+                            "legend": {"title": "sign balance", "values": [-1, 0, 1]},
+                        },
                         "href": {"field": "href", "type": "nominal"},
                         "tooltip": tooltip,
                     },  # fmt: skip
@@ -271,14 +277,22 @@ def signs(cells: list[dict[str, Any]], *, x_order: Sequence[str], y_order: Seque
                 {
                     "name": "labels",
                     "transform": [{"filter": "datum.style !== 'bold'"}],
-                    "mark": {"type": "text", "fontSize": 9},
-                    "encoding": {**encoding, "text": {"field": "label", "type": "nominal"}},
+                    "mark": {"type": "text", "fontSize": 9, "cursor": "pointer"},
+                    "encoding": {
+                        **encoding,
+                        "text": {"field": "label", "type": "nominal"},
+                        "href": {"field": "href", "type": "nominal"},
+                    },
                 },
                 {
                     "name": "bold_labels",
                     "transform": [{"filter": "datum.style === 'bold'"}],
-                    "mark": {"type": "text", "fontSize": 9, "fontWeight": "bold"},
-                    "encoding": {**encoding, "text": {"field": "label", "type": "nominal"}},
+                    "mark": {"type": "text", "fontSize": 9, "fontWeight": "bold", "cursor": "pointer"},
+                    "encoding": {
+                        **encoding,
+                        "text": {"field": "label", "type": "nominal"},
+                        "href": {"field": "href", "type": "nominal"},
+                    },
                 },
             ],
         },
@@ -291,7 +305,7 @@ def signs(cells: list[dict[str, Any]], *, x_order: Sequence[str], y_order: Seque
 def curves(points: list[dict[str, Any]], *, series: Sequence[str], in_domain: str | None, log: bool, campaigns: int):
     """One run's training curves: a line per task against step, the in-domain task thick and black; with
     ``campaigns`` > 1, each checkpoint's point shaped by the campaign its score comes from."""
-    x = {"field": "step", "type": "quantitative", "title": "training step"}
+    x: dict[str, Any] = {"field": "step", "type": "quantitative", "title": "training step"}
     if log:
         x["scale"] = {"type": "symlog"}
     others = [s for s in series if s != in_domain]
@@ -353,8 +367,12 @@ def step_groups(points: list[dict[str, Any]], groups: list[dict[str, Any]], *, o
                 "encoding": {
                     "x": x,
                     "y": {**y, "field": "mean"},
-                    "tooltip": _tooltip(("group", "nominal"), ("mean", "quantitative", ".4f"),
-                                        ("sd", "quantitative", ".4f"), ("runs", "quantitative")),
+                    "tooltip": _tooltip(
+                        ("group", "nominal"),
+                        ("mean", "quantitative", ".4f"),
+                        ("sd", "quantitative", ".4f"),
+                        ("runs", "quantitative"),
+                    ),
                 },  # fmt: skip
             },
             {
@@ -374,15 +392,19 @@ def step_groups(points: list[dict[str, Any]], groups: list[dict[str, Any]], *, o
 
 
 def group_curves(rows: list[dict[str, Any]], *, order: Sequence[str], step: int | None, by: str | None):
-    """One task over training, a line per group: the mean over its runs, and a band of ± 1 SD; the chosen step marked."""
+    """One task over training, a line per group: the mean over its runs and a band of ± 1 SD; the chosen step marked."""
     x = {"field": "step", "type": "quantitative", "title": "training step"}
     colour = {"field": "group", "type": "nominal", "scale": palette(order), "sort": list(order), "title": by or None}
     layers: list[dict[str, Any]] = [
         {
             "name": "bands",
             "mark": {"type": "area", "opacity": 0.2},
-            "encoding": {"x": x, "y": {"field": "low", "type": "quantitative", "title": "score",
-                                       "scale": {"zero": False}}, "y2": {"field": "high"}, "color": colour},
+            "encoding": {
+                "x": x,
+                "y": {"field": "low", "type": "quantitative", "title": "score", "scale": {"zero": False}},
+                "y2": {"field": "high"},
+                "color": colour,
+            },
         },  # fmt: skip
         {
             "name": "means",
@@ -391,8 +413,12 @@ def group_curves(rows: list[dict[str, Any]], *, order: Sequence[str], step: int 
                 "x": x,
                 "y": {"field": "mean", "type": "quantitative"},
                 "color": colour,
-                "tooltip": _tooltip(("group", "nominal"), ("step", "quantitative"), ("mean", "quantitative", ".4f"),
-                                    ("runs", "quantitative")),
+                "tooltip": _tooltip(
+                    ("group", "nominal"),
+                    ("step", "quantitative"),
+                    ("mean", "quantitative", ".4f"),
+                    ("runs", "quantitative"),
+                ),
             },  # fmt: skip
         },
     ]
@@ -411,8 +437,12 @@ def group_curves(rows: list[dict[str, Any]], *, order: Sequence[str], step: int 
 def coverage(cells: list[dict[str, Any]], *, tasks: Sequence[str], runs: Sequence[str]):
     """Tasks × runs: each cell the share of the run's checkpoints that have the task; red where it has none."""
     cell = 10 if len(runs) > 40 or len(tasks) > 40 else 18
-    x = {"field": "run", "type": "nominal", "sort": list(runs), "axis": {"labels": len(runs) <= 40, "title": "run",
-                                                                         "labelAngle": -45}}
+    x = {
+        "field": "run",
+        "type": "nominal",
+        "sort": list(runs),
+        "axis": {"labels": len(runs) <= 40, "title": "run", "labelAngle": -45},
+    }
     y = {"field": "task", "type": "nominal", "sort": list(tasks), "axis": {"title": None}}
     tooltip = _tooltip(("task", "nominal"), ("run", "nominal"), ("checkpoints", "quantitative"),
                        ("of", "quantitative"))  # fmt: skip
@@ -428,8 +458,12 @@ def coverage(cells: list[dict[str, Any]], *, tasks: Sequence[str], runs: Sequenc
                 "encoding": {
                     "x": x,
                     "y": y,
-                    "color": {"field": "share", "type": "quantitative", "scale": {"domain": [0, 1], "scheme": "greens"},
-                              "title": "share of checkpoints"},
+                    "color": {
+                        "field": "share",
+                        "type": "quantitative",
+                        "scale": {"domain": [0, 1], "scheme": "greens"},
+                        "title": "share of checkpoints",
+                    },
                     "href": {"field": "href", "type": "nominal"},
                     "tooltip": tooltip,
                 },  # fmt: skip

@@ -108,7 +108,13 @@ class Page:
     refresh: int | None = None  # seconds until the browser loads the page again
 
     def json(self, url: str) -> dict[str, Any]:
-        return {"page": self.name, "title": self.title, "url": url, **self.data, **{t.name: t.rows for t in self.tables}}
+        return {
+            "page": self.name,
+            "title": self.title,
+            "url": url,
+            **self.data,
+            **{t.name: t.rows for t in self.tables},
+        }
 
 
 def json_rows(frame: pl.DataFrame) -> list[dict[str, Any]]:
@@ -194,7 +200,7 @@ class Query:
             raise BadRequest(f"{name}: expected a whole number, got {text!r}") from None
 
     def one_of(self, name: str, allowed: Sequence[str], default: str) -> str:
-        value = self.get(name, default)
+        value = self.get(name) or default
         if value not in allowed:
             raise BadRequest(f"{name}: must be one of {', '.join(allowed)}, not {value!r}")
         return value

@@ -18,6 +18,7 @@ import fnmatch
 import math
 import zlib
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -32,7 +33,19 @@ from ood_store._export.captions import p_column
 from ood_store._export.display import analysis_order
 from ood_store._export.heatmaps import SEEDS, _pooled, _Test, facet_header
 from ood_store._serve import charts
-from ood_store._serve.model import BadRequest, Chart, Choice, Link, NotFound, Page, Query, Table, json_rows, segment, url
+from ood_store._serve.model import (
+    BadRequest,
+    Chart,
+    Choice,
+    Link,
+    NotFound,
+    Page,
+    Query,
+    Table,
+    json_rows,
+    segment,
+    url,
+)
 from ood_store._serve.reading import rows, sql_text
 from ood_store._store.runs import COLUMNS, attribute_columns
 
@@ -44,6 +57,8 @@ if TYPE_CHECKING:
 ATTRIBUTES = ("family", "size", "seed", "in_domain", "base_model")
 #: Sign-matrix styles of verdicts, as ``plot signs`` draws them (:data:`ood_store._export.figures.VERDICT_STYLE`).
 VERDICT_STYLE = {"model-dependent": "hatched", "consistently positive": "bold", "consistently negative": "bold"}
+#: A facet of the runs page lists at most this many values (an attribute with more is not offered as one).
+MAX_FACET_VALUES = 40
 #: A grid prints r in its cells up to this many OOD tasks.
 NUMBERS_UP_TO = 9
 
@@ -105,7 +120,9 @@ def overview(store: Store, q: Query) -> Page:
         data={"counts": counts, "store": str(store.path)},
         tables=[
             Table.of(
-                "warnings", "Warnings", pl.DataFrame(warnings),
+                "warnings",
+                "Warnings",
+                pl.DataFrame(warnings),
                 links={"warning": lambda row: sql_url(row["sql"]), "sql": lambda row: sql_url(row["sql"])},
                 note="Each warning links to the query that lists it.",
             ),
@@ -177,6 +194,8 @@ def runs_page(store: Store, q: Query) -> Page:
             continue
         items = sorted(counted.iter_rows(), key=lambda item: display.natural_key(item[0]))
         selected = wanted.get(key, [])
+        if not selected and (len(items) > MAX_FACET_VALUES or (len(items) > 1 and len(items) == pool.height)):
+            continue  # a value per run (a base model per run, say) or too many: no help in choosing runs
         options = []
         for value, count in items:
             on = value in selected
@@ -199,7 +218,8 @@ def runs_page(store: Store, q: Query) -> Page:
         "runs",
         "Runs",
         data={"where": wanted, "facets": facets, "sparklines": {k: v["points"] for k, v in sparklines.items()}},
-        tables=[Table.of("rows", f"{shown.height} of {listing.height} runs", shown, links={"run": lambda r: run_url(r["run"])})],
+        tables=[Table.of("rows", f"{shown.height} of {listing.height} runs", shown,
+                         links={"run": lambda r: run_url(r["run"])})],
         context={"facets": facets, "sparklines": sparklines, "spark_task": spark_task, "metric": metric},
     )  # fmt: skip
     return page
@@ -324,7 +344,7 @@ def run_page(store: Store, q: Query, run: str) -> Page:
             ("PDF", _figure_url("/runs", run, "pdf", figure_params, slashes=True)),
             ("SVG", _figure_url("/runs", run, "svg", figure_params, slashes=True)),
         ),
-        note=("In black: the in-domain task " + in_domain + ". " if in_domain in series else "")
+        note=(f"In black: the in-domain task {in_domain}. " if in_domain in series else "")
         + (f"Point shapes: the campaign of each score ({campaigns} campaigns). " if campaigns > 1 else ""),
     )
     toggles = [
@@ -393,11 +413,17 @@ def compare_step(store: Store, q: Query) -> Page:
     step = q.integer("step")
     if step is None:
         step = int(steps.filter(pl.col("runs") == most)["step"].max())  # type: ignore[arg-type]
-    groups_of = present.select("run", pl.col(by).alias("group")) if by else present.select("run", pl.lit("all runs").alias("group"))
+    groups_of = (
+        present.select("run", pl.col(by).alias("group"))
+        if by
+        else present.select("run", pl.lit("all runs").alias("group"))
+    )
     scored = scores.join(groups_of, on="run", how="left").with_columns(pl.col("group").fill_null(f"no {by}"))
     at_step = scored.filter(pl.col("step") == step).select("run", "group", "value", "stderr")
     order = sorted(scored["group"].unique().to_list(), key=display.natural_key)
-    stats = _group_stats(at_step, ["group"]).sort(pl.col("group").replace_strict({g: i for i, g in enumerate(order)}, default=len(order)))
+    stats = _group_stats(at_step, ["group"]).sort(
+        pl.col("group").replace_strict({g: i for i, g in enumerate(order)}, default=len(order))
+    )
     curve = _group_stats(scored, ["group", "step"]).sort("group", "step")
     points = json_rows(at_step.with_columns(
         jitter=pl.col("run").map_elements(_jitter, return_dtype=pl.Float64),
@@ -416,14 +442,26 @@ def compare_step(store: Store, q: Query) -> Page:
         data={"task": task, "step": step, "by": by, "metric": metric, "filter": filter_},
         tables=[
             Table.of("groups", "Groups", stats),
-            Table.of("rows", f"Runs with a {metric} score at step {step}", at_step, links={"run": lambda r: run_url(r["run"])}),
+            Table.of(
+                "rows",
+                f"Runs with a {metric} score at step {step}",
+                at_step,
+                links={"run": lambda r: run_url(r["run"])},
+            ),
         ],  # fmt: skip
         charts=[
-            Chart("step", label, charts.step_groups(points, json_rows(stats), order=order, by=by),
-                  note="Each run's score; the black tick is the group's mean, the bar its mean ± 1 SD over runs."),
-            Chart("groups", f"{task} over training" + (f", mean of each {by}" if by else ""),
-                  charts.group_curves(json_rows(curve), order=order, step=step, by=by),
-                  note="Lines: mean over the group's runs; bands: ± 1 SD; dashed: the step compared above."),
+            Chart(
+                "step",
+                label,
+                charts.step_groups(points, json_rows(stats), order=order, by=by),
+                note="Each run's score; the black tick is the group's mean, the bar its mean ± 1 SD over runs.",
+            ),
+            Chart(
+                "groups",
+                f"{task} over training" + (f", mean of each {by}" if by else ""),
+                charts.group_curves(json_rows(curve), order=order, step=step, by=by),
+                note="Lines: mean over the group's runs; bands: ± 1 SD; dashed: the step compared above.",
+            ),
         ],  # fmt: skip
         choices=choices,
     )
@@ -490,7 +528,7 @@ def _ordered_pair(order: Sequence[str], x: str, y: str) -> tuple[str, str]:
 
 
 def analysis_page(store: Store, q: Query, name: str) -> Page:
-    """The grid of partial correlations, faceted as ``plot grid``; fragile pairs framed; each cell a link to its pair."""
+    """The grid of partial correlations, faceted as ``plot grid``; fragile pairs framed; each cell links to its pair."""
     analysis = _analysis(store, name)
     alpha, inference = _test(q)
     rows_by, cols_by = q.get("rows"), q.get("cols")
@@ -507,24 +545,28 @@ def analysis_page(store: Store, q: Query, name: str) -> Page:
     cells: list[dict[str, Any]] = []
     facet: dict[str, Any]
     by = [a for a in (rows_by, cols_by) if a]
+    grid = _Grid(name, order, alpha, keep, fragile)
     if not by:
         titles = _short_names(runs)
         for row in table.iter_rows(named=True):
-            cells.append(_cell(row, order, row["r"], row[p_col], alpha, titles[row["run"]], name, keep, fragile, row["run"]))
-        facet = {"facet": {"field": "panel", "type": "nominal", "sort": [titles[r] for r in runs], "header": {"title": None}},
-                 "columns": max(1, min(6, math.ceil(math.sqrt(len(runs)))))}  # fmt: skip
+            cells.append({**grid.cell(row, row["r"], row[p_col], row["run"]), "panel": titles[row["run"]]})
+        panels = {"field": "panel", "type": "nominal", "sort": [titles[r] for r in runs], "header": {"title": None}}
+        facet = {"facet": panels, "columns": max(1, min(6, math.ceil(math.sqrt(len(runs)))))}
     else:
         values = attribute_columns(store, by).filter(pl.col("run").is_in(runs))
         for attribute in by:
             if values[attribute].is_null().all():
                 raise BadRequest(f"no run has attribute {attribute!r}")
         attributes = {row["run"]: row for row in values.iter_rows(named=True)}
-        cells, facet = _faceted_cells(table, runs, order, attributes, rows_by, cols_by, seeds, alpha, inference,
-                                      analysis.options.adjust, name, keep, fragile)  # fmt: skip
+        cells, facet = _faceted_cells(
+            grid, table, runs, attributes, rows_by, cols_by, seeds, p_col, analysis.options.adjust
+        )
     comparison = compare(analysis, alpha=alpha, inference=inference).table
     pairs = comparison.select([c for c in comparison.columns if not c.startswith("r:")])
     x_order, y_order = order[:-1], order[1:]
-    every_row = "SELECT * FROM partial_correlations WHERE analysis = " + _sql_literal(name) + " ORDER BY run, task_x, task_y"
+    every_row = (
+        "SELECT * FROM partial_correlations WHERE analysis = " + _sql_literal(name) + " ORDER BY run, task_x, task_y"
+    )
     figure_params = [(k, v) for k, v in q.pairs if k in ("alpha", "inference", "rows", "cols", "seeds")]
     toggles = [
         Link("without residualiser sensitivity", analysis_url(name, params=q.with_(sensitivity=None)), not sensitivity),
@@ -538,24 +580,43 @@ def analysis_page(store: Store, q: Query, name: str) -> Page:
         f"Colour: r; faded: not significant ({p_col} \u2265 {alpha:g}"
         + (", pooled p adjusted over each panel's pairs" if by and seeds == "pool" else "")
         + "). Click a cell for the pair across runs."
-        + (" Framed in black: fragile under another residualiser (linear, GAM by GCV, GAM by REML)." if sensitivity else "")
+        + (
+            " Framed in black: fragile under another residualiser (linear, GAM by GCV, GAM by REML)."
+            if sensitivity
+            else ""
+        )
     )
     return Page(
         "analysis",
         f"Analysis {name}",
         data={"analysis": name, "params": analysis.params, "alpha": alpha, "inference": inference},
         tables=[
-            Table.of("pairs", "Pairs across runs (compare)", pairs,
-                     links={"task_x": lambda r: analysis_url(name, "pair", r["task_x"], r["task_y"], params=keep),
-                            "verdict": lambda r: analysis_url(name, "pair", r["task_x"], r["task_y"], params=keep)}),
+            Table.of(
+                "pairs",
+                "Pairs across runs (compare)",
+                pairs,
+                links={
+                    "task_x": lambda r: analysis_url(name, "pair", r["task_x"], r["task_y"], params=keep),
+                    "verdict": lambda r: analysis_url(name, "pair", r["task_x"], r["task_y"], params=keep),
+                },
+            ),
         ],  # fmt: skip
         charts=[
             Chart(
-                "grid", "Partial correlations, run by run" if not by else f"Partial correlations by {' and '.join(by)}",
-                charts.grid(cells, x_order=x_order, y_order=y_order, facet=facet, numbers=len(order) <= NUMBERS_UP_TO,
-                            cell_size=26 if len(order) <= NUMBERS_UP_TO else 14),
-                figures=(("PDF", _figure_url("/analyses", name, "pdf", figure_params)),
-                         ("SVG", _figure_url("/analyses", name, "svg", figure_params))),
+                "grid",
+                "Partial correlations, run by run" if not by else f"Partial correlations by {' and '.join(by)}",
+                charts.grid(
+                    cells,
+                    x_order=x_order,
+                    y_order=y_order,
+                    facet=facet,
+                    numbers=len(order) <= NUMBERS_UP_TO,
+                    cell_size=26 if len(order) <= NUMBERS_UP_TO else 14,
+                ),
+                figures=(
+                    ("PDF", _figure_url("/analyses", name, "pdf", figure_params)),
+                    ("SVG", _figure_url("/analyses", name, "svg", figure_params)),
+                ),
                 note=note,
             )
         ],  # fmt: skip
@@ -582,93 +643,112 @@ def _attribute_choices(store: Store) -> tuple[tuple[str, str], ...]:
     return tuple((a, a) for a in names if present[a].drop_nulls().n_unique() > 1)
 
 
-def _cell(row, order, r, p, alpha, panel, name, keep, fragile, run) -> dict[str, Any]:
-    x, y = _ordered_pair(order, row["task_x"], row["task_y"])
-    finite = r is not None and math.isfinite(r)
-    params = [*keep, ("run", run)] if run else keep
-    cell = {
-        "panel": panel,
-        "x": x,
-        "y": y,
-        "r": r if finite else None,
-        "label": f"{r:.2f}".replace("-", "\u2212") if finite else "n/a",
-        "p": p if p is not None and math.isfinite(p) else None,
-        "significant": bool(p is not None and math.isfinite(p) and p < alpha),
-        "n": row.get("n"),
-        "ci": f"{row['ci_low']:.2f} to {row['ci_high']:.2f}" if finite and row.get("ci_low") is not None else None,
-        "note": row.get("reason") or row.get("note"),
-        "fragile": None if fragile is None else fragile.get((run, frozenset((x, y)))),
-        "href": analysis_url(name, "pair", x, y, params=params),
-    }
-    return cell
+@dataclass(frozen=True)
+class _Grid:
+    """What every cell of an analysis' grid needs: the analysis, the tasks' order, the test, the links' parameters."""
+
+    name: str
+    order: Sequence[str]
+    alpha: float
+    keep: Sequence[tuple[str, str]]  # query parameters the cells' links keep
+    fragile: dict | None  # (run, pair) -> fragile, when sensitivity was asked for
+
+    def cell(self, row: dict[str, Any], r: float | None, p: float | None, run: str | None) -> dict[str, Any]:
+        """One cell: the pair as the lower triangle draws it, r, its test, the link to the pair's page."""
+        x, y = _ordered_pair(self.order, row["task_x"], row["task_y"])
+        finite = r is not None and math.isfinite(r)
+        tested = p is not None and math.isfinite(p)
+        params = [*self.keep, ("run", run)] if run else list(self.keep)
+        low = row.get("ci_low")
+        return {
+            "x": x,
+            "y": y,
+            "r": r if finite else None,
+            "label": f"{r:.2f}".replace("-", "\u2212") if finite else "n/a",
+            "p": p if tested else None,
+            "significant": bool(tested and p < self.alpha),  # type: ignore[operator]
+            "n": row.get("n"),
+            "ci": f"{low:.2f} to {row['ci_high']:.2f}" if finite and low is not None else None,
+            "note": row.get("reason") or row.get("note"),
+            "fragile": None if self.fragile is None or run is None else self.fragile.get((run, frozenset((x, y)))),
+            "href": analysis_url(self.name, "pair", x, y, params=params),
+        }
+
+    def any_fragile(self, members: Sequence[str], row: dict[str, Any]) -> bool | None:
+        """Whether some run of a pooled panel is fragile on the pair (None without sensitivity)."""
+        if self.fragile is None:
+            return None
+        pair = frozenset(_ordered_pair(self.order, row["task_x"], row["task_y"]))
+        known = [f for f in (self.fragile.get((run, pair)) for run in members) if f is not None]
+        return any(known) if known else None
 
 
-def _faceted_cells(table, runs, order, attributes, rows_by, cols_by, seeds, alpha, inference, adjust, name, keep,
-                   fragile):
-    """Cells of a grid faceted by run attributes: one panel per (rows, cols) value, its runs pooled as
-    ``plot grid --seeds pool`` pools them (a lone run as it is), or each run a panel of its own."""
-    p_col = p_column(inference)
+def _faceted_cells(
+    grid: _Grid,
+    table: pl.DataFrame,
+    runs: Sequence[str],
+    attributes: dict[str, dict[str, Any]],
+    rows_by: str | None,
+    cols_by: str | None,
+    seeds: str,
+    p_col: str,
+    adjust: str,
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Cells of a grid faceted by run attributes, one panel per (rows, cols) value with its runs pooled as
+    ``plot grid --seeds pool`` pools them (random effects; a lone run as it is), or (``each``) a panel per
+    run, its runs told apart by what their names do not share (``seed1``, ``seed2``)."""
 
-    def value(run: str, attribute: str | None) -> str | None:
+    def value(run: str, attribute: str | None) -> Any:
         return None if attribute is None else attributes[run][attribute]
 
     def header(attribute: str | None, v: Any) -> str:
         return "" if attribute is None else facet_header(attribute, v, {})
 
-    groups: dict[tuple, list[str]] = {}
+    groups: dict[tuple[Any, Any], list[str]] = {}
     for run in runs:
         groups.setdefault((value(run, rows_by), value(run, cols_by)), []).append(run)
     row_values = sorted({k[0] for k in groups}, key=display.natural_key)
     col_values = sorted({k[1] for k in groups}, key=display.natural_key)
-    cells: list[dict[str, Any]] = []
     by = [a for a in (rows_by, cols_by) if a]
+    cells: list[dict[str, Any]] = []
+    columns: list[str] = [header(cols_by, v) for v in col_values]
     if seeds == "pool":
         frame = pl.DataFrame([{"run": r, **{a: attributes[r][a] for a in by}} for r in runs])
-        pooled = _pooled(table, runs, frame, by, _Test(p_col, alpha, adjust))
+        pooled = _pooled(table, list(runs), frame, by, _Test(p_col, grid.alpha, adjust))
         for (rv, cv), members in groups.items():
-            key = tuple(v for v, a in ((rv, rows_by), (cv, cols_by)) if a)
+            place = {"row": header(rows_by, rv), "col": header(cols_by, cv), "runs": len(members)}
             if len(members) > 1:
+                key = tuple(v for v, a in ((rv, rows_by), (cv, cols_by)) if a)
                 for row in pooled.get(key, []):
-                    full = {**row, "n": None, "ci_low": None}
-                    flag = None if fragile is None else _any_fragile(fragile, members, row, order)
-                    cell = _cell(full, order, row["r"], row["p"], alpha, "", name, keep, None, None)
-                    cells.append({**cell, "row": header(rows_by, rv), "col": header(cols_by, cv), "fragile": flag,
-                                  "runs": len(members)})  # fmt: skip
+                    cell = grid.cell(row, row["r"], row["p"], None)
+                    cells.append({**cell, **place, "fragile": grid.any_fragile(members, row)})
             else:
-                run = members[0]
-                for row in table.filter(pl.col("run") == run).iter_rows(named=True):
-                    cell = _cell(row, order, row["r"], row[p_col], alpha, "", name, keep, fragile, run)
-                    cells.append({**cell, "row": header(rows_by, rv), "col": header(cols_by, cv), "runs": 1})
-        columns = [header(cols_by, v) for v in col_values]
+                for row in table.filter(pl.col("run") == members[0]).iter_rows(named=True):
+                    cells.append({**grid.cell(row, row["r"], row[p_col], members[0]), **place})
     else:
-        titles = _short_names(runs)
-        columns = []
-        for cv in col_values:
-            for run in runs:
-                if value(run, cols_by) == cv:
-                    columns.append(f"{header(cols_by, cv)} {titles[run]}".strip())
+        within: dict[str, str] = {}
+        for members in groups.values():
+            names = [r.rsplit("/", 1)[-1] for r in members]
+            within.update(zip(members, display.shorten(names)[0] if len(members) > 1 else [""], strict=True))
+        slots = sorted(set(within.values()), key=display.natural_key)
+        columns = [f"{c} {s}".strip() for c in columns for s in slots]
         for (rv, cv), members in groups.items():
             for run in members:
+                place = {"row": header(rows_by, rv), "col": f"{header(cols_by, cv)} {within[run]}".strip(), "runs": 1}
                 for row in table.filter(pl.col("run") == run).iter_rows(named=True):
-                    cell = _cell(row, order, row["r"], row[p_col], alpha, "", name, keep, fragile, run)
-                    col = f"{header(cols_by, cv)} {titles[run]}".strip()
-                    cells.append({**cell, "row": header(rows_by, rv), "col": col, "runs": 1})
-    facet: dict[str, Any] = {"facet": {}}
-    if rows_by or seeds == "each":
-        facet["facet"]["row"] = {"field": "row", "type": "nominal", "sort": [header(rows_by, v) for v in row_values],
-                                 "header": {"title": rows_by}}  # fmt: skip
-    facet["facet"]["column"] = {"field": "col", "type": "nominal", "sort": list(dict.fromkeys(columns)),
-                                "header": {"title": cols_by}}  # fmt: skip
-    if not rows_by and seeds != "each":
-        facet["facet"].pop("row", None)
-    return cells, facet
-
-
-def _any_fragile(fragile: dict, members: list[str], row: dict, order) -> bool | None:
-    pair = frozenset(_ordered_pair(order, row["task_x"], row["task_y"]))
-    flags = [fragile.get((run, pair)) for run in members]
-    known = [f for f in flags if f is not None]
-    return any(known) if known else None
+                    cells.append({**grid.cell(row, row["r"], row[p_col], run), **place})
+    facet: dict[str, Any] = {
+        "column": {
+            "field": "col",
+            "type": "nominal",
+            "sort": list(dict.fromkeys(columns)),
+            "header": {"title": cols_by},
+        }
+    }
+    if rows_by:
+        facet["row"] = {"field": "row", "type": "nominal", "sort": [header(rows_by, v) for v in row_values],
+                        "header": {"title": rows_by}}  # fmt: skip
+    return cells, {"facet": facet}
 
 
 def _fragile(store: Store, analysis: PartialCorrelations, alpha: float, inference: str) -> dict:
@@ -699,17 +779,19 @@ def pair_page(store: Store, q: Query, name: str, task_x: str, task_y: str) -> Pa
         raise NotFound(f"no pair {task_x!r}, {task_y!r} in analysis {name!r}")
     stored_x, stored_y = table["task_x"][0], table["task_y"][0]
     runs = display.run_order(store, table["run"].to_list())
-    colour = q.get("color", "family")
+    colour = q.get("color") or "family"
     groups = attribute_columns(store, [colour]).filter(pl.col("run").is_in(runs)) if colour else None
     group_of = dict(zip(groups["run"], groups[colour], strict=True)) if groups is not None else {}
     group_name = colour if any(v is not None for v in group_of.values()) else None
     comparison = compare(table, alpha=alpha, inference=inference).table
     pooled = comparison.row(0, named=True)
-    between, within = q.get("between", "family"), q.get("within", "seed")
+    between, within = q.get("between") or "family", q.get("within") or "seed"
     between_note = None
     between_table = None
     try:
-        result = between_groups(table, between=between, within=within, attributes=store, alpha=alpha, inference=inference)
+        result = between_groups(
+            table, between=between, within=within, attributes=store, alpha=alpha, inference=inference
+        )
         between_table = result.table.select([c for c in result.table.columns if not c.startswith("r:")])
     except AnalysisError as exc:
         between_note = f"No test between groups of {between} beyond {within}: {exc.message}"
@@ -749,15 +831,25 @@ def pair_page(store: Store, q: Query, name: str, task_x: str, task_y: str) -> Pa
         f"{titles[chosen]}: r = {residual.r:.3f}" if residual.reason is None else f"{titles[chosen]}: {residual.reason}"
     )
     figure_params = [(k, v) for k, v in keep if k in ("alpha", "inference", "color")]
-    rows_frame = table.select(
-        "run", "n", "r", "ci_low", "ci_high", "p_adj", "n_eff", "p_eff_adj", "reason", "note"
-    ).with_columns(pl.col("run").replace_strict({r: i for i, r in enumerate(runs)}).alias("_order")).sort("_order").drop("_order")
+    rows_frame = (
+        table.select("run", "n", "r", "ci_low", "ci_high", "p_adj", "n_eff", "p_eff_adj", "reason", "note")
+        .with_columns(pl.col("run").replace_strict({r: i for i, r in enumerate(runs)}).alias("_order"))
+        .sort("_order")
+        .drop("_order")
+    )
     verdict = pooled.get("verdict")
     tables = [
-        Table.of("rows", "Runs", rows_frame, links={"run": lambda r: analysis_url(
-            name, "pair", task_x, task_y, params=[*keep, ("run", r["run"])])}),  # fmt: skip
-        Table.of("pooled", "Pooled across runs (compare)", comparison.select(
-            [c for c in comparison.columns if not c.startswith("r:")])),  # fmt: skip
+        Table.of(
+            "rows",
+            "Runs",
+            rows_frame,
+            links={"run": lambda r: analysis_url(name, "pair", task_x, task_y, params=[*keep, ("run", r["run"])])},
+        ),  # fmt: skip
+        Table.of(
+            "pooled",
+            "Pooled across runs (compare)",
+            comparison.select([c for c in comparison.columns if not c.startswith("r:")]),
+        ),  # fmt: skip
     ]
     if between_table is not None:
         tables.append(Table.of("between", f"Between {between} beyond {within} (between_groups)", between_table))
@@ -766,27 +858,55 @@ def pair_page(store: Store, q: Query, name: str, task_x: str, task_y: str) -> Pa
         "pair",
         f"{stored_x} and {stored_y} in analysis {name}",
         data={
-            "analysis": name, "task_x": stored_x, "task_y": stored_y, "run": chosen, "verdict": verdict,
-            "residual_r": None if math.isnan(residual.r) else residual.r, "saved_r": saved_r,
-            "reason": residual.reason, "between_note": between_note,
+            "analysis": name,
+            "task_x": stored_x,
+            "task_y": stored_y,
+            "run": chosen,
+            "verdict": verdict,
+            "residual_r": None if math.isnan(residual.r) else residual.r,
+            "saved_r": saved_r,
+            "reason": residual.reason,
+            "between_note": between_note,
         },  # fmt: skip
         tables=tables,
         charts=[
-            Chart("forest", f"Across {len(runs)} runs: {verdict}",
-                  charts.forest(forest_rows, order=[*(titles[r] for r in runs), pooled_label], groups=group_values,
-                                group_name=group_name),
-                  figures=(("PDF", _figure_url(f"/analyses/{segment(name)}/pair/{segment(task_x)}", task_y, "pdf",
-                                               figure_params)),
-                           ("SVG", _figure_url(f"/analyses/{segment(name)}/pair/{segment(task_x)}", task_y, "svg",
-                                               figure_params))),
-                  note=f"Filled: {p_col} < {alpha:g}. Diamond: the pooled r (random effects on Fisher z) and its "
-                  "interval. Click a run to see its residuals."),
-            Chart("residuals", f"The data behind one r: {chosen}",
-                  charts.residuals(series, json_rows(used), x_title=f"residual of {stored_x}",
-                                   y_title=f"residual of {stored_y}", r_text=r_text),
-                  note=f"{stored_x} and {stored_y} with the in-domain {residual.in_domain} regressed out "
-                  f"({analysis.options.residualizer}); the analysis' r for this run: "
-                  + ("n/a" if saved_r is None or not math.isfinite(saved_r) else f"{saved_r:.3f}") + "."),
+            Chart(
+                "forest",
+                f"Across {len(runs)} runs: {verdict}",
+                charts.forest(
+                    forest_rows,
+                    order=[*(titles[r] for r in runs), pooled_label],
+                    groups=group_values,
+                    group_name=group_name,
+                ),
+                figures=(
+                    (
+                        "PDF",
+                        _figure_url(f"/analyses/{segment(name)}/pair/{segment(task_x)}", task_y, "pdf", figure_params),
+                    ),
+                    (
+                        "SVG",
+                        _figure_url(f"/analyses/{segment(name)}/pair/{segment(task_x)}", task_y, "svg", figure_params),
+                    ),
+                ),
+                note=f"Filled: {p_col} < {alpha:g}. Diamond: the pooled r (random effects on Fisher z) and its "
+                "interval. Click a run to see its residuals.",
+            ),
+            Chart(
+                "residuals",
+                f"The data behind one r: {chosen}",
+                charts.residuals(
+                    series,
+                    json_rows(used),
+                    x_title=f"residual of {stored_x}",
+                    y_title=f"residual of {stored_y}",
+                    r_text=r_text,
+                ),
+                note=f"{stored_x} and {stored_y} with the in-domain {residual.in_domain} regressed out "
+                f"({analysis.options.residualizer}); the analysis' r for this run: "
+                + ("n/a" if saved_r is None or not math.isfinite(saved_r) else f"{saved_r:.3f}")
+                + ".",
+            ),
         ],  # fmt: skip
         choices=[
             Choice("run", "run", tuple((r, titles[r]) for r in runs), chosen),
@@ -824,7 +944,9 @@ def signs_page(store: Store, q: Query, name: str) -> Page:
             "href": analysis_url(name, "pair", x, y, params=keep),
         })  # fmt: skip
     ordered_panels = sorted(set(panels), key=display.natural_key)
-    facet = {"facet": {"field": "panel", "type": "nominal", "sort": ordered_panels, "header": {"title": None}}}
+    facet: dict[str, Any] = {
+        "facet": {"field": "panel", "type": "nominal", "sort": ordered_panels, "header": {"title": None}}
+    }
     if by:
         facet["columns"] = max(1, min(4, len(ordered_panels)))
     shown = result.select([c for c in result.columns if not c.startswith("r:")])
@@ -835,12 +957,17 @@ def signs_page(store: Store, q: Query, name: str) -> Page:
         data={"analysis": name, "by": by, "alpha": alpha, "inference": inference},
         tables=[Table.of("rows", "Pairs (compare)", shown)],
         charts=[
-            Chart("signs", "Runs with r > 0 and r < 0, per pair" + (f", by {by}" if by else ""),
-                  charts.signs(cells, x_order=order[:-1], y_order=order[1:], facet=facet),
-                  figures=(("PDF", _figure_url(f"/analyses/{segment(name)}", "signs", "pdf", figure_params)),
-                           ("SVG", _figure_url(f"/analyses/{segment(name)}", "signs", "svg", figure_params))),
-                  note="Framed: consistently positive or negative; dashed frame: model-dependent (the verdicts of "
-                  f"compare at alpha {alpha:g}, {inference} inference). Click a cell for the pair."),
+            Chart(
+                "signs",
+                "Runs with r > 0 and r < 0, per pair" + (f", by {by}" if by else ""),
+                charts.signs(cells, x_order=order[:-1], y_order=order[1:], facet=facet),
+                figures=(
+                    ("PDF", _figure_url(f"/analyses/{segment(name)}", "signs", "pdf", figure_params)),
+                    ("SVG", _figure_url(f"/analyses/{segment(name)}", "signs", "svg", figure_params)),
+                ),
+                note="Framed: consistently positive or negative; dashed frame: model-dependent (the verdicts of "
+                f"compare at alpha {alpha:g}, {inference} inference). Click a cell for the pair.",
+            ),
         ],  # fmt: skip
         choices=[
             Choice("by", "one panel per", (("", "(all runs)"), *_attribute_choices(store)), by or ""),
@@ -880,13 +1007,21 @@ def tasks_page(store: Store, q: Query) -> Page:
         "Tasks × runs",
         data={"runs": runs},
         tables=[
-            Table.of("rows", f"{len(tasks)} tasks in {len(runs)} runs", frame,
-                     note="missing: the first 20 runs without the task; partial: runs that have it at fewer "
-                     "checkpoints than they have."),
+            Table.of(
+                "rows",
+                f"{len(tasks)} tasks in {len(runs)} runs",
+                frame,
+                note="missing: the first 20 runs without the task; partial: runs that have it at fewer "
+                "checkpoints than they have.",
+            ),
             Table.of("listing", "Tasks, metrics, filters and shots (ood-store tasks)", store.tasks(), folded=True),
         ],  # fmt: skip
         charts=[
-            Chart("coverage", "Coverage", charts.coverage(cells, tasks=tasks, runs=runs),
-                  note="Green: the share of the run's checkpoints with a score of the task; red: none.")
+            Chart(
+                "coverage",
+                "Coverage",
+                charts.coverage(cells, tasks=tasks, runs=runs),
+                note="Green: the share of the run's checkpoints with a score of the task; red: none.",
+            )
         ],
     )

@@ -60,7 +60,9 @@ class Guard:
             return
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
         if scope["method"] not in METHODS:
-            await _plain(send, 405, "The viewer is read-only: it answers GET and HEAD only.", [(b"allow", b"GET, HEAD")])
+            await _plain(
+                send, 405, "The viewer is read-only: it answers GET and HEAD only.", [(b"allow", b"GET, HEAD")]
+            )
             return
         if self.hosts is not None and _hostname(headers.get("host", "")) not in self.hosts:
             await _plain(send, 400, "Unexpected Host header: open the address `ood-store serve` printed.")

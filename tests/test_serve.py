@@ -296,7 +296,9 @@ def test_runs_facets_count_the_runs_and_filter_them(planted_client):
     assert {k: v["count"] for k, v in facets["seed"].items()} == {"1": 8, "2": 8, "3": 8}
     # A click keeps the runs with that value; the other facets count within them.
     chosen = planted_client.get(twin(facets["family"]["opt"]["href"])).json()
-    assert sorted(r["run"] for r in chosen["rows"]) == sorted(planted_run("opt", s, k) for s in planted.SIZES for k in planted.SEEDS)
+    assert sorted(r["run"] for r in chosen["rows"]) == sorted(
+        planted_run("opt", s, k) for s in planted.SIZES for k in planted.SEEDS
+    )
     again = {f["name"]: {v["value"]: v for v in f["values"]} for f in chosen["facets"]}
     assert again["family"]["opt"]["selected"] and again["family"]["opt"]["count"] == 6
     assert {k: v["count"] for k, v in again["size"].items()} == {"350m": 3, "1.3b": 3}
@@ -340,7 +342,9 @@ def test_compare_step_groups_runs_at_one_step(planted_client, planted_db):
     for family in planted.FAMILIES:
         for size in planted.SIZES:
             for seed in planted.SEEDS:
-                by_size.setdefault(size, []).append(planted_files(planted_db, planted_run(family, size, seed))[2500]["hans"])
+                by_size.setdefault(size, []).append(
+                    planted_files(planted_db, planted_run(family, size, seed))[2500]["hans"]
+                )
     groups = {g["group"]: g for g in data["groups"]}
     assert set(groups) == set(planted.SIZES)
     for size, values in by_size.items():
@@ -371,7 +375,9 @@ def test_the_grid_and_pairs_show_the_planted_truth(planted_client):
 
 
 def test_faceted_grids_pool_each_family_and_size(planted_client, planted_db):
-    (grid,) = Parsed(planted_client.get(analysis_path(PLANTED_ANALYSIS) + "?rows=family&cols=size").text).specs().values()
+    (grid,) = (
+        Parsed(planted_client.get(analysis_path(PLANTED_ANALYSIS) + "?rows=family&cols=size").text).specs().values()
+    )
     cells = grid["data"]["values"]
     assert len(cells) == len(planted.FAMILIES) * len(planted.SIZES) * 28
     assert {c["row"] for c in cells} == set(planted.FAMILIES) and {c["col"] for c in cells} == set(planted.SIZES)
@@ -391,7 +397,8 @@ def test_the_pair_page_has_every_run_the_pooled_r_and_the_residuals_behind_one_r
     assert (data["task_x"], data["task_y"]) == ("rte", "hans")  # as the analysis stores the pair
     assert len(data["rows"]) == 24 and data["verdict"] == "model-dependent"
     (saved,) = sql_rows(
-        planted_db, "SELECT r FROM partial_correlations WHERE analysis = ? AND run = ? AND task_x = 'rte' AND task_y = 'hans'",
+        planted_db,
+        "SELECT r FROM partial_correlations WHERE analysis = ? AND run = ? AND task_x = 'rte' AND task_y = 'hans'",
         PLANTED_ANALYSIS, run,
     )[0]  # fmt: skip
     assert data["saved_r"] == saved
@@ -533,7 +540,9 @@ def test_hostile_names_reach_the_page_intact(hostile_client):
     assert set(HOSTILE_TASKS) == {p["series"] for p in curves["data"]["values"]}
     grid = Parsed(hostile_client.get(analysis_path(HOSTILE_ANALYSIS)).text)
     (spec,) = grid.specs().values()
-    assert {c["x"] for c in spec["data"]["values"]} | {c["y"] for c in spec["data"]["values"]} == set(HOSTILE_TASKS[1:4])
+    assert {c["x"] for c in spec["data"]["values"]} | {c["y"] for c in spec["data"]["values"]} == set(
+        HOSTILE_TASKS[1:4]
+    )
     for cell in spec["data"]["values"][:3]:
         page = hostile_client.get(cell["href"])
         assert page.status_code == 200
@@ -630,7 +639,9 @@ def test_a_busy_store_gives_one_line_that_retries(planted_db, tmp_path):
     db = tmp_path / "store.duckdb"
     shutil.copyfile(planted_db, db)
     client = make_client(db, lock_timeout=0.2)
-    holder = subprocess.Popen([sys.executable, "-c", HOLD, str(db)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD, str(db)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
     try:
         assert holder.stdout is not None and holder.stdout.readline().strip() == "holding"
         for path in ("/", "/runs", analysis_path(PLANTED_ANALYSIS), "/sql?sql=SELECT%201"):
@@ -638,7 +649,7 @@ def test_a_busy_store_gives_one_line_that_retries(planted_db, tmp_path):
             assert response.status_code == 503, path
             assert response.headers["retry-after"] == "2"
             parsed = Parsed(response.text)
-            assert ('meta', {"http-equiv": "refresh", "content": "2"}) in parsed.tags
+            assert ("meta", {"http-equiv": "refresh", "content": "2"}) in parsed.tags
             (line,) = re.findall(r'<p class="message">([^<]*)</p>', response.text)
             assert "\n" not in line
             assert re.search(rf"The store is busy: .*in use by process {holder.pid}\b", line), line
@@ -768,7 +779,7 @@ def test_status_shows_what_ood_store_status_shows(planted_db, tmp_path, runner):
     assert data["rows"] == json.loads(printed.output)
     assert data["states"] == {"done": 1, "failed": 1, "pending": 1}
     html = client.get("/status/my-eval")
-    assert ('meta', {"http-equiv": "refresh", "content": "5"}) in Parsed(html.text).tags
+    assert ("meta", {"http-equiv": "refresh", "content": "5"}) in Parsed(html.text).tags
     assert client.get("/status/other").status_code == 404
 
 
@@ -791,7 +802,9 @@ def test_paper_figures_are_exports_figures(planted_client, planted_db, runner, t
 
     assert drawing(svg.text) == drawing(out.read_text())
     pdf = planted_client.get(analysis_path(PLANTED_ANALYSIS, "signs") + ".pdf")
-    assert pdf.status_code == 200 and pdf.content.startswith(b"%PDF") and pdf.headers["content-type"] == "application/pdf"
+    assert (
+        pdf.status_code == 200 and pdf.content.startswith(b"%PDF") and pdf.headers["content-type"] == "application/pdf"
+    )
     curves = planted_client.get(run_path(planted_run()) + ".svg")
     assert curves.status_code == 200 and b"<svg" in curves.content
 
@@ -807,11 +820,13 @@ def test_serve_refuses_other_hosts_without_a_token_and_names_a_missing_store(run
     result = runner.invoke(main, ["--db", str(planted_db), "serve", "--host", "0.0.0.0", "--token", "short"])
     assert result.exit_code == 2 and "16 or more" in result.output
     result = runner.invoke(main, ["--db", str(tmp_path / "none.duckdb"), "serve"])
-    assert result.exit_code == 1 and result.output.strip().endswith("no store here; create one with `ood-store init` or `ood-store ingest`")
+    assert result.exit_code == 1 and result.output.strip().endswith(
+        "no store here; create one with `ood-store init` or `ood-store ingest`"
+    )
     from ood_store._cli.serve import is_loopback
 
-    assert [is_loopback(h) for h in ("127.0.0.1", "127.8.0.1", "::1", "[::1]", "localhost", "0.0.0.0", "10.0.0.2", "::",
-                                     "example.org")] == [True, True, True, True, True, False, False, False, False]  # fmt: skip
+    hosts = ("127.0.0.1", "127.8.0.1", "::1", "[::1]", "localhost", "0.0.0.0", "10.0.0.2", "::", "example.org")
+    assert [is_loopback(h) for h in hosts] == [True, True, True, True, True, False, False, False, False]
 
 
 def test_pair_residuals_examples_and_the_r_of_each_residualizer():
@@ -831,3 +846,46 @@ def test_pair_residuals_examples_and_the_r_of_each_residualizer():
         table = partial_correlations(frame, "id", **options).table
         result = pair.pair_residuals(frame, Options(in_domain="id", **options), "(frame)", "a", "b")
         assert result.r == pytest.approx(table["r"][0], abs=1e-10), options
+
+
+# -- the README's Viewer section --------------------------------------------------------------------------------
+
+
+def test_the_readmes_viewer_command_serves_what_it_says(planted_db, tmp_path):
+    """The section's command, run as written (on its own port, with a browser that opens nothing), prints the
+    line the README quotes and serves the pages it lists."""
+    import os
+    import urllib.request
+
+    readme = (ROOT / "README.md").read_text()
+    section = readme.split("## Viewer\n", 1)[1].split("\n## ", 1)[0]
+    (block,) = re.findall(r"```sh\n(.*?)```", section, flags=re.DOTALL)
+    (command,) = block.strip().splitlines()
+    words = command.split()
+    assert words[:3] == ["ood-store", "--db", "planted.duckdb"] and words[3] == "serve"
+    shutil.copyfile(planted_db, tmp_path / "planted.duckdb")
+    program = str(Path(sys.executable).parent / "ood-store")
+    env = {**os.environ, "BROWSER": "true"}  # --open runs `true URL`: nothing opens
+    server = subprocess.Popen([program, *words[1:], "--port", "0"], cwd=tmp_path, env=env, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True)  # fmt: skip
+    try:
+        assert server.stdout is not None
+        line = server.stdout.readline().strip()
+        quoted = re.search(r"prints `([^`]+)`", " ".join(section.split()))
+        assert quoted is not None
+        pattern = re.escape(quoted[1]).replace("8000", r"\d+")
+        assert re.fullmatch(pattern, line), (line, quoted[1])
+        address = re.search(r"http://\S+/", line)[0]  # type: ignore[index]
+        listed = re.findall(r"^\| `(/[^`]*)` \|", section, flags=re.MULTILINE)
+        assert listed[:3] == ["/", "/runs", "/runs/RUN"]
+        for path in ("", "runs", "runs.json", "tasks", f"analyses/{PLANTED_ANALYSIS}.json"):
+            with urllib.request.urlopen(address + path, timeout=60) as response:
+                assert response.status == 200
+    finally:
+        server.terminate()
+        server.communicate(timeout=60)
+    # One screenshot per main page, those the browser test makes.
+    shots = re.findall(r"!\[[^\]]*\]\((docs/viewer-[^)]+)\)", section)
+    browser_test = (ROOT / "tests" / "test_serve_browser.py").read_text()
+    assert [Path(s).stem for s in shots] == re.findall(r'\("(viewer-[a-z-]+)", ', browser_test)
+    assert all((ROOT / s).exists() for s in shots)
