@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import tempfile
+import threading
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,7 +32,7 @@ from ood_store import __version__
 from ood_store._errors import AnalysisError, OodStoreError, QueryError, StoreLockedError, first_line
 from ood_store._serve import pages, sqlbox
 from ood_store._serve.model import BadRequest, NotFound, Page, Query, Table, url
-from ood_store._serve.reading import LOCK_TIMEOUT, Reader
+from ood_store._serve.reading import CACHE_SIZE, LOCK_TIMEOUT, Reader
 from ood_store._serve.security import Guard
 
 log = logging.getLogger("ood_store.serve")
@@ -62,6 +63,8 @@ class Settings:
     work_dirs: tuple[Path, ...] = ()
     sql: sqlbox.Limits = field(default_factory=sqlbox.Limits)
     lock_timeout: float = LOCK_TIMEOUT
+    #: Pages kept for the store file's current state (0: every request computes its page).
+    cache_size: int = CACHE_SIZE
 
 
 class Viewer:
@@ -69,7 +72,7 @@ class Viewer:
 
     def __init__(self, settings: Settings):
         self.settings = settings
-        self.reader = Reader(settings.db, lock_timeout=settings.lock_timeout)
+        self.reader = Reader(settings.db, lock_timeout=settings.lock_timeout, cache_size=settings.cache_size)
         self.templates = Environment(
             loader=PackageLoader("ood_store._serve", "templates"),
             autoescape=select_autoescape(default=True, default_for_string=True),
@@ -82,19 +85,32 @@ class Viewer:
         self.templates.filters["cell"] = cell
         self.templates.globals["zip"] = zip
         self.status_dirs = _named_dirs(settings.work_dirs)
+        # matplotlib's rc_context (the paper figures' style) changes global settings: one figure at a time.
+        self._drawing = threading.Lock()
 
     # -- responses ---------------------------------------------------------------------------------------------
     def render(self, request: Request, page: Page, kind: str, status: int = 200) -> Response:
+        """``page`` as HTML or JSON; the bytes are kept with the page, for its next request with this URL."""
+        key = (kind, str(request.url))
+        body = page.rendered.get(key)
+        if body is None:
+            body = self._rendered(request, page, kind)
+            if status == 200:
+                page.rendered[key] = body
+        if kind == "json":
+            return Response(body, status_code=status, media_type="application/json")
+        return HTMLResponse(body, status_code=status)
+
+    def _rendered(self, request: Request, page: Page, kind: str) -> bytes:
         here = request.url.path
         if kind == "json":
-            return Response(orjson.dumps(page.json(str(request.url.replace(query=_without_token(request))))),
-                            status_code=status, media_type="application/json")  # fmt: skip
+            return orjson.dumps(page.json(str(request.url.replace(query=_without_token(request)))))
         twin = url(_json_path(here), Query(request.query_params.multi_items()).pairs)
         html = self.templates.get_template(f"{page.name}.html").render(
             page=page, here=here, json_url=twin, navigation=NAVIGATION, store=str(self.settings.db),
             version=__version__, statuses=bool(self.status_dirs), tables=page.tables,
         )  # fmt: skip
-        return HTMLResponse(html, status_code=status)
+        return html.encode("utf-8")
 
     def message(self, request: Request, kind: str, status: int, error: str, text: str, retry: int | None = None):
         """A one-line answer: a busy store, an unknown name, a bad parameter."""
@@ -132,8 +148,8 @@ class Viewer:
         """The paper figure of a chart (export's matplotlib code), as PDF or SVG."""
 
         def build(store: Any) -> bytes:
-            paper = draw(store)
-            with tempfile.TemporaryDirectory(prefix="ood-store-serve-") as folder:
+            with self._drawing, tempfile.TemporaryDirectory(prefix="ood-store-serve-") as folder:
+                paper = draw(store)
                 path = Path(folder) / f"figure.{ext}"
                 paper.save(path)
                 return path.read_bytes()

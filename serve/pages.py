@@ -413,6 +413,9 @@ def compare_step(store: Store, q: Query) -> Page:
     step = q.integer("step")
     if step is None:
         step = int(steps.filter(pl.col("runs") == most)["step"].max())  # type: ignore[arg-type]
+    elif step not in set(steps["step"]):
+        shown = ", ".join(str(s) for s in steps["step"].head(12)) + (", ..." if steps.height > 12 else "")
+        raise NotFound(f"task {task!r} has no {metric!r} scores at step {step}; its steps: {shown}")
     groups_of = (
         present.select("run", pl.col(by).alias("group"))
         if by
