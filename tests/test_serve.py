@@ -357,7 +357,8 @@ def test_compare_step_groups_runs_at_one_step(planted_client, planted_db):
     default = planted_client.get("/compare-step.json").json()
     assert default["step"] == max(planted.STEPS) and default["by"] == "family"
     missing = planted_client.get("/compare-step.json?task=hans&step=7")
-    assert missing.status_code == 404 and missing.json()["message"].startswith("task 'hans' has no 'acc' scores at step 7")
+    assert missing.status_code == 404
+    assert missing.json()["message"].startswith("task 'hans' has no 'acc' scores at step 7")
 
 
 def test_the_grid_and_pairs_show_the_planted_truth(planted_client):
