@@ -55,6 +55,13 @@ def test_package_data(wheel_names):
         "ood_store/py.typed",
         "ood_store/_schema/0001_init.sql",
         "ood_store/_ingest/eee_eval.schema.json",
+        "ood_store/_serve/templates/base.html",
+        "ood_store/_serve/static/app.js",
+        "ood_store/_serve/static/style.css",
+        "ood_store/_serve/static/favicon.svg",
+        "ood_store/_serve/static/vendor/vega.min.js",
+        "ood_store/_serve/static/vendor/VERSIONS.json",
+        "ood_store/_serve/static/vendor/LICENSE-vega",
     ):
         assert name in wheel_names
 
