@@ -85,3 +85,10 @@ def test_the_suites_label_hooks_import_nothing_else():
     loaded = ast.literal_eval(out)
     suite = ["ood_store._evaluate", "ood_store._evaluate.suite", "ood_store._evaluate.suite.labels"]
     assert loaded == ["ood_store", "ood_store._errors", *suite]
+
+
+def test_every_file_the_viewer_serves_is_in_the_wheel(wheel_names):
+    served = [p for folder in ("templates", "static") for p in (ROOT / "serve" / folder).rglob("*") if p.is_file()]
+    assert len(served) > 10
+    for path in served:
+        assert f"ood_store/_serve/{path.relative_to(ROOT / 'serve').as_posix()}" in wheel_names, path
