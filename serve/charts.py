@@ -239,7 +239,7 @@ def signs(cells: list[dict[str, Any]], *, x_order: Sequence[str], y_order: Seque
         ("r_pooled", "quantitative", ".3f"),
     )  # fmt: skip
     scale = {"domain": [-1, 1], "range": ["#4393c3", "#f7f7f7", "#d6604d"]}
-    cell = 30
+    cell = 38  # room for "12+ 12−"
     return _spec(
         data={"values": cells},
         **facet,
