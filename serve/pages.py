@@ -988,6 +988,7 @@ def tasks_page(store: Store, q: Query) -> Page:
     runs = display.run_order(store, listing["run"].to_list())
     total = dict(zip(listing["run"], listing["checkpoints"], strict=True))
     coverage = rows(store, "coverage")
+    kinds = {task: (metrics, shots) for task, metrics, shots in rows(store, "task_kinds").iter_rows()}
     tasks = sorted(coverage["task"].unique().to_list())
     have = {(t, r): c for t, r, c in coverage.iter_rows()}
     cells = []
@@ -995,16 +996,20 @@ def tasks_page(store: Store, q: Query) -> Page:
     for task in tasks:
         missing = [r for r in runs if (task, r) not in have]
         partial = [r for r in runs if (task, r) in have and have[(task, r)] < total[r]]
-        summary.append({"task": task, "runs": len(runs) - len(missing), "missing_runs": len(missing),
-                        "partial_runs": len(partial), "missing": missing[:20]})  # fmt: skip
+        metrics, shots = kinds.get(task, ([], []))
+        summary.append({
+            "task": task, "metrics": metrics, "shots": shots or [], "runs": len(runs) - len(missing),
+            "missing_runs": len(missing), "partial_runs": len(partial), "missing": missing[:20],
+        })  # fmt: skip
         for run in runs:
             count = have.get((task, run), 0)
             cells.append({
                 "task": task, "run": run, "checkpoints": count, "of": total[run],
                 "share": count / total[run] if total[run] else 0.0, "href": run_url(run),
             })  # fmt: skip
-    frame = pl.DataFrame(summary, schema={"task": pl.String, "runs": pl.Int64, "missing_runs": pl.Int64,
-                                          "partial_runs": pl.Int64, "missing": pl.List(pl.String)})  # fmt: skip
+    schema = {"task": pl.String, "metrics": pl.List(pl.String), "shots": pl.List(pl.Int64), "runs": pl.Int64,
+              "missing_runs": pl.Int64, "partial_runs": pl.Int64, "missing": pl.List(pl.String)}  # fmt: skip
+    frame = pl.DataFrame(summary, schema=schema)
     return Page(
         "tasks",
         "Tasks × runs",
@@ -1017,7 +1022,6 @@ def tasks_page(store: Store, q: Query) -> Page:
                 note="missing: the first 20 runs without the task; partial: runs that have it at fewer "
                 "checkpoints than they have.",
             ),
-            Table.of("listing", "Tasks, metrics, filters and shots (ood-store tasks)", store.tasks(), folded=True),
         ],  # fmt: skip
         charts=[
             Chart(
