@@ -108,8 +108,6 @@ class Page:
     refresh: int | None = None  # seconds until the browser loads the page again
     #: What the page was rendered as, by kind and URL: kept with the page while the store file is unchanged.
     rendered: dict[tuple[str, str], bytes] = field(default_factory=dict, repr=False)
-    #: What the page was rendered as, by kind and URL: kept with the page while the store file is unchanged.
-    rendered: dict[tuple[str, str], bytes] = field(default_factory=dict, repr=False)
 
     def json(self, url: str) -> dict[str, Any]:
         return {
