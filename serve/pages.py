@@ -1007,8 +1007,9 @@ def tasks_page(store: Store, q: Query) -> Page:
                 "task": task, "run": run, "checkpoints": count, "of": total[run],
                 "share": count / total[run] if total[run] else 0.0, "href": run_url(run),
             })  # fmt: skip
-    schema: dict[str, Any] = {"task": pl.String, "metrics": pl.List(pl.String), "shots": pl.List(pl.Int64), "runs": pl.Int64,
-              "missing_runs": pl.Int64, "partial_runs": pl.Int64, "missing": pl.List(pl.String)}  # fmt: skip
+    schema: dict[str, Any] = {"task": pl.String, "metrics": pl.List(pl.String), "shots": pl.List(pl.Int64),
+                              "runs": pl.Int64, "missing_runs": pl.Int64, "partial_runs": pl.Int64,
+                              "missing": pl.List(pl.String)}  # fmt: skip
     frame = pl.DataFrame(summary, schema=schema)
     return Page(
         "tasks",
