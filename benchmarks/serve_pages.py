@@ -126,7 +126,7 @@ def pages(runs: int) -> list[str]:
         "/runs/" + run,
         "/tasks",
         "/compare-step",
-        "/compare-step?task=ood_05&by=size",
+        "/compare-step?task=ood_00&by=size",
         "/analyses",
         analysis_path(ANALYSIS),
         analysis_path(ANALYSIS) + "?rows=family&cols=size",

@@ -890,3 +890,19 @@ def test_the_readmes_viewer_command_serves_what_it_says(planted_db, tmp_path):
     browser_test = (ROOT / "tests" / "test_serve_browser.py").read_text()
     assert [Path(s).stem for s in shots] == re.findall(r'\("(viewer-[a-z-]+)", ', browser_test)
     assert all((ROOT / s).exists() for s in shots)
+
+
+def test_the_page_benchmark_runs_in_a_tiny_form(tmp_path):
+    """benchmarks/serve_pages.py on 4 runs x 6 checkpoints x 5 tasks: every page and its twin timed and reported
+    (whether the targets hold on a store this small and a machine this busy is not the point here)."""
+    script = ROOT / "benchmarks" / "serve_pages.py"
+    args = ["--runs", "4", "--checkpoints", "6", "--tasks", "5", "--ood", "3", "--repeats", "1"]
+    done = subprocess.run([sys.executable, str(script), *args, "--workdir", str(tmp_path)], capture_output=True,
+                          text=True, timeout=600)  # fmt: skip
+    assert done.returncode in (0, 1), done.stderr[-2000:]
+    rows = [line for line in done.stdout.splitlines() if line.startswith("/")]
+    assert len(rows) == 26
+    for line in rows:
+        cold, warm, _, _, uncached, ratio = line.split()[-6:]  # ... cold warm <= 200 uncached ratio
+        assert float(cold) > 0 and float(warm) > 0 and float(uncached) > 0 and float(ratio) > 0, line
+    assert re.search(r"^\d+ of 26 requests within their target warm", done.stdout, flags=re.MULTILINE)
