@@ -18,7 +18,7 @@ from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import unquote
+from urllib.parse import quote, unquote
 
 import orjson
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
@@ -266,17 +266,15 @@ class Viewer:
         """An evaluation's work folder (``--work-dir``), as ``ood-store status`` shows it, loading itself again."""
         from ood_store._evaluate.workdir import WorkDir, status_table
 
-        q = Query(request.query_params.multi_items())
         raw = request.path_params.get("name")
         name, kind = _suffixed(raw) if raw else ("", "json" if request.url.path.endswith(".json") else "html")
 
         def respond() -> Response:
             if not name:
                 listing = [{"name": n, "work_dir": str(p)} for n, p in self.status_dirs.items()]
-                frame_page = Page("status", "Evaluations",
-                                  tables=[Table.of("rows", "Work folders (--work-dir)", _frame(listing),
-                                                   links={"name": lambda r: "/status/" + r["name"]})])  # fmt: skip
-                return self.render(request, frame_page, kind)
+                links = {"name": lambda r: "/status/" + quote(r["name"], safe="")}
+                folders = Table.of("rows", "Work folders (--work-dir)", _frame(listing), links=links)
+                return self.render(request, Page("status", "Evaluations", tables=[folders]), kind)
             if name not in self.status_dirs:
                 raise NotFound(f"no work folder {name!r} (the viewer shows those given with --work-dir)")
             work = WorkDir(self.status_dirs[name]).require()
@@ -291,7 +289,6 @@ class Viewer:
             )  # fmt: skip
             return self.render(request, page, kind)
 
-        del q
         return self.guarded(request, kind, respond)
 
 

@@ -129,8 +129,9 @@ def grid(
 
 
 def forest(rows: list[dict[str, Any]], *, order: Sequence[str], groups: Sequence[Any], group_name: str | None):
-    """One pair across runs: each run's r with its interval (coloured by group, hollow where not significant),
-    then the pooled r with its interval (a black diamond) in a row of its own; a dashed line at 0.
+    """One pair across runs: each run's r with its interval (coloured by group, hollow where not significant; the
+    run marked ``chosen`` ringed), then the pooled r with its interval (a black diamond) in a row of its own; a
+    dashed line at 0.
 
     ``rows`` have ``label`` (the y position), ``kind`` (``run`` or ``pooled``), ``r``, ``ci_low``,
     ``ci_high``, ``significant``, ``group`` and ``href``.
@@ -177,6 +178,12 @@ def forest(rows: list[dict[str, Any]], *, order: Sequence[str], groups: Sequence
                     "href": {"field": "href", "type": "nominal"},
                     "tooltip": tooltip,
                 },
+            },
+            {
+                "name": "chosen",  # the run whose residuals the page shows
+                "transform": [{"filter": "datum.chosen === true"}],
+                "mark": {"type": "point", "shape": "circle", "size": 220, "strokeWidth": 1.5, "color": "black"},
+                "encoding": {"y": y, "x": x},
             },
             {
                 "name": "pooled_interval",

@@ -812,7 +812,7 @@ def pair_page(store: Store, q: Query, name: str, task_x: str, task_y: str) -> Pa
         forest_rows.append({
             "kind": "run", "label": titles[run], "run": run, "r": row["r"], "ci_low": row["ci_low"],
             "ci_high": row["ci_high"], "n_eff": row["n_eff"], "p": p, "group": group_of.get(run),
-            "significant": bool(p is not None and math.isfinite(p) and p < alpha),
+            "significant": bool(p is not None and math.isfinite(p) and p < alpha), "chosen": run == chosen,
             "href": analysis_url(name, "pair", task_x, task_y, params=[*keep, ("run", run)]),
         })  # fmt: skip
     pooled_label = "pooled (random effects)"
