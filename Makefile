@@ -13,16 +13,21 @@ TORCH ?= torch==2.13.0
 # without them those tests skip and say why (under CI=true they fail). `make latex`
 # installs them from Debian's packages (as root); CI runs it.
 LATEX_PACKAGES := texlive-latex-base texlive-latex-recommended poppler-utils pandoc
+# Chromium and the chromedriver built with it (Debian's chromium-driver depends on the same version), for
+# the viewer's browser tests (tests/test_serve_browser.py): without them those tests skip and say why (under
+# CI=true they fail). `make browser` installs them from Debian's packages (as root); CI runs it.
+BROWSER_PACKAGES := chromium chromium-driver
 # The library folders, type-checked as the one package they install as.
-PACKAGE_DIRS := evaluate ingest store schema analysis export
+PACKAGE_DIRS := evaluate ingest store schema analysis export serve
 
-.PHONY: demo test lint typecheck tree docs check bench latex reference clean
+.PHONY: demo test lint typecheck tree docs check bench latex browser reference clean
 
 demo: $(VENV)/.installed-eval
 	$(BIN)/ood-store demo
 
 test: $(VENV)/.installed-test
 	@command -v pdflatex >/dev/null || echo "No pdflatex: the LaTeX compile tests will skip (make latex installs $(LATEX_PACKAGES))"
+	@command -v chromedriver >/dev/null || echo "No chromedriver: the viewer's browser tests will skip (make browser installs $(BROWSER_PACKAGES))"
 	$(BIN)/python -m pytest -n 2
 
 # ruff's lint rules and formatting, over the whole tree.
@@ -56,6 +61,7 @@ bench: $(VENV)/.installed-test
 	$(BIN)/python benchmarks/evaluate_checkpoints.py
 	$(BIN)/python benchmarks/evaluate_cluster.py
 	$(BIN)/python benchmarks/stores.py
+	$(BIN)/python benchmarks/serve_pages.py
 
 # The R reference values the analysis tests compare with (tests/reference/*.csv), made again from
 # make_reference.R. Needs R with mgcv, metafor and jsonlite (Debian: r-base-core r-cran-mgcv
@@ -72,6 +78,15 @@ latex:
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
 			$(LATEX_PACKAGES) >/dev/null; \
 	else echo "Cannot install $(LATEX_PACKAGES) (needs root and apt-get): install them yourself"; exit 1; fi
+
+# Other processes may hold dpkg's lock (unattended upgrades, another install): wait up to 15 minutes for it.
+browser:
+	@if command -v chromium >/dev/null && command -v chromedriver >/dev/null; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		echo "Installing $(BROWSER_PACKAGES) for the viewer's browser tests"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=900 install -y -qq \
+			$(BROWSER_PACKAGES) >/dev/null; \
+	else echo "Cannot install $(BROWSER_PACKAGES) (needs root and apt-get): install them yourself"; exit 1; fi
 
 $(VENV)/.created:
 	$(PYTHON) -m venv $(VENV)

@@ -2,7 +2,7 @@
 
 For each unit with a completion marker and not yet stored, it checks the
 results file against the marker's SHA-256, opens the store, ingests the file
-with :meth:`Store.ingest <ood_store._store.api.Store.ingest>` (the same
+with :meth:`Store.ingest <ood_store._api.Store.ingest>` (the same
 idempotent path as ``ood-store ingest``), closes the store, and then writes
 the unit's ``stored`` marker. The store is held only for that commit, so that
 ``ood-store runs``, ``query`` and ``analyze`` in other processes get in

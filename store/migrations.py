@@ -11,9 +11,9 @@ import datetime as _dt
 
 import duckdb
 
+from ood_store import _schema as schema
 from ood_store import _sqlfiles as sqlfiles
 from ood_store._errors import SchemaError
-from ood_store import _schema as schema
 from ood_store._store.connection import fetch_value
 from ood_store._store.transaction import transaction
 

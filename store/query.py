@@ -30,17 +30,19 @@ _WRITING_FUNCTIONS = {
 }
 
 
-def read_only(con: duckdb.DuckDBPyConnection, sql: str, params: Mapping[str, Any] | None = None) -> pl.DataFrame:
+def read_only(
+    con: duckdb.DuckDBPyConnection, sql: str, params: Mapping[str, Any] | None = None, *, limit: int | None = None
+) -> pl.DataFrame:
     """Run ``sql``, one read-only statement with ``$name`` parameters, on ``con``; anything else is refused.
 
     ``con`` should be a sandbox (:mod:`ood_store._store.sandbox`): DuckDB's settings there are what
     keeps a query from writing or reading other files. The check here refuses, before anything runs
     and with a message that says why, the statements that would write: any statement but a SELECT
     (or EXPLAIN of one, or PIVOT), a SELECT with a data-modifying common table expression, and one
-    that calls ``nextval()`` or ``checkpoint()``.
+    that calls ``nextval()`` or ``checkpoint()``. ``limit`` keeps the first rows only (DuckDB stops there).
     """
     check(con, sql)
-    return rows(con, sql, params)
+    return rows(con, sql, params, limit=limit)
 
 
 def check(con: duckdb.DuckDBPyConnection, sql: str) -> None:
@@ -125,10 +127,17 @@ def _nodes(tree: Any) -> Iterator[dict[str, Any]]:
             stack.extend(item)
 
 
-def rows(con: duckdb.DuckDBPyConnection, sql: str, params: Mapping[str, Any] | None = None) -> pl.DataFrame:
-    """The rows of ``sql`` (ood-store's own queries, not checked) as a DataFrame; DuckDB errors as QueryError."""
+def rows(
+    con: duckdb.DuckDBPyConnection, sql: str, params: Mapping[str, Any] | None = None, *, limit: int | None = None
+) -> pl.DataFrame:
+    """The rows of ``sql`` (ood-store's own queries, not checked) as a DataFrame; DuckDB errors as QueryError.
+
+    ``limit``: at most that many rows, the first ones (DuckDB computes no more).
+    """
     try:
         relation = con.sql(sql, params=dict(params) if params else None)
+        if limit is not None and relation is not None:
+            relation = relation.limit(limit)
         return _as_text_where_polars_cannot(relation).pl()
     except duckdb.PermissionException as exc:  # a file outside the store, in the sandbox
         raise QueryError(

@@ -58,14 +58,17 @@ def folders(allow_files: Iterable[str | os.PathLike[str]]) -> tuple[Path, ...]:
 
 @contextmanager
 def sandbox(
-    path: Path, *, allow_files: Sequence[Path] = (), lock_timeout: float
+    path: Path, *, allow_files: Sequence[Path] = (), lock_timeout: float, memory_limit: str | None = None
 ) -> Iterator[duckdb.DuckDBPyConnection]:
     """A connection on which the store at ``path`` can be read, and nothing else but files in ``allow_files``.
 
-    Waits up to ``lock_timeout`` seconds for another process that writes the store.
+    Waits up to ``lock_timeout`` seconds for another process that writes the store. ``memory_limit``
+    (DuckDB's, such as ``"1GB"``) caps what a query may hold in memory (the viewer's SQL box sets one);
+    by default DuckDB's own, 80 % of the machine's memory.
     """
     spill = tempfile.mkdtemp(prefix="ood-store-sql-")
-    con = duckdb.connect(":memory:", config={**_CONFIG, "temp_directory": spill})
+    limits = {} if memory_limit is None else {"memory_limit": memory_limit}
+    con = duckdb.connect(":memory:", config={**_CONFIG, **limits, "temp_directory": spill})
     try:
         waiting(
             path,

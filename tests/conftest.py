@@ -349,3 +349,59 @@ def inspect_logs(tmp_path_factory) -> dict[str, Path]:
     assert log.status == "error"
     logs["failed"] = Path(log.location)
     return logs
+
+
+# A store whose names come from files anyone could write: run, task and attribute names holding markup,
+# quotes, `</script>` and `{{` (the viewer must show them as text), with one disagreeing repeated evaluation
+# (campaign "recheck", which the run's series then mix) and one run without one task.
+HOSTILE_RUNS = ('lab/<script>alert("run")</script>', "lab/\"quoted\" 'run' {{run}}", "lab/plain-a", "lab/plain-b")
+HOSTILE_TASKS = ("mnli", "</script><script>alert('task')</script>", "\"q\" 'task' {{7*7}}", "<b>bold</b>&amp;", "plain")
+HOSTILE_FAMILIES = ("<i>fam</i>", "{{fam}}", "<i>fam</i>", "{{fam}}")
+HOSTILE_ANALYSIS = "<script>alert('analysis')</script>"
+HOSTILE_STEPS = tuple(range(0, 1200, 100))
+
+
+def _lm_eval_file(path: Path, run: str, step: int, scores: dict[str, float], date: float) -> None:
+    """A minimal lm-eval v0.4 results file of one checkpoint (the layout of ood_store/_examples/planted.py's)."""
+    doc = {
+        "results": {t: {"alias": t, "acc,none": v, "acc_stderr,none": 0.01} for t, v in scores.items()},
+        "versions": dict.fromkeys(scores, 1.0),
+        "n-shot": dict.fromkeys(scores, 0),
+        "config": {"model": "hf", "model_args": f"pretrained={run},revision=step{step}"},
+        "lm_eval_version": "0.4.13",
+        "date": date,
+    }
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(doc))
+
+
+@pytest.fixture(scope="session")
+def hostile_db(tmp_path_factory) -> Path:
+    """HOSTILE_RUNS x HOSTILE_STEPS x HOSTILE_TASKS (lab/plain-b without "plain"), ingested from lm-eval files;
+    family and seed set; a second evaluation of lab/plain-a at step 100 (campaign "recheck") giving mnli another
+    value; the partial correlations saved as HOSTILE_ANALYSIS. Read-only for tests."""
+    import numpy as np
+
+    import ood_store
+    from ood_store._analysis import partial_correlations
+
+    root = tmp_path_factory.mktemp("hostile")
+    for k, run in enumerate(HOSTILE_RUNS):
+        rng = np.random.default_rng(k)
+        for i, step in enumerate(HOSTILE_STEPS):
+            z = 0.4 + 0.03 * i + rng.normal(0, 0.005)
+            scores = {t: float(np.clip(0.2 + 0.5 * z + rng.normal(0, 0.02), 0, 1)) for t in HOSTILE_TASKS[1:]}
+            scores = {"mnli": round(z, 5), **{t: round(v, 5) for t, v in scores.items()}}
+            if run == "lab/plain-b":
+                del scores["plain"]
+            _lm_eval_file(root / "files" / f"run{k}" / f"step-{step}" / "results.json", run, step, scores, 1.7e9 + step)
+    again = {t: 0.5 for t in HOSTILE_TASKS}
+    _lm_eval_file(root / "recheck" / "results.json", "lab/plain-a", 100, again, 1.8e9)
+    with ood_store.open(root / "store.duckdb") as store:
+        assert store.ingest([root / "files"], campaign="first").ok
+        assert store.ingest([root / "recheck"], campaign="recheck").ok
+        for k, (run, family) in enumerate(zip(HOSTILE_RUNS, HOSTILE_FAMILIES, strict=True)):
+            store.set_run_attributes(run, {"family": family, "seed": str(k + 1)})
+        result = partial_correlations(store, "mnli", HOSTILE_TASKS[1:4])
+        store.save_analysis(HOSTILE_ANALYSIS, result)
+    return root / "store.duckdb"

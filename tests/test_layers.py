@@ -32,7 +32,7 @@ FOLDERS = {
 # Modules at the package root that every layer may use: errors, names, progress bars, SQL files.
 CORE = {"_errors", "_names", "_progress", "_counts", "_filekinds", "_sqlfiles", "_summary"}
 # The facade (the public API) and what sits above it: they may import any stage, no stage imports them.
-TOP = {"api", "_cli", "_examples"}
+TOP = {"api", "_cli", "_examples", "_serve"}  # the viewer is a face, as the command line is
 
 
 def _layer_of_root_module(name: str) -> str:

@@ -36,7 +36,7 @@ def test_everything_installs_under_ood_store(wheel_names):
 
 
 def test_top_level_folders_map_into_the_package(wheel_names):
-    for folder in ("evaluate", "ingest", "store", "schema", "analysis", "export"):
+    for folder in ("evaluate", "ingest", "store", "schema", "analysis", "export", "serve"):
         sources = sorted(  # sub-packages too (evaluate/executors/, evaluate/suite/): each must be listed
             p.relative_to(ROOT).as_posix()
             for p in (ROOT / folder).rglob("*")
@@ -55,6 +55,13 @@ def test_package_data(wheel_names):
         "ood_store/py.typed",
         "ood_store/_schema/0001_init.sql",
         "ood_store/_ingest/eee_eval.schema.json",
+        "ood_store/_serve/templates/base.html",
+        "ood_store/_serve/static/app.js",
+        "ood_store/_serve/static/style.css",
+        "ood_store/_serve/static/favicon.svg",
+        "ood_store/_serve/static/vendor/vega.min.js",
+        "ood_store/_serve/static/vendor/VERSIONS.json",
+        "ood_store/_serve/static/vendor/LICENSE-vega",
     ):
         assert name in wheel_names
 
@@ -62,7 +69,7 @@ def test_package_data(wheel_names):
 def test_installed_modules_come_from_the_mapped_folders():
     import importlib
 
-    for folder in ("evaluate", "ingest", "store", "schema", "analysis", "export"):
+    for folder in ("evaluate", "ingest", "store", "schema", "analysis", "export", "serve"):
         module = importlib.import_module(f"ood_store._{folder}")
         assert Path(module.__file__).parent == ROOT / folder
 
@@ -78,3 +85,10 @@ def test_the_suites_label_hooks_import_nothing_else():
     loaded = ast.literal_eval(out)
     suite = ["ood_store._evaluate", "ood_store._evaluate.suite", "ood_store._evaluate.suite.labels"]
     assert loaded == ["ood_store", "ood_store._errors", *suite]
+
+
+def test_every_file_the_viewer_serves_is_in_the_wheel(wheel_names):
+    served = [p for folder in ("templates", "static") for p in (ROOT / "serve" / folder).rglob("*") if p.is_file()]
+    assert len(served) > 10
+    for path in served:
+        assert f"ood_store/_serve/{path.relative_to(ROOT / 'serve').as_posix()}" in wheel_names, path

@@ -64,7 +64,8 @@ def test_the_tour_runs_as_written(runner, tour_dir):
     # The figures the README shows are the ones the tour plotted, committed under docs/: the same size, and
     # drawn by the matplotlib that drew them (its version is in the PNG), the same pixels (a one-word change
     # of a note is an RMS of about 7). Another matplotlib lays text out a pixel apart, so only sizes compare.
-    images = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", README)
+    # (The viewer's screenshots are the browser test's: tests/test_serve_browser.py checks those.)
+    images = [i for i in re.findall(r"!\[[^\]]*\]\(([^)]+)\)", README) if not i.startswith("docs/viewer-")]
     assert images == ["docs/pythia-gam.png", "docs/planted-grid.png", "docs/planted-forest.png"]
     import numpy as np
     from PIL import Image
@@ -99,8 +100,9 @@ def test_ci_runs_the_readme_test_command():
     assert command == "make test"
     ci = (ROOT / ".ci" / "run").read_text()
     steps = [line for line in ci.splitlines() if line and not line.startswith(("#", "set ", "cd ", "export "))]
-    # The README's command last, after installing LaTeX, lint and the type check, which the README also documents.
-    assert steps[-1] == command and steps[:3] == ["make latex", "make lint", "make typecheck"]
+    # The README's command last, after installing LaTeX and Chromium, lint and the type check, which the README
+    # also documents.
+    assert steps[-1] == command and steps[:4] == ["make latex", "make browser", "make lint", "make typecheck"]
     readme = (ROOT / "README.md").read_text()
     assert "make lint" in readme and "make typecheck" in readme
     makefile = (ROOT / "Makefile").read_text()

@@ -114,6 +114,7 @@ MODULES = {
     "load": "stores",
     "merge": "stores",
     "suite": "suite",
+    "serve": "serve",
     "demo": "demo",
 }
 
