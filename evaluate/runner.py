@@ -35,7 +35,7 @@ from ood_store._evaluate.plan import DEFAULT_OUTPUT_DIR, Plan, RunRequest, check
 from ood_store._evaluate.study import Study
 from ood_store._evaluate.study import load as load_study
 from ood_store._evaluate.tasklist import TaskObjects
-from ood_store._evaluate.workdir import Unit, WorkDir
+from ood_store._evaluate.workdir import Failure, Unit, WorkDir
 from ood_store._evaluate.worker import run_unit
 from ood_store._progress import progress_bar
 from ood_store._store.api import Store
@@ -272,6 +272,8 @@ def evaluate(
     require_eval_extra("evaluate")
     output = Path(output_dir or DEFAULT_OUTPUT_DIR)
     work = WorkDir(work_dir or default_work_dir(output))
+    if work.exists():
+        work.require()  # a work folder of another format: refused before planning
     planned = plan(
         store.connection,
         requests,
@@ -384,8 +386,8 @@ class _Driver:
             self._collect(self._open_units())
             for unit in self._open_units():
                 failure = self.work.failed(unit.id)
-                if failure is not None and failure.get("attempt") == attempt:
-                    self._failed(unit, failure.get("error"))
+                if failure is not None and failure.attempt == attempt:
+                    self._failed(unit, failure.error)
             if finished:
                 break
             running = len(self.work.claimed(attempt) - set(self.outcomes))
@@ -396,7 +398,7 @@ class _Driver:
             why = "; ".join(self.jobs.errors()) or "every worker stopped without finishing it"
             for unit in lost:
                 error = f"not evaluated: {why} (running the same command again evaluates it)"
-                self.work.mark_failed(unit.id, {"unit": unit.id, "error": error, "tail": [], "attempt": attempt})
+                self.work.mark_failed(Failure(unit.id, error, stage="job", attempt=attempt))
                 self._failed(unit, error)
 
     def _open_units(self) -> list[Unit]:
@@ -410,15 +412,15 @@ class _Driver:
         if collected.status == "rejected":
             self._failed(unit, collected.reason)
             return
-        marker = self.work.done(unit.id) or {}
+        marker = self.work.done(unit.id)
         self.outcomes[unit.id] = _outcome(
             unit,
             "evaluated",
-            results_file=marker.get("results"),
+            results_file=None if marker is None else marker.results,
             evaluation_id=collected.evaluation_id,
             scores=collected.scores,
             samples=collected.samples,
-            seconds=float(marker.get("seconds") or 0.0),
+            seconds=0.0 if marker is None else marker.seconds,
         )
         self.advance(len(unit.leaves), f"{_where(unit)}: stored")
 

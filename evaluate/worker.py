@@ -34,7 +34,7 @@ from ood_store._errors import OodStoreError
 from ood_store._evaluate.checkpoints import Checkpoint
 from ood_store._evaluate.harness import output_to, release_memory, require_eval_extra, run_lm_eval
 from ood_store._evaluate.tasklist import TaskObjects
-from ood_store._evaluate.workdir import HEARTBEAT_S, Unit, WorkDir, this_host
+from ood_store._evaluate.workdir import HEARTBEAT_S, Done, Failure, Unit, WorkDir, this_host
 
 TAIL_LINES = 12
 
@@ -53,7 +53,7 @@ def work(work_dir: str | os.PathLike[str], attempt: str, max_units: int | None =
     work = WorkDir(work_dir)
     count = 0
     with TaskObjects() as tasks:
-        for unit_id in work.attempt(attempt)["units"]:
+        for unit_id in work.attempt(attempt).units:
             if max_units is not None and count >= max_units:
                 break
             if work.done(unit_id) is not None:
@@ -100,18 +100,17 @@ def run_unit(work_dir: WorkDir, unit: Unit, tasks: TaskObjects, attempt: str, cl
             os.rename(tmp, final)
             seconds = time.monotonic() - started
             work_dir.mark_done(
-                unit.id,
-                {
-                    "unit": unit.id,
-                    "results": str(final / relative),
-                    "sha256": _sha256(final / relative),
-                    "lm_eval_version": _version("lm_eval"),
-                    "host": this_host(),
-                    "pid": os.getpid(),
-                    "attempt": attempt,
-                    "seconds": round(seconds, 3),
-                    "finished": time.time(),
-                },
+                Done(
+                    unit=unit.id,
+                    results=str(final / relative),
+                    sha256=_sha256(final / relative),
+                    lm_eval_version=_version("lm_eval"),
+                    host=this_host(),
+                    pid=os.getpid(),
+                    attempt=attempt,
+                    seconds=round(seconds, 3),
+                    finished=time.time(),
+                )
             )
             return UnitResult(unit.id, True, seconds)
     except Exception as exc:
@@ -126,17 +125,16 @@ def run_unit(work_dir: WorkDir, unit: Unit, tasks: TaskObjects, attempt: str, cl
             shutil.copyfile(log, work_dir.failed_log(unit.id))
         shutil.rmtree(tmp, ignore_errors=True)
         work_dir.mark_failed(
-            unit.id,
-            {
-                "unit": unit.id,
-                "error": error,
-                "tail": [line.rstrip("\n") for line in tail],
-                "host": this_host(),
-                "pid": os.getpid(),
-                "attempt": attempt,
-                "seconds": round(seconds, 3),
-                "finished": time.time(),
-            },
+            Failure(
+                unit=unit.id,
+                error=error,
+                tail=[line.rstrip("\n") for line in tail],
+                host=this_host(),
+                pid=os.getpid(),
+                attempt=attempt,
+                seconds=round(seconds, 3),
+                finished=time.time(),
+            )
         )
         return UnitResult(unit.id, False, seconds, error)
     finally:

@@ -131,6 +131,10 @@ def test_every_executor_stores_the_same_rows(
     inline, toy_run, tmp_path, monkeypatch, dead_address, executor, options, jobs
 ):
     monkeypatch.setenv("RAY_USAGE_STATS_ENABLED", "0")
+    if executor == "slurm":  # submitit's local executor, as on a machine without Slurm (CI installs Slurm)
+        from ood_store._evaluate.executors.slurm import SlurmExecutor
+
+        monkeypatch.setattr(SlurmExecutor, "cluster", property(lambda self: "local"))
     # Without --ray-address the workers run on a Ray of their own, here: never on a cluster that RAY_ADDRESS
     # (or an earlier `ray start` on this machine) names. One that answers nothing shows it.
     monkeypatch.setenv("RAY_ADDRESS", dead_address)
