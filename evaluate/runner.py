@@ -29,13 +29,14 @@ from typing import Any, Literal, Unpack
 from ood_store._errors import InputError
 from ood_store._evaluate import executors, options
 from ood_store._evaluate.collect import Collected, collect
+from ood_store._evaluate.executors import JobEnd
 from ood_store._evaluate.harness import require_eval_extra
 from ood_store._evaluate.options import EvaluateOptions
 from ood_store._evaluate.plan import DEFAULT_OUTPUT_DIR, Plan, RunRequest, check_run, plan, run_exists, step_name
 from ood_store._evaluate.study import Study
 from ood_store._evaluate.study import load as load_study
 from ood_store._evaluate.tasklist import TaskObjects
-from ood_store._evaluate.workdir import Failure, Unit, WorkDir
+from ood_store._evaluate.workdir import NOT_THE_UNITS_FAULT, Claim, Failure, Unit, WorkDir
 from ood_store._evaluate.worker import run_unit
 from ood_store._progress import progress_bar
 from ood_store._store.api import Store
@@ -66,7 +67,8 @@ class CheckpointOutcome:
     seconds: float = 0.0
     run: str = ""
     unit: str | None = None  # the unit's id in the work folder
-    error: str | None = None  # failed: why
+    error: str | None = None  # failed: why; pending (after a run that was not interrupted): why it was not evaluated
+    job: str | None = None  # the scheduler's job that held the unit when it ended (Slurm: 4242_3)
 
 
 class _WithStatus:
@@ -91,6 +93,7 @@ class EvaluateReport:
     work_dir: Path | None = None
     executor: str = "inline"
     jobs: str | None = None  # what the executor started, e.g. "Slurm job array 4242: 10 tasks of up to 4 units"
+    ended_jobs: list[JobEnd] = field(default_factory=list)  # workers' jobs the scheduler ended abnormally
 
     @property
     def run(self) -> str:
@@ -269,6 +272,8 @@ def evaluate(
             None, None, "the inline executor runs in this process: choose local, slurm or ray", parameter="detach"
         )
     backend = None if chosen.name == "inline" else executors.create(chosen)
+    if backend is not None:
+        backend.preflight()  # the cluster's refusal (a partition, a Ray token), before anything is planned
     require_eval_extra("evaluate")
     output = Path(output_dir or DEFAULT_OUTPUT_DIR)
     work = WorkDir(work_dir or default_work_dir(output))
@@ -393,13 +398,38 @@ class _Driver:
             running = len(self.work.claimed(attempt) - set(self.outcomes))
             self.advance(0, f"{running} running, {len(self._open_units()) - running} waiting")
             time.sleep(POLL_S)
-        lost = self._open_units()
-        if lost:
-            why = "; ".join(self.jobs.errors()) or "every worker stopped without finishing it"
-            for unit in lost:
-                error = f"not evaluated: {why} (running the same command again evaluates it)"
-                self.work.mark_failed(Failure(unit.id, error, stage="job", attempt=attempt))
+        if self._open_units():
+            self._lost(attempt)
+
+    def _lost(self, attempt: str) -> None:
+        """The units every worker left unfinished: failed with the state of the job that held them (CANCELLED,
+        OUT_OF_MEMORY, NODE_FAIL, ...), pending where that job ran out of time or was preempted, or was never
+        taken by a worker; each job's state and the end of its stderr are reported once (``ended_jobs``)."""
+        assert self.jobs is not None
+        ended = self.jobs.ended()
+        claims = self.work.claims(attempt)
+        why = "; ".join(self.jobs.errors()) or "every worker stopped without finishing it"
+        again = "running the same command again evaluates it"
+        held: set[str] = set()
+        for unit in self._open_units():
+            claim = claims.get(unit.id)
+            end = ended.get(claim.job) if claim is not None and claim.job else None
+            if claim is None and ended:  # the scheduler ended every worker before one took it
+                states = ", ".join(sorted({e.state for e in ended.values()}))
+                self.outcomes[unit.id] = _outcome(unit, "pending", error=f"not started: the workers ended ({states})")
+                continue
+            if end is None:
+                error = f"not evaluated: {why} ({again})"
+                self.work.mark_failed(_failure(unit, error, claim, attempt))
                 self._failed(unit, error)
+                continue
+            held.add(end.job)
+            self.work.mark_failed(_failure(unit, f"{end.describe()} ({again})", claim, attempt, end))
+            if end.state in NOT_THE_UNITS_FAULT:
+                self.outcomes[unit.id] = _outcome(unit, "pending", error=end.describe(), job=end.job)
+            else:
+                self._failed(unit, end.describe(), job=end.job)
+        self.report.ended_jobs = [end for job, end in sorted(ended.items()) if job in held]
 
     def _open_units(self) -> list[Unit]:
         return [u for u in self.units if u.id not in self.outcomes]
@@ -424,9 +454,18 @@ class _Driver:
         )
         self.advance(len(unit.leaves), f"{_where(unit)}: stored")
 
-    def _failed(self, unit: Unit, error: str | None) -> None:
-        self.outcomes[unit.id] = _outcome(unit, "failed", error=error or "failed")
+    def _failed(self, unit: Unit, error: str | None, job: str | None = None) -> None:
+        self.outcomes[unit.id] = _outcome(unit, "failed", error=error or "failed", job=job)
         self.advance(len(unit.leaves), f"{_where(unit)}: failed")
+
+
+def _failure(unit: Unit, error: str, claim: Claim | None, attempt: str, end: JobEnd | None = None) -> Failure:
+    """The failure marker of a unit that every worker left unfinished (``claim``: the one that took it)."""
+    return Failure(
+        unit.id, error, stage="job", tail=[] if end is None else list(end.tail), attempt=attempt, finished=time.time(),
+        host=None if claim is None else claim.host, pid=None if claim is None else claim.pid,
+        job=None if claim is None else claim.job, job_state=None if end is None else end.state,
+    )  # fmt: skip
 
 
 def _where(unit: Unit) -> str:

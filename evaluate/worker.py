@@ -24,7 +24,7 @@ import shutil
 import threading
 import time
 import traceback
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
@@ -47,14 +47,24 @@ class UnitResult:
     error: str | None = None
 
 
-def work(work_dir: str | os.PathLike[str], attempt: str, max_units: int | None = None) -> int:
-    """Evaluate the units of ``attempt`` that no other worker has taken, at most ``max_units``; returns how many."""
+def work(
+    work_dir: str | os.PathLike[str],
+    attempt: str,
+    max_units: int | None = None,
+    *,
+    stop: Callable[[], bool] | None = None,
+) -> int:
+    """Evaluate the units of ``attempt`` that no other worker has taken, at most ``max_units``; returns how many.
+
+    ``stop``, asked before each unit is taken: when it says true, no further unit is (the worker's job
+    was cancelled, or is near its time limit).
+    """
     require_eval_extra("a worker")
     work = WorkDir(work_dir)
     count = 0
     with TaskObjects() as tasks:
         for unit_id in work.attempt(attempt).units:
-            if max_units is not None and count >= max_units:
+            if (max_units is not None and count >= max_units) or (stop is not None and stop()):
                 break
             if work.done(unit_id) is not None:
                 continue

@@ -86,11 +86,9 @@ def status(settings, work_dir: Path, output_format: str, output) -> None:
 
 
 def _what_happened(s: UnitStatus) -> str:
-    """``UNIT failed on HOST (Slurm job 4242_1: CANCELLED)``, naming what is known."""
+    """``UNIT failed on HOST``, or ``UNIT pending`` (the error then says why, and which job's state)."""
     where = f" on {s.host}" if s.host else ""
-    job = f"Slurm job {s.job}" if s.job else None
-    state = ": ".join(part for part in (job, s.job_state) if part)
-    return f"{s.unit.id} {s.state}{where}" + (f" ({state})" if state else "")
+    return f"{s.unit.id} {s.state}{where}"
 
 
 def _summary(states: Counter) -> str:
