@@ -215,7 +215,12 @@ def evaluate(
     EvaluateReport
         One outcome per checkpoint: evaluated (stored, with its results file
         and evaluation id), skipped because the store held all its tasks,
-        failed (with the error), or submitted (``detach``).
+        failed (with the error: lm-eval's, or the state of the scheduler's
+        job that held it, e.g. ``Slurm job 4242_3 ended: CANCELLED``),
+        pending (not evaluated through no fault of its own: its job reached
+        its time limit or was preempted, or no worker took it before the
+        workers ended), or submitted (``detach``). ``ended_jobs`` holds each
+        job the scheduler ended early, once, with the end of its stderr.
 
     Raises
     ------

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import TOY_STEPS, TOY_TASKS, evaluation_rows, toy_evaluate_args
+from conftest import REFERENCE_TASKS, TOY_STEPS, evaluation_rows, toy_evaluate_args, wait_for
 from ood_store._cli import main
 
 pytestmark = pytest.mark.xdist_group("cluster")
@@ -32,7 +32,12 @@ pytestmark = pytest.mark.xdist_group("cluster")
 CLUSTER = Path("/tmp/ood-store-test-cluster/cluster.json")
 HOLD = Path(__file__).parent / "cluster" / "hold"
 BIN = Path(sys.executable).parent
-TASKS = TOY_TASKS[:2]
+TASKS = REFERENCE_TASKS
+#: What evaluate says, once, on a cluster without accounting.
+NO_ACCOUNTING = (
+    "Note: Slurm accounting is off here (sacct: Slurm accounting storage is disabled): squeue and the work folder "
+    "tell how the array's tasks end"
+)
 
 
 def _cluster_problem() -> str | None:
@@ -57,18 +62,6 @@ def cluster() -> dict:
     return json.loads(CLUSTER.read_text())
 
 
-@pytest.fixture(scope="module")
-def reference(toy_run, tmp_path_factory):
-    """The inline evaluation of the toy run's checkpoints on TASKS: the rows every executor must store."""
-    root = tmp_path_factory.mktemp("reference")
-    db = root / "store.duckdb"
-    from click.testing import CliRunner
-
-    result = CliRunner().invoke(main, toy_evaluate_args(db, toy_run, root / "out", tasks=TASKS))
-    assert result.exit_code == 0, result.output
-    return evaluation_rows(db)
-
-
 def of_steps(rows: dict[str, list[tuple]], steps: set[int]) -> dict[str, list[tuple]]:
     """The reference rows of these steps only (every table but runs has the step second)."""
     return {name: [r for r in table if name == "runs" or r[1] in steps] for name, table in rows.items()}
@@ -86,18 +79,6 @@ def evaluate_command(toy_run, root: Path, *extra: str) -> list[str]:
     return [str(BIN / "ood-store"), *args, "--work-dir", str(root / "work"), *extra]
 
 
-def wait_for(condition, what: str, timeout: float, process: subprocess.Popen | None = None):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        found = condition()
-        if found:
-            return found
-        if process is not None and process.poll() is not None:
-            pytest.fail(f"ood-store ended (status {process.returncode}) before {what}: {process.communicate()}")
-        time.sleep(0.2)
-    pytest.fail(f"timed out waiting for {what}")
-
-
 def slurm(cluster: dict, name: str, *command: str) -> str:
     done = subprocess.run(command, env=slurm_env(cluster, name), capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
@@ -112,6 +93,15 @@ def array_of(work: Path) -> str:
     return found.group(1)
 
 
+def stop(process: subprocess.Popen, cluster: dict, name: str, work: Path) -> None:
+    """After a test, whatever it left running: the ood-store process, the array it submitted."""
+    if process.poll() is None:
+        process.kill()
+        process.wait()
+    if (work / "attempts").is_dir() and "Slurm job array" in _text(work / "attempts"):
+        subprocess.run(["scancel", array_of(work)], env=slurm_env(cluster, name), timeout=60)
+
+
 def step_of(work: Path, unit: str) -> int:
     return json.loads((work / "units" / f"{unit}.json").read_text())["step"]
 
@@ -122,7 +112,7 @@ def claims_by_step(work: Path) -> dict[int, dict]:
 
 @pytest.mark.parametrize("name", ["plain", "accounting"])
 def test_scancel_of_a_running_array_returns_at_once_with_only_the_unfinished_units_lost(
-    cluster, toy_run, reference, tmp_path, name
+    cluster, toy_run, reference, tmp_path, runner, name
 ):
     """Two array tasks of up to two units each (three units); each holds its first unit in flight. The array is
     cancelled, and one held unit released at once: its worker (SIGTERM) finishes it within Slurm's KillWait
@@ -140,15 +130,15 @@ def test_scancel_of_a_running_array_returns_at_once_with_only_the_unfinished_uni
         work = tmp_path / "work"
         array = array_of(work)
         claims = claims_by_step(work)
-        assert {step: claim["job"] for step, claim in claims.items()} == {kept: f"{array}_0", lost: f"{array}_1"}
+        assert sorted(claims) == [kept, lost]  # whichever task started first took the first unit
+        assert sorted(claim["job"] for claim in claims.values()) == [f"{array}_0", f"{array}_1"]
         cancelled = time.monotonic()
         slurm(cluster, name, "scancel", array)
         (hold / f"release-{kept}").touch()
         out, err = process.communicate(timeout=120)
         seconds = time.monotonic() - cancelled
     finally:
-        if process.poll() is None:
-            process.kill()
+        stop(process, cluster, name, tmp_path / "work")
     assert process.returncode == 1, (out, err)
     assert seconds < 30, f"evaluate took {seconds:.0f} s after scancel"
     assert out == ""
@@ -158,10 +148,8 @@ def test_scancel_of_a_running_array_returns_at_once_with_only_the_unfinished_uni
     log = work / "jobs" / "submitit" / f"{job}_0_log.err"
     tail = log.read_text().rstrip("\n").splitlines()[-8:]  # what slurmstepd and srun wrote when it was cancelled
     assert any(re.search(r"\*\*\* (JOB|STEP) [\d.]+ ON \S+ CANCELLED AT ", line) for line in tail), tail
-    note = ("Note: Slurm accounting is off here (sacct: Slurm accounting storage is disabled): squeue and the work "
-            "folder tell how the array's tasks end")  # fmt: skip
     assert err.splitlines() == [
-        *([note] if name == "plain" else []),
+        *([NO_ACCOUNTING] if name == "plain" else []),
         "Failed: 1 checkpoint:",
         f"  step {lost}: Slurm job {job} ended: CANCELLED",
         "Not evaluated (pending): 1 checkpoint:",
@@ -173,57 +161,68 @@ def test_scancel_of_a_running_array_returns_at_once_with_only_the_unfinished_uni
 
     # The unit finished during KillWait is stored as the inline evaluation stored it; the others are not.
     assert evaluation_rows(tmp_path / "store.duckdb") == of_steps(reference, {kept})
-    status = subprocess.run([str(BIN / "ood-store"), "status", str(work), "-f", "json"],
-                            capture_output=True, text=True, check=True)  # fmt: skip
-    states = {row["step"]: (row["state"], row["job"], row["job_state"]) for row in json.loads(status.stdout)}
-    assert states == {kept: ("stored", None, None), lost: ("failed", job, "CANCELLED"), untaken: ("pending", None, None)}
-    shown = subprocess.run([str(BIN / "ood-store"), "status", str(work)], capture_output=True, text=True,
-                           check=True).stdout.splitlines()  # fmt: skip
+    status = runner.invoke(main, ["status", str(work), "-f", "json"])
+    states = {row["step"]: (row["state"], row["job"], row["job_state"]) for row in json.loads(status.output)}
+    assert states == {
+        kept: ("stored", None, None), lost: ("failed", job, "CANCELLED"), untaken: ("pending", None, None)
+    }  # fmt: skip
+    shown = runner.invoke(main, ["status", str(work)]).output.splitlines()
     unit = next(p.stem for p in (work / "units").glob("*.json") if step_of(work, p.stem) == lost)
     at = shown.index(f"{unit} failed on {claims[lost]['host']}: Slurm job {job} ended: CANCELLED (running the same "
                      "command again evaluates it)")  # fmt: skip
     assert shown[at + 1 : at + 1 + len(tail)] == [f"  {line}" for line in tail]
 
 
-def test_a_task_at_its_time_limit_gives_its_unit_back_and_is_requeued_for_the_rest(
-    cluster, toy_run, reference, tmp_path
+def test_a_task_at_its_time_limit_is_requeued_and_then_stores_the_inline_rows(
+    cluster, toy_run, reference, tmp_path, runner
 ):
-    """One array task of three units with a one-minute limit; its first unit is held past the limit (in the
-    task's first run only). SIGUSR2 before the limit: the worker takes no new unit, gives the held one back
-    (not failed) shortly before the limit, and submitit requeues the task. Run again (the test moves its
-    start time to now: Slurm holds requeued jobs back two minutes), it evaluates all three units, and the
-    store holds exactly the inline evaluation's rows."""
+    """One array task of three units with a one-minute limit; its units are held in flight in its first run
+    only. SIGUSR2 comes before the limit: the worker takes no new unit, gives the unit it holds back (no
+    failure marker: the unit is pending) shortly before the limit, and submitit requeues the task. Slurm holds
+    a requeued job back two minutes; the test then starts it at once, with a longer limit, and the task
+    evaluates all three units: the store holds exactly the inline evaluation's rows."""
     hold = tmp_path / "hold"
     hold.mkdir()
     command = evaluate_command(toy_run, tmp_path, "--executor", "slurm", "--units-per-task", "3", "--timeout-min", "1")
     env = slurm_env(cluster, "plain", hold, OOD_STORE_TEST_HOLD_FIRST_RUN="1")
     process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    work = tmp_path / "work"
     try:
-        wait_for(lambda: list(hold.glob("holding-*")), "a unit in flight", 600, process)
-        work = tmp_path / "work"
-        task = f"{array_of(work)}_0"
+        wait_for(lambda: (work / "attempts").is_dir() and "Slurm job array" in _text(work / "attempts"),
+                 "the array submitted", 300, process)  # fmt: skip
+        task = array_of(work)  # an array of one task is submitted as a plain job
         log = work / "jobs" / "submitit" / f"{task}_0_log.err"
 
         def requeued() -> bool:
-            state = slurm(cluster, "plain", "squeue", "-h", "-j", task, "-o", "%T %r").split()
-            return "requeueing this task" in log.read_text() and state[:1] == ["PENDING"]
+            state = slurm(cluster, "plain", "squeue", "-h", "-j", task, "-o", "%T").split()
+            return "requeueing this task for the units left" in _text(log) and state == ["PENDING"]
 
-        wait_for(requeued, "the task requeued", 180, process)
-        assert not (work / "failed").exists() or not list((work / "failed").glob("*.json"))
-        assert not list((work / "claims").glob("*/*.json"))  # the held unit was given back
-        assert not list((work / "done").glob("*.json"))
+        wait_for(requeued, "the task requeued", 240, process)
         stderr = log.read_text()
         assert re.search(r"SIGUSR2, \d+ s before the time limit: taking no new unit", stderr), stderr
-        assert "gave back unit-" in stderr and "Requeued job" in stderr, stderr
-        slurm(cluster, "plain", "scontrol", "update", f"JobId={task}", "StartTime=now")
+        assert "Requeued job" in _text(log.with_name(f"{task}_0_log.out"))  # submitit's log: it requeued the task
+        held = list(hold.glob("holding-*"))  # a unit in flight when the limit came near (the usual case)
+        given_back = re.search(r"gave back \S+ \(not finished before the time limit\)", stderr)
+        assert bool(given_back) == bool(held), stderr
+        assert not list(work.glob("failed/*.json")) and not list(work.glob("done/*.json"))
+        assert not list(work.glob("claims/*/*.json"))  # nothing held: the requeued task takes every unit
+        status = runner.invoke(main, ["status", str(work), "-f", "json"])
+        assert {row["state"] for row in json.loads(status.output)} == {"pending"}
+        slurm(cluster, "plain", "scontrol", "update", f"JobId={task}", "TimeLimit=10", "StartTime=now")
         out, err = process.communicate(timeout=600)
     finally:
-        if process.poll() is None:
-            process.kill()
+        stop(process, cluster, "plain", work)
     assert process.returncode == 0, (out, err)
+    assert out == "" and err.splitlines() == [NO_ACCOUNTING]  # -q: nothing else (no submitit or sacct warnings)
     assert evaluation_rows(tmp_path / "store.duckdb") == reference
-    restarts = slurm(cluster, "plain", "scontrol", "show", "job", task)
-    assert re.search(r"\bRestarts=1\b", restarts), restarts
+    shown = slurm(cluster, "plain", "scontrol", "show", "job", task)
+    assert re.search(r"\bRestarts=1\b", shown), shown
+
+
+def _text(path: Path) -> str:
+    """A file's text, or every file's in a folder; "" while there is none."""
+    files = sorted(path.glob("*")) if path.is_dir() else [path]
+    return "".join(f.read_text(errors="replace") for f in files if f.is_file())
 
 
 @pytest.mark.parametrize(
@@ -237,26 +236,16 @@ def test_a_task_at_its_time_limit_gives_its_unit_back_and_is_requeued_for_the_re
          "Invalid qos specification"),
     ],
 )  # fmt: skip
-def test_what_slurm_would_refuse_is_refused_before_planning_in_one_line(cluster, toy_run, tmp_path, name, option, error):
+def test_what_slurm_would_refuse_is_refused_before_planning_in_one_line(
+    cluster, toy_run, tmp_path, runner, monkeypatch, name, option, error
+):
+    monkeypatch.setenv("SLURM_CONF", cluster["slurm"][name])
     command = evaluate_command(toy_run, tmp_path, "--executor", "slurm", *option)
-    started = time.monotonic()
-    done = subprocess.run(command, env=slurm_env(cluster, name), capture_output=True, text=True, timeout=300)
-    assert done.returncode == 1
-    assert done.stdout == "" and done.stderr.splitlines() == [f"Error: {error}"]
+    result = runner.invoke(main, command[1:])
+    assert result.exit_code == 1
+    assert result.output.splitlines() == [f"Error: {error}"]
     assert not (tmp_path / "work").exists() and not (tmp_path / "out").exists()  # nothing left behind
     assert not (tmp_path / "store.duckdb").exists()
-    assert time.monotonic() - started < 120
-
-
-def test_slurm_with_accounting_stores_the_inline_rows(cluster, toy_run, reference, tmp_path):
-    command = evaluate_command(toy_run, tmp_path, "--executor", "slurm", "--units-per-task", "2", "--timeout-min", "10")
-    done = subprocess.run(command, env=slurm_env(cluster, "accounting"), capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stderr
-    assert done.stdout == "" and done.stderr == ""  # -q: quiet; and no note, accounting is on
-    assert evaluation_rows(tmp_path / "store.duckdb") == reference
-    array = array_of(tmp_path / "work")
-    accounted = slurm(cluster, "accounting", "sacct", "-n", "-P", "-X", "-j", array, "-o", "JobID,State")
-    assert sorted(accounted.split()) == [f"{array}_0|COMPLETED", f"{array}_1|COMPLETED"]
 
 
 def ray_env(cluster: dict, **auth: str) -> dict[str, str]:
@@ -280,12 +269,16 @@ def test_a_ray_head_that_refuses_the_token_is_one_line_before_planning(cluster, 
     address = cluster["ray"]["address"]
     if auth == "none":
         env = ray_env(cluster)
-        error = (f"the Ray cluster at {address} requires token authentication: set RAY_AUTH_MODE=token, with the "
-                 "cluster's token in RAY_AUTH_TOKEN, in the file RAY_AUTH_TOKEN_PATH names, or in ~/.ray/auth_token")
+        error = (
+            f"the Ray cluster at {address} requires token authentication: set RAY_AUTH_MODE=token, with the "
+            "cluster's token in RAY_AUTH_TOKEN, in the file RAY_AUTH_TOKEN_PATH names, or in ~/.ray/auth_token"
+        )
     else:
         env = ray_env(cluster, RAY_AUTH_MODE="token", RAY_AUTH_TOKEN="0" * 64)
-        error = (f"the Ray cluster at {address} refused this machine's token (RAY_AUTH_TOKEN): give the cluster's "
-                 "token in RAY_AUTH_TOKEN, in the file RAY_AUTH_TOKEN_PATH names, or in ~/.ray/auth_token")
+        error = (
+            f"the Ray cluster at {address} refused this machine's token (RAY_AUTH_TOKEN): give the cluster's "
+            "token in RAY_AUTH_TOKEN, in the file RAY_AUTH_TOKEN_PATH names, or in ~/.ray/auth_token"
+        )
     command = evaluate_command(toy_run, tmp_path, "--executor", "ray", "--ray-address", address)
     started = time.monotonic()
     done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)

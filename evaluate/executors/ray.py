@@ -9,6 +9,16 @@ units until none is left; a task is not retried when its worker dies (the
 unit it held is evaluated by the next submission). ``detach`` starts the
 workers as detached actors on an existing cluster, which outlive the driver.
 Needs the ``ray`` extra.
+
+Token authentication: a head started with ``RAY_AUTH_MODE=token`` (or by
+``ray start --head`` where ``~/.ray/auth_token`` exists) refuses a driver
+without its token, and Ray sends the token to an address given explicitly
+only when ``RAY_AUTH_MODE=token`` is set here. Ray itself then retries for
+half a minute, with a warning a second; :meth:`RayExecutor.preflight` asks
+the head once (its GCS client, which answers a refused token at once) and
+stops with one line saying what to set. Whatever Ray writes to standard
+output and error while connecting goes to a file that is then removed
+(its errors come back as exceptions), so ``-q`` is quiet.
 """
 
 from __future__ import annotations
@@ -59,6 +69,7 @@ class RayExecutor:
             kwargs.update(address="local", include_dashboard=False)
         from ray.exceptions import AuthenticationError
 
+        mode = os.environ.get("RAY_AUTH_MODE")
         try:
             with _quiet():  # Ray's C++ core says on standard error how it read RAY_BACKEND_LOG_LEVEL, and more
                 self.ray.init(**kwargs)
@@ -68,6 +79,8 @@ class RayExecutor:
             what = f"connect to a Ray cluster at {address}" if address else "start Ray on this machine"
             raise InputError(None, None, f"cannot {what}: {first_line(exc)}", parameter="ray_address") from None
         self._started = not address
+        if self._started and mode is None:  # Ray turned token auth on for its own instance by setting this
+            os.environ.pop("RAY_AUTH_MODE", None)  # for the whole process: this process's later calls decide anew
 
     def workers(self) -> tuple[int, float]:
         """How many workers, and GPUs each: by default one per GPU of the cluster, or one on CPUs."""

@@ -126,8 +126,8 @@ class SlurmExecutor:
         if cluster != "slurm":
             return SubmititJobs(jobs, f"submitit's local executor (no Slurm here): {units_each}")
         array = str(jobs[0].job_id).split("_")[0]
-        folder = work.jobs / "submitit"
-        queue = ArrayQueue(array, tasks, lambda task: folder / f"{task}_0_log.err")
+        stderr = {str(job.job_id): Path(job.paths.stderr) for job in jobs}
+        queue = ArrayQueue(array, list(stderr), stderr.__getitem__)
         slurm_jobs = SlurmArrayJobs(queue, f"Slurm job array {array}: {units_each}")
         if not detach:
             slurm_jobs.say_how_states_are_known()

@@ -82,11 +82,12 @@ def _listing(text: str) -> dict[str, str]:
 
 
 class ArrayQueue:
-    """The tasks ``ARRAY_0`` ... ``ARRAY_{n-1}`` of one Slurm job array, as the scheduler sees them."""
+    """The tasks of one Slurm job array (``ARRAY_0``, ``ARRAY_1``, ...; one task alone is submitted as
+    a plain job, ``ARRAY``), as the scheduler sees them."""
 
-    def __init__(self, array: str, tasks: int, stderr: Callable[[str], Path]):
+    def __init__(self, array: str, tasks: list[str], stderr: Callable[[str], Path]):
         self.array = array
-        self.tasks = [f"{array}_{index}" for index in range(tasks)]
+        self.tasks = tasks
         self.stderr = stderr  # a task's stderr file
         self._accounting: str | None = None  # why accounting is off ("" when it is on), once asked
         self._final: dict[str, str] = {}  # tasks known to have ended, and how

@@ -56,9 +56,11 @@ class SlurmWorker(Checkpointable):
         self._stop = self._near_limit = self._terminated = False
 
     def __call__(self, work_dir: str, attempt: str, max_units: int) -> int:
-        if "SLURM_JOB_ID" not in os.environ:  # submitit's local executor: no Slurm signals to handle
+        if os.environ.get("SUBMITIT_EXECUTOR") != "slurm":  # submitit's local executor: no Slurm signals to handle
             return worker.work(work_dir, attempt, max_units)
         self._stop = self._near_limit = self._terminated = False
+        if not _STDERR:
+            _STDERR.append(os.dup(2))
         requeue = signal.getsignal(signal.SIGUSR2)  # submitit's: checkpoint, scontrol requeue, exit
         signal.signal(signal.SIGTERM, self._on_term)
         signal.signal(signal.SIGCONT, signal.SIG_DFL)  # scancel sends it first: nothing to do (nor to log)
@@ -102,8 +104,17 @@ class SlurmWorker(Checkpointable):
         raise OutOfTime
 
 
+_STDERR: list[int] = []  # the task's own standard error, kept: lm-eval's output goes to a log file meanwhile
+
+
 def _say(message: str) -> None:
-    print(f"ood-store worker {os.getpid()}: {message}", file=sys.stderr, flush=True)
+    """A line on the task's own standard error (Slurm's stderr file), even while lm-eval's output is redirected."""
+    line = f"ood-store worker {os.getpid()}: {message}\n".encode()
+    if _STDERR:
+        os.write(_STDERR[0], line)
+    else:
+        sys.stderr.write(line.decode())
+        sys.stderr.flush()
 
 
 def _seconds_left(default: float) -> float:

@@ -244,8 +244,8 @@ def _summarise(report: EvaluateReport, db, quiet: bool, variant: Variant | None)
             for c in outcomes:
                 click.echo(f"  {_name(c, study)}: {c.error}", err=True)
     for end in report.ended_jobs:  # once per job, however many units it held
-        where = f" ({end.log})" if end.log else ""
-        click.echo(f"{end.describe()}; the end of its stderr{where}:" if end.tail else end.describe(), err=True)
+        log = f" ({end.log})" if end.log else ""
+        click.echo(f"{end.describe()}; the end of its stderr{log}:" if end.tail else end.describe(), err=True)
         for line in end.tail:
             click.echo(f"  {line}", err=True)
     if report.failed or report.pending:
