@@ -286,3 +286,34 @@ def test_a_ray_head_that_refuses_the_token_is_one_line_before_planning(cluster, 
     assert done.stdout == "" and done.stderr.splitlines() == [f"Error: --ray-address: {error}"]
     assert not (tmp_path / "work").exists()
     assert time.monotonic() - started < 60  # not Ray's half minute of retries
+
+
+# -- without a cluster: what Slurm writes, read as Slurm wrote it (tests/fixtures/slurm, captured from the
+# test cluster; its README says how) ------------------------------------------------------------------------
+SLURM_FILES = Path(__file__).parent / "fixtures" / "slurm"
+
+
+def test_squeue_and_sacct_listings_are_read_task_by_task():
+    from ood_store._evaluate.executors.slurm_queue import _listing
+
+    running = _listing((SLURM_FILES / "sacct-running.txt").read_text())
+    assert running == {"13_0": "RUNNING", "13_1": "PENDING", "13_2": "PENDING", "13_3": "PENDING"}
+    ended = _listing((SLURM_FILES / "sacct-ended.txt").read_text())
+    assert ended == {
+        **{f"13_{task}": "CANCELLED" for task in range(4)},
+        "8_0": "COMPLETED", "8_1": "COMPLETED", "11_0": "CANCELLED", "11_1": "CANCELLED",
+    }  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("file", "state"), [("cancelled.err", "CANCELLED"), ("timeout.err", "TIMEOUT"), ("missing.err", None)]
+)
+def test_a_task_gone_from_squeue_without_accounting_is_known_by_what_slurmstepd_wrote(file, state):
+    from ood_store._evaluate.executors.slurm_queue import ArrayQueue
+
+    queue = ArrayQueue("31", ["31"], lambda task: SLURM_FILES / file)
+    assert queue.state_from_stderr("31") == state
+    ended = queue.ended({"31": state or "UNKNOWN"})["31"]
+    assert ended.state == (state or "UNKNOWN")
+    lines = (SLURM_FILES / file).read_text().splitlines() if state else []
+    assert ended.tail == lines[-8:] and ended.log == (str(SLURM_FILES / file) if state else None)

@@ -66,9 +66,10 @@ class JobEnd:
     state: str  # the scheduler's: CANCELLED, TIMEOUT, OUT_OF_MEMORY, NODE_FAIL, FAILED, UNKNOWN, ...
     tail: list[str] = field(default_factory=list)
     log: str | None = None  # its stderr file
+    scheduler: str = "Slurm"
 
     def describe(self) -> str:
-        return f"Slurm job {self.job} ended: {self.state}"
+        return f"{self.scheduler} job {self.job} ended: {self.state}"
 
 
 class Jobs(Protocol):
