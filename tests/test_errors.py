@@ -55,9 +55,9 @@ def _message_strings(path: Path):
             skipped.add(id(body[0].value))  # a docstring
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "add_argument":
             skipped.update(id(arg) for arg in node.args)
-        if isinstance(node, ast.List) and node.elts and isinstance(node.elts[0], ast.Constant):
-            if node.elts[0].value in SLURM_COMMANDS:
-                skipped.update(id(arg) for arg in node.elts)
+        first = node.elts[0] if isinstance(node, ast.List) and node.elts else None
+        if isinstance(first, ast.Constant) and first.value in SLURM_COMMANDS:
+            skipped.update(id(arg) for arg in node.elts)
     for node in ast.walk(tree):
         if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in skipped:
             yield node.lineno, node.value
