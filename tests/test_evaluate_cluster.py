@@ -57,7 +57,7 @@ def cluster() -> dict:
     problem = _cluster_problem()
     if problem is not None:
         if os.environ.get("CI"):
-            pytest.fail(f"{problem}; CI starts it with `make cluster`")
+            pytest.fail(f"{problem} (.ci/run starts it before `make test`)")
         pytest.skip(problem)
     return json.loads(CLUSTER.read_text())
 
@@ -208,6 +208,9 @@ def test_a_task_at_its_time_limit_is_requeued_and_then_stores_the_inline_rows(
         assert not list(work.glob("claims/*/*.json"))  # nothing held: the requeued task takes every unit
         status = runner.invoke(main, ["status", str(work), "-f", "json"])
         assert {row["state"] for row in json.loads(status.output)} == {"pending"}
+        # Not in the second of the requeue: slurmd refuses to start a job again while its last run's credential,
+        # revoked by the requeue, is as new as the start ("Job credential revoked"), which is why Slurm waits.
+        time.sleep(5)
         slurm(cluster, "plain", "scontrol", "update", f"JobId={task}", "TimeLimit=10", "StartTime=now")
         out, err = process.communicate(timeout=600)
     finally:
