@@ -17,10 +17,15 @@ LATEX_PACKAGES := texlive-latex-base texlive-latex-recommended poppler-utils pan
 # the viewer's browser tests (tests/test_serve_browser.py): without them those tests skip and say why (under
 # CI=true they fail). `make browser` installs them from Debian's packages (as root); CI runs it.
 BROWSER_PACKAGES := chromium chromium-driver
+# A real Slurm (two clusters: without and with accounting) and a Ray head on this machine, for
+# tests/test_evaluate_cluster.py (without them those tests skip and say why; under CI=true they fail).
+# `make cluster` installs Debian's packages (as root) and starts them (tests/cluster/start.sh);
+# `make cluster-stop` stops them by PID. CI runs both around `make test`.
+CLUSTER_PACKAGES := slurm-wlm slurmdbd munge mariadb-server
 # The library folders, type-checked as the one package they install as.
 PACKAGE_DIRS := evaluate ingest store schema analysis export serve
 
-.PHONY: demo test lint typecheck tree docs check bench latex browser reference clean
+.PHONY: demo test lint typecheck tree docs check bench latex browser reference cluster cluster-stop clean
 
 demo: $(VENV)/.installed-eval
 	$(BIN)/ood-store demo
@@ -87,6 +92,19 @@ browser:
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=900 install -y -qq \
 			$(BROWSER_PACKAGES) >/dev/null; \
 	else echo "Cannot install $(BROWSER_PACKAGES) (needs root and apt-get): install them yourself"; exit 1; fi
+
+cluster: $(VENV)/.installed-test
+	@if command -v slurmctld >/dev/null && command -v slurmdbd >/dev/null && command -v munged >/dev/null \
+		&& command -v mariadbd >/dev/null; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		echo "Installing $(CLUSTER_PACKAGES) for the real-cluster tests"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=900 install -y -qq \
+			--no-install-recommends $(CLUSTER_PACKAGES) >/dev/null; \
+	else echo "Cannot install $(CLUSTER_PACKAGES) (needs root and apt-get): install them yourself"; exit 1; fi
+	tests/cluster/start.sh $(BIN)
+
+cluster-stop:
+	tests/cluster/stop.sh
 
 $(VENV)/.created:
 	$(PYTHON) -m venv $(VENV)

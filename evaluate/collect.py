@@ -17,11 +17,11 @@ from __future__ import annotations
 import hashlib
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from ood_store._evaluate.workdir import Unit, WorkDir
+from ood_store._evaluate.workdir import Failure, Stored, Unit, WorkDir
 from ood_store._ingest import ingest
 from ood_store._ingest.identity import Overrides
 from ood_store._store.connection import DEFAULT_LOCK_TIMEOUT, MAX_RETRY_DELAY_S
@@ -82,9 +82,11 @@ def collect(
     for index, unit in enumerate(ready):
         if index:
             time.sleep(YIELD_S)
-        marker = work.done(unit.id) or {}
-        results = Path(marker.get("results", ""))
-        problem = _check(results, marker.get("sha256"))
+        marker = work.done(unit.id)
+        if marker is None:  # listed a moment ago: its folder was changed meanwhile
+            continue
+        results = Path(marker.results)
+        problem = _check(results, marker.sha256)
         if problem is None:
             with Database(Path(store or unit.store), lock_timeout=lock_timeout) as target:
                 report = ingest(
@@ -95,7 +97,7 @@ def collect(
                     samples=unit.samples,
                 )
             outcome = report.files[0] if len(report.files) == 1 else None
-            if outcome is not None and outcome.status in ("ingested", "present"):
+            if outcome is not None and (outcome.status == "ingested" or outcome.status == "present"):
                 collected = Collected(
                     unit.id,
                     outcome.status,
@@ -103,12 +105,17 @@ def collect(
                     outcome.scores,
                     outcome.samples,
                 )
-                work.mark_stored(unit.id, {"store": str(store or unit.store), **asdict(collected)})
+                work.mark_stored(
+                    Stored(
+                        unit.id, str(store or unit.store), outcome.status, outcome.evaluation_id, outcome.scores,
+                        outcome.samples,
+                    )
+                )  # fmt: skip
             else:
                 problem = "; ".join(f.reason or f.path for f in report.files if f.status != "ingested") or "nothing"
         if problem is not None:
             collected = Collected(unit.id, "rejected", reason=f"lm-eval's output could not be stored: {problem}")
-            work.mark_failed(unit.id, {"unit": unit.id, "error": collected.reason, "tail": [], "stage": "collect"})
+            work.mark_failed(Failure(unit.id, collected.reason or "not stored", stage="collect"))
         out.append(collected)
         if on_collected is not None:
             on_collected(unit, collected)

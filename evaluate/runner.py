@@ -29,6 +29,7 @@ from typing import Any, Literal, Unpack
 from ood_store._errors import InputError
 from ood_store._evaluate import executors, options
 from ood_store._evaluate.collect import Collected, collect
+from ood_store._evaluate.executors import JobEnd
 from ood_store._evaluate.harness import require_eval_extra
 from ood_store._evaluate.options import EvaluateOptions
 from ood_store._evaluate.plan import DEFAULT_OUTPUT_DIR, Plan, RunRequest, check_run, plan, run_exists, step_name
@@ -36,7 +37,7 @@ from ood_store._evaluate.study import Study
 from ood_store._evaluate.study import load as load_study
 from ood_store._evaluate.suite.variant import Variant
 from ood_store._evaluate.tasklist import TaskObjects
-from ood_store._evaluate.workdir import Unit, WorkDir
+from ood_store._evaluate.workdir import NOT_THE_UNITS_FAULT, Claim, Failure, Unit, WorkDir
 from ood_store._evaluate.worker import run_unit
 from ood_store._progress import progress_bar
 from ood_store._store import Database
@@ -68,7 +69,8 @@ class CheckpointOutcome:
     seconds: float = 0.0
     run: str = ""
     unit: str | None = None  # the unit's id in the work folder
-    error: str | None = None  # failed: why
+    error: str | None = None  # failed: why; pending (after a run that was not interrupted): why it was not evaluated
+    job: str | None = None  # the scheduler's job that held the unit when it ended (Slurm: 4242_3)
 
 
 class _WithStatus:
@@ -94,6 +96,7 @@ class EvaluateReport:
     executor: str = "inline"
     jobs: str | None = None  # what the executor started, e.g. "Slurm job array 4242: 10 tasks of up to 4 units"
     variant: Variant | None = None  # the ood_nli prompt variant given for every run, if any
+    ended_jobs: list[JobEnd] = field(default_factory=list)  # workers' jobs the scheduler ended abnormally
 
     @property
     def run(self) -> str:
@@ -215,7 +218,12 @@ def evaluate(
     EvaluateReport
         One outcome per checkpoint: evaluated (stored, with its results file
         and evaluation id), skipped because the store held all its tasks,
-        failed (with the error), or submitted (``detach``).
+        failed (with the error: lm-eval's, or the state of the scheduler's
+        job that held it, e.g. ``Slurm job 4242_3 ended: CANCELLED``),
+        pending (not evaluated through no fault of its own: its job reached
+        its time limit or was preempted, or no worker took it before the
+        workers ended), or submitted (``detach``). ``ended_jobs`` holds each
+        job the scheduler ended early, once, with the end of its stderr.
 
     Raises
     ------
@@ -272,9 +280,13 @@ def evaluate(
             None, None, "the inline executor runs in this process: choose local, slurm or ray", parameter="detach"
         )
     backend = None if chosen.name == "inline" else executors.create(chosen)
+    if backend is not None:
+        backend.preflight()  # the cluster's refusal (a partition, a Ray token), before anything is planned
     require_eval_extra("evaluate")
     output = Path(output_dir or DEFAULT_OUTPUT_DIR)
     work = WorkDir(work_dir or default_work_dir(output))
+    if work.exists():
+        work.require()  # a work folder of another format: refused before planning
     planned = plan(
         connection(store),
         requests,
@@ -388,20 +400,45 @@ class _Driver:
             self._collect(self._open_units())
             for unit in self._open_units():
                 failure = self.work.failed(unit.id)
-                if failure is not None and failure.get("attempt") == attempt:
-                    self._failed(unit, failure.get("error"))
+                if failure is not None and failure.attempt == attempt:
+                    self._failed(unit, failure.error)
             if finished:
                 break
             running = len(self.work.claimed(attempt) - set(self.outcomes))
             self.advance(0, f"{running} running, {len(self._open_units()) - running} waiting")
             time.sleep(POLL_S)
-        lost = self._open_units()
-        if lost:
-            why = "; ".join(self.jobs.errors()) or "every worker stopped without finishing it"
-            for unit in lost:
-                error = f"not evaluated: {why} (running the same command again evaluates it)"
-                self.work.mark_failed(unit.id, {"unit": unit.id, "error": error, "tail": [], "attempt": attempt})
+        if self._open_units():
+            self._lost(attempt)
+
+    def _lost(self, attempt: str) -> None:
+        """The units every worker left unfinished: failed with the state of the job that held them (CANCELLED,
+        OUT_OF_MEMORY, NODE_FAIL, ...), pending where that job ran out of time or was preempted, or was never
+        taken by a worker; each job's state and the end of its stderr are reported once (``ended_jobs``)."""
+        assert self.jobs is not None
+        ended = self.jobs.ended()
+        claims = self.work.claims(attempt)
+        why = "; ".join(self.jobs.errors()) or "every worker stopped without finishing it"
+        again = "running the same command again evaluates it"
+        held: set[str] = set()
+        for unit in self._open_units():
+            claim = claims.get(unit.id)
+            end = ended.get(claim.job) if claim is not None and claim.job else None
+            if claim is None and ended:  # the scheduler ended every worker before one took it
+                states = ", ".join(sorted({e.state for e in ended.values()}))
+                self.outcomes[unit.id] = _outcome(unit, "pending", error=f"not started: the workers ended ({states})")
+                continue
+            if end is None:
+                error = f"not evaluated: {why} ({again})"
+                self.work.mark_failed(_failure(unit, error, claim, attempt))
                 self._failed(unit, error)
+                continue
+            held.add(end.job)
+            self.work.mark_failed(_failure(unit, f"{end.describe()} ({again})", claim, attempt, end))
+            if end.state in NOT_THE_UNITS_FAULT:
+                self.outcomes[unit.id] = _outcome(unit, "pending", error=end.describe(), job=end.job)
+            else:
+                self._failed(unit, end.describe(), job=end.job)
+        self.report.ended_jobs = [end for job, end in sorted(ended.items()) if job in held]
 
     def _open_units(self) -> list[Unit]:
         return [u for u in self.units if u.id not in self.outcomes]
@@ -414,21 +451,30 @@ class _Driver:
         if collected.status == "rejected":
             self._failed(unit, collected.reason)
             return
-        marker = self.work.done(unit.id) or {}
+        marker = self.work.done(unit.id)
         self.outcomes[unit.id] = _outcome(
             unit,
             "evaluated",
-            results_file=marker.get("results"),
+            results_file=None if marker is None else marker.results,
             evaluation_id=collected.evaluation_id,
             scores=collected.scores,
             samples=collected.samples,
-            seconds=float(marker.get("seconds") or 0.0),
+            seconds=0.0 if marker is None else marker.seconds,
         )
         self.advance(len(unit.leaves), f"{_where(unit)}: stored")
 
-    def _failed(self, unit: Unit, error: str | None) -> None:
-        self.outcomes[unit.id] = _outcome(unit, "failed", error=error or "failed")
+    def _failed(self, unit: Unit, error: str | None, job: str | None = None) -> None:
+        self.outcomes[unit.id] = _outcome(unit, "failed", error=error or "failed", job=job)
         self.advance(len(unit.leaves), f"{_where(unit)}: failed")
+
+
+def _failure(unit: Unit, error: str, claim: Claim | None, attempt: str, end: JobEnd | None = None) -> Failure:
+    """The failure marker of a unit that every worker left unfinished (``claim``: the one that took it)."""
+    return Failure(
+        unit.id, error, stage="job", tail=[] if end is None else list(end.tail), attempt=attempt, finished=time.time(),
+        host=None if claim is None else claim.host, pid=None if claim is None else claim.pid,
+        job=None if claim is None else claim.job, job_state=None if end is None else end.state,
+    )  # fmt: skip
 
 
 def _where(unit: Unit) -> str:

@@ -5,17 +5,25 @@ each written to a temporary name and renamed into place, so that a reader
 sees a whole file or none::
 
     WORK_DIR/
+      work.json                      the folder's format (FORMAT) and the ood-store that made it
       units/<unit>.json              what to evaluate (written by the planner)
       attempts/<attempt>.json        one per submission: its units in order, the executor, its jobs
-      claims/<attempt>/<unit>.json   a worker took the unit (host, pid, start); touched while it runs
+      claims/<attempt>/<unit>.json   a worker took the unit (host, pid, job, start); touched while it runs
       done/<unit>.json               the completion marker: results file, its SHA-256, lm-eval version, host, seconds
-      failed/<unit>.json             the unit's last failure: error, traceback tail, lm-eval log tail, host
+      failed/<unit>.json             the unit's last failure: error, traceback tail, lm-eval log tail, host, job state
       failed/<unit>.log              lm-eval's log of that failed attempt
       stored/<unit>.json             the collector committed the unit to the store
       jobs/                          what executors write: local workers' logs, submitit's folder, ...
 
 A unit with a completion marker is never evaluated again; a worker that dies
 leaves none, and the unit is evaluated again by the next submission.
+
+Every file is one of the typed records below (:class:`Unit`, :class:`Attempt`,
+:class:`Claim`, :class:`Done`, :class:`Failure`, :class:`Stored`), written by
+:func:`_write` and read back by :func:`_read` only, which checks it against
+its type with pydantic (strict: a string is never read as a number) and
+checks its ``format``. A folder or file of another format is refused in one
+line naming it (:class:`~ood_store._errors.InputError`), never half read.
 """
 
 from __future__ import annotations
@@ -27,9 +35,13 @@ import time
 import uuid
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from ood_store._errors import InputError, OodStoreError
+
+#: The version of the work folder's files. 1: the unversioned folders of ood-store 0.1.0 (no
+#: ``format`` field, untyped markers); 2: a ``format`` field in every file, records typed.
+FORMAT = 2
 
 #: A claim whose worker has not touched it for this long (and whose process cannot be
 #: checked because it runs on another host) counts as a dead worker's.
@@ -37,11 +49,22 @@ HEARTBEAT_S = 30.0
 STALE_AFTER_S = 4 * HEARTBEAT_S
 
 State = Literal["pending", "running", "done", "stored", "failed"]
+#: Where a unit failed: in lm-eval (evaluate), in the collector (collect), or with the scheduler's job
+#: that held it (job: cancelled, out of memory, node failure, time limit).
+Stage = Literal["evaluate", "collect", "job"]
+#: The scheduler's states that end a job through no fault of its units: those units stay pending.
+NOT_THE_UNITS_FAULT = frozenset({"TIMEOUT", "PREEMPTED", "DEADLINE"})
+
+# pydantic's configuration of every record: strict (a number is never read from a string) and closed
+# (an unknown field is an error).
+_STRICT: Any = {"strict": True, "extra": "forbid"}
 
 
 @dataclass(frozen=True)
 class Unit:
     """One checkpoint of one run with all its pending tasks: what one worker evaluates in one lm-eval call."""
+
+    __pydantic_config__ = _STRICT
 
     id: str
     store: str  # the store the results go to (absolute path)
@@ -58,10 +81,87 @@ class Unit:
     samples: bool  # per-sample rows are logged and stored
     attributes: dict[str, Any] | None  # run attributes, set by the collector
     log_to_file: bool  # lm-eval's output goes to lm-eval.log in the unit's folder
+    format: int = FORMAT
 
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Unit:
-        return cls(**data)
+
+@dataclass(frozen=True)
+class Attempt:
+    """One submission of units to an executor."""
+
+    __pydantic_config__ = _STRICT
+
+    units: list[str]  # in the order workers take them
+    executor: str
+    started: float  # seconds since the epoch
+    host: str  # where the driver ran
+    jobs: str | None = None  # what the executor started, as reports say it
+    format: int = FORMAT
+
+
+@dataclass(frozen=True)
+class Claim:
+    """A worker took a unit."""
+
+    __pydantic_config__ = _STRICT
+
+    host: str
+    pid: int
+    started: float
+    job: str | None = None  # the scheduler's job that runs the worker (Slurm: 4242_3 for an array task)
+    format: int = FORMAT
+
+
+@dataclass(frozen=True)
+class Done:
+    """The completion marker: lm-eval's results file of the unit, as the worker wrote it."""
+
+    __pydantic_config__ = _STRICT
+
+    unit: str
+    results: str  # the results file (absolute path)
+    sha256: str  # of the results file
+    lm_eval_version: str | None
+    host: str
+    pid: int
+    attempt: str
+    seconds: float  # evaluating the unit
+    finished: float  # seconds since the epoch
+    format: int = FORMAT
+
+
+@dataclass(frozen=True)
+class Failure:
+    """Why a unit was not evaluated or not stored, the last time it was tried."""
+
+    __pydantic_config__ = _STRICT
+
+    unit: str
+    error: str  # one line
+    stage: Stage = "evaluate"
+    tail: list[str] = field(default_factory=list)  # the end of the traceback and of lm-eval's log (or the job's)
+    host: str | None = None
+    pid: int | None = None
+    attempt: str | None = None
+    seconds: float | None = None
+    finished: float | None = None
+    job: str | None = None  # stage job: the scheduler's job that held the unit
+    job_state: str | None = None  # stage job: its state (CANCELLED, TIMEOUT, OUT_OF_MEMORY, NODE_FAIL, ...)
+    format: int = FORMAT
+
+
+@dataclass(frozen=True)
+class Stored:
+    """The collector committed the unit's results to a store."""
+
+    __pydantic_config__ = _STRICT
+
+    unit: str
+    store: str
+    status: Literal["ingested", "present"]  # present: the store held the file already
+    evaluation_id: int | None
+    scores: int
+    samples: int
+    format: int = FORMAT
 
 
 @dataclass(frozen=True)
@@ -75,30 +175,92 @@ class UnitStatus:
     seconds: float | None = None  # evaluation time (done, stored) or time so far (running)
     error: str | None = None  # failed: the error; pending: why an earlier attempt did not finish
     error_tail: list[str] = field(default_factory=list)  # failed: the last lines of the traceback and lm-eval's log
+    job: str | None = None  # the scheduler's job that ran (or last held) the unit
+    job_state: str | None = None  # that job's state, when it ended the unit (CANCELLED, TIMEOUT, ...)
+
+
+Record = TypeVar("Record", Unit, Attempt, Claim, Done, Failure, Stored)
 
 
 def this_host() -> str:
     return socket.gethostname()
 
 
-def write_json(path: Path, data: Any) -> None:
-    """Write ``data`` as JSON to ``path`` atomically: a temporary file, flushed to disk, renamed into place."""
+def this_job() -> str | None:
+    """The scheduler's job this process runs in: Slurm's ``ARRAY_TASK`` (``4242_3``) or job id, else None."""
+    array, task = os.environ.get("SLURM_ARRAY_JOB_ID"), os.environ.get("SLURM_ARRAY_TASK_ID")
+    if array and task:
+        return f"{array}_{task}"
+    return os.environ.get("SLURM_JOB_ID") or None
+
+
+def _encode(record: Unit | Attempt | Claim | Done | Failure | Stored) -> bytes:
+    return (json.dumps(asdict(record), indent=1, sort_keys=True) + "\n").encode()
+
+
+def _write(path: Path, record: Unit | Attempt | Claim | Done | Failure | Stored, *, exclusive: bool = False) -> bool:
+    """Write ``record`` to ``path``: atomically (a temporary file, flushed, renamed into place), or, ``exclusive``,
+    only if no such file exists yet (``O_EXCL``: atomic on local and shared file systems); whether it was written."""
     path.parent.mkdir(parents=True, exist_ok=True)
+    data = _encode(record)
+    if exclusive:
+        try:
+            fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+        except FileExistsError:
+            return False
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        return True
     tmp = path.with_name(f".{path.name}.{this_host()}.{os.getpid()}.tmp")
-    with tmp.open("w", encoding="utf-8") as fh:
-        json.dump(data, fh, indent=1, sort_keys=True, default=str)
-        fh.write("\n")
+    with tmp.open("wb") as fh:
+        fh.write(data)
         fh.flush()
         os.fsync(fh.fileno())
     os.replace(tmp, path)
+    return True
 
 
-def read_json(path: Path) -> Any:
-    """The JSON in ``path``, or None when the file does not exist."""
+_ADAPTERS: dict[str, Any] = {}
+
+
+def _adapter(kind: type) -> Any:
+    """pydantic's validator of a record type (made once)."""
+    if kind.__name__ not in _ADAPTERS:
+        from pydantic import TypeAdapter
+
+        _ADAPTERS[kind.__name__] = TypeAdapter(kind)
+    return _ADAPTERS[kind.__name__]
+
+
+def _read(path: Path, kind: type[Record]) -> Record | None:
+    """The record in ``path`` (None when there is no such file); one line naming the file when it is not one."""
+    from pydantic import ValidationError
+
     try:
-        return json.loads(path.read_text("utf-8"))
+        raw = path.read_bytes()
     except FileNotFoundError:
         return None
+    try:
+        data = json.loads(raw)
+    except ValueError as exc:
+        raise InputError(str(path), None, f"not JSON ({exc}): a damaged work folder file") from None
+    found = data.get("format", 1) if isinstance(data, dict) else None
+    if found != FORMAT:
+        raise InputError(str(path), "format", _other_format(found)) from None
+    try:
+        return _adapter(kind).validate_json(raw)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"]) or None
+        raise InputError(str(path), where, f"{first['msg']} (a {kind.__name__.lower()} record)") from None
+
+
+def _other_format(found: Any) -> str:
+    made = "an earlier ood-store" if isinstance(found, int) and found < FORMAT else "another ood-store"
+    return (
+        f"written by {made} (format {found}); this one reads format {FORMAT}: collect it with the ood-store that "
+        "wrote it, or evaluate into another `work_dir`"
+    )
 
 
 class WorkDir:
@@ -123,7 +285,11 @@ class WorkDir:
 
     # -- creating ------------------------------------------------------------
     def create(self) -> WorkDir:
-        """Make the folder (and check that files can be written in it), or stop with one line naming it."""
+        """Make the folder (and check that files can be written in it), or stop with one line naming it.
+
+        A work folder there already must be of this :data:`FORMAT`."""
+        if self.exists():
+            return self.require()
         try:
             self.path.mkdir(parents=True, exist_ok=True)
             probe = self.path / f".probe.{this_host()}.{os.getpid()}"
@@ -132,53 +298,67 @@ class WorkDir:
         except OSError as exc:
             reason = exc.strerror or type(exc).__name__
             raise InputError(str(self.path), None, f"cannot write the work folder: {reason}") from None
+        from ood_store import __version__
+
+        header = {"format": FORMAT, "created": time.time(), "ood_store": __version__}
+        (self.path / "work.json").write_text(json.dumps(header, indent=1, sort_keys=True) + "\n", "utf-8")
+        (self.path / "units").mkdir(exist_ok=True)
         return self
 
     def exists(self) -> bool:
         return (self.path / "units").is_dir()
 
     def require(self) -> WorkDir:
-        """This folder, if it is a work folder; else stop with one line naming it."""
+        """This folder, if it is a work folder of this :data:`FORMAT`; else stop with one line naming it."""
         if not self.exists():
             raise InputError(
                 str(self.path), None, "not a work folder (no units/ in it): give the `work_dir` of evaluate"
             )
+        try:
+            header = json.loads((self.path / "work.json").read_bytes())
+        except FileNotFoundError:
+            header = {"format": 1}  # the unversioned folders of ood-store 0.1.0
+        except ValueError:
+            header = None
+        found = header.get("format") if isinstance(header, dict) else None
+        if found != FORMAT:
+            raise InputError(str(self.path), None, f"a work folder {_other_format(found)}")
         return self
 
     # -- units ---------------------------------------------------------------
     def add_units(self, units: list[Unit]) -> None:
         for unit in units:
-            write_json(self._file("units", unit.id), asdict(unit))
+            _write(self._file("units", unit.id), unit)
 
     def unit(self, unit_id: str) -> Unit:
-        data = read_json(self._file("units", unit_id))
-        if data is None:
+        unit = _read(self._file("units", unit_id), Unit)
+        if unit is None:
             raise OodStoreError(f"{self.path}: no unit {unit_id}")
-        return Unit.from_dict(data)
+        return unit
 
     def units(self) -> list[Unit]:
         folder = self.path / "units"
         return [self.unit(p.stem) for p in sorted(folder.glob("*.json"))] if folder.is_dir() else []
 
     # -- attempts and claims -------------------------------------------------
+    def _attempt_file(self, attempt: str) -> Path:
+        return self.path / "attempts" / f"{attempt}.json"
+
     def start_attempt(self, unit_ids: list[str], executor: str) -> str:
         """Record a submission of ``unit_ids``; returns its name (claims of earlier attempts do not count)."""
         attempt = f"{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:6]}"
-        write_json(
-            self.path / "attempts" / f"{attempt}.json",
-            {"units": unit_ids, "executor": executor, "started": time.time(), "host": this_host(), "jobs": None},
-        )
+        _write(self._attempt_file(attempt), Attempt(unit_ids, executor, time.time(), this_host()))
         return attempt
 
-    def attempt(self, attempt: str) -> dict[str, Any]:
-        data = read_json(self.path / "attempts" / f"{attempt}.json")
-        if data is None:
+    def attempt(self, attempt: str) -> Attempt:
+        record = _read(self._attempt_file(attempt), Attempt)
+        if record is None:
             raise OodStoreError(f"{self.path}: no attempt {attempt}")
-        return data
+        return record
 
     def record_jobs(self, attempt: str, jobs: str) -> None:
-        data = self.attempt(attempt)
-        write_json(self.path / "attempts" / f"{attempt}.json", {**data, "jobs": jobs})
+        record = self.attempt(attempt)
+        _write(self._attempt_file(attempt), Attempt(record.units, record.executor, record.started, record.host, jobs))
 
     def _claim_file(self, attempt: str, unit_id: str) -> Path:
         return self.path / "claims" / attempt / f"{unit_id}.json"
@@ -190,19 +370,27 @@ class WorkDir:
         systems (NFSv3 and later, Lustre, GPFS), so two workers never take one unit.
         """
         path = self._claim_file(attempt, unit_id)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-        except FileExistsError:
-            return None
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump({"host": this_host(), "pid": os.getpid(), "started": time.time()}, fh)
-        return path
+        taken = _write(path, Claim(this_host(), os.getpid(), time.time(), this_job()), exclusive=True)
+        return path if taken else None
+
+    def release(self, attempt: str, unit_id: str) -> None:
+        """Give back a unit this process claimed and will not finish (its job is about to be requeued):
+        another worker of ``attempt`` (the requeued job) may take it."""
+        self._claim_file(attempt, unit_id).unlink(missing_ok=True)
 
     def claimed(self, attempt: str) -> set[str]:
         """The units that workers of ``attempt`` have taken."""
         folder = self.path / "claims" / attempt
         return {p.stem for p in folder.glob("*.json")} if folder.is_dir() else set()
+
+    def claims(self, attempt: str) -> dict[str, Claim]:
+        """The claims of ``attempt``'s workers, by unit."""
+        out = {}
+        for unit_id in self.claimed(attempt):
+            claim = _read(self._claim_file(attempt, unit_id), Claim)
+            if claim is not None:
+                out[unit_id] = claim
+        return out
 
     def _latest_claims(self) -> dict[str, tuple[str, Path]]:
         """For each unit, the claim of the latest attempt that claimed it: (attempt, claim file)."""
@@ -215,25 +403,25 @@ class WorkDir:
         return latest
 
     # -- markers -------------------------------------------------------------
-    def mark_done(self, unit_id: str, marker: dict[str, Any]) -> None:
-        write_json(self._file("done", unit_id), marker)
-        self._file("failed", unit_id).unlink(missing_ok=True)
+    def mark_done(self, marker: Done) -> None:
+        _write(self._file("done", marker.unit), marker)
+        self._file("failed", marker.unit).unlink(missing_ok=True)
 
-    def done(self, unit_id: str) -> dict[str, Any] | None:
+    def done(self, unit_id: str) -> Done | None:
         """The completion marker of ``unit_id``, or None."""
-        return read_json(self._file("done", unit_id))
+        return _read(self._file("done", unit_id), Done)
 
-    def mark_failed(self, unit_id: str, failure: dict[str, Any]) -> None:
-        write_json(self._file("failed", unit_id), failure)
+    def mark_failed(self, failure: Failure) -> None:
+        _write(self._file("failed", failure.unit), failure)
 
-    def failed(self, unit_id: str) -> dict[str, Any] | None:
-        return read_json(self._file("failed", unit_id))
+    def failed(self, unit_id: str) -> Failure | None:
+        return _read(self._file("failed", unit_id), Failure)
 
-    def mark_stored(self, unit_id: str, stored: dict[str, Any]) -> None:
-        write_json(self._file("stored", unit_id), stored)
+    def mark_stored(self, stored: Stored) -> None:
+        _write(self._file("stored", stored.unit), stored)
 
-    def stored(self, unit_id: str) -> dict[str, Any] | None:
-        return read_json(self._file("stored", unit_id))
+    def stored(self, unit_id: str) -> Stored | None:
+        return _read(self._file("stored", unit_id), Stored)
 
     def marked(self, kind: Literal["done", "failed", "stored"]) -> set[str]:
         """The ids of the units with a marker of this kind."""
@@ -248,50 +436,45 @@ class WorkDir:
         claims = self._latest_claims()
         out = []
         for unit in units:
-            refused = unit.id in failed and (self.failed(unit.id) or {}).get("stage") == "collect"
+            failure = self.failed(unit.id) if unit.id in failed else None
+            refused = failure is not None and failure.stage == "collect"
             if unit.id in stored or (unit.id in done and not refused):
-                marker = self.done(unit.id) or {}
+                marker = self.done(unit.id)
                 state: State = "stored" if unit.id in stored else "done"
-                out.append(UnitStatus(unit, state, marker.get("host"), marker.get("pid"), marker.get("seconds")))
+                if marker is None:
+                    out.append(UnitStatus(unit, state))
+                else:
+                    out.append(UnitStatus(unit, state, marker.host, marker.pid, marker.seconds))
             else:
-                out.append(self._undone(unit, None if refused else claims.get(unit.id), unit.id in failed))
+                out.append(self._undone(unit, None if refused else claims.get(unit.id), failure))
         return out
 
-    def _undone(self, unit: Unit, claim: tuple[str, Path] | None, failed: bool) -> UnitStatus:
-        failure = self.failed(unit.id) if failed else None
+    def _undone(self, unit: Unit, claim: tuple[str, Path] | None, failure: Failure | None) -> UnitStatus:
         if claim is not None:
             attempt, path = claim
-            info = read_json(path) or {}
-            alive = _alive(info, path)
-            if alive and (failure is None or failure.get("attempt") != attempt):
-                started = info.get("started")
-                return UnitStatus(
-                    unit,
-                    "running",
-                    info.get("host"),
-                    info.get("pid"),
-                    None if started is None else time.time() - started,
+            info = _read(path, Claim)
+            alive = info is not None and _alive(info, path)
+            if info is not None and alive and (failure is None or failure.attempt != attempt):
+                return UnitStatus(unit, "running", info.host, info.pid, time.time() - info.started, job=info.job)
+            if failure is None and info is not None and not alive:
+                worker = (
+                    f"its Slurm job {info.job}" if info.job else f"an earlier worker ({info.host}, process {info.pid})"
                 )
-            if failure is None and not alive:
-                lost = f"an earlier worker ({info.get('host')}, process {info.get('pid')}) stopped without finishing it"
-                return UnitStatus(unit, "pending", info.get("host"), info.get("pid"), error=lost)
+                lost = f"{worker} stopped without finishing it"
+                return UnitStatus(unit, "pending", info.host, info.pid, error=lost, job=info.job)
         if failure is not None:
+            state: State = "pending" if failure.job_state in NOT_THE_UNITS_FAULT else "failed"
             return UnitStatus(
-                unit,
-                "failed",
-                failure.get("host"),
-                failure.get("pid"),
-                failure.get("seconds"),
-                failure.get("error"),
-                list(failure.get("tail") or []),
-            )
+                unit, state, failure.host, failure.pid, failure.seconds, failure.error, list(failure.tail),
+                job=failure.job, job_state=failure.job_state,
+            )  # fmt: skip
         return UnitStatus(unit, "pending")
 
 
-def _alive(claim: dict[str, Any], path: Path) -> bool:
+def _alive(claim: Claim, path: Path) -> bool:
     """Whether the worker that wrote ``claim`` still runs: its process on this host, else a recent heartbeat."""
-    pid = claim.get("pid")
-    if claim.get("host") == this_host() and isinstance(pid, int):
+    pid = claim.pid
+    if claim.host == this_host():
         try:
             os.kill(pid, 0)
         except ProcessLookupError:
@@ -314,7 +497,7 @@ def _not_zombie(pid: int) -> bool:
 
 
 def status_table(statuses: list[UnitStatus]) -> Any:
-    """One row per unit (a Polars DataFrame): unit, run, step, tasks, state, host, seconds, error."""
+    """One row per unit (a Polars DataFrame): unit, run, step, tasks, state, host, job, job_state, seconds, error."""
     import polars as pl
 
     return pl.DataFrame(
@@ -325,11 +508,13 @@ def status_table(statuses: list[UnitStatus]) -> Any:
             "tasks": [len(s.unit.leaves) for s in statuses],
             "state": [s.state for s in statuses],
             "host": [s.host for s in statuses],
+            "job": [s.job for s in statuses],
+            "job_state": [s.job_state for s in statuses],
             "seconds": [None if s.seconds is None else round(s.seconds, 1) for s in statuses],
             "error": [s.error for s in statuses],
         },
         schema={
             "unit": pl.String, "run": pl.String, "step": pl.Int64, "tasks": pl.Int64, "state": pl.String,
-            "host": pl.String, "seconds": pl.Float64, "error": pl.String,
+            "host": pl.String, "job": pl.String, "job_state": pl.String, "seconds": pl.Float64, "error": pl.String,
         },
     )  # fmt: skip

@@ -24,7 +24,7 @@ import shutil
 import threading
 import time
 import traceback
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
@@ -34,7 +34,7 @@ from ood_store._errors import OodStoreError
 from ood_store._evaluate.checkpoints import Checkpoint
 from ood_store._evaluate.harness import output_to, release_memory, require_eval_extra, run_lm_eval
 from ood_store._evaluate.tasklist import TaskObjects
-from ood_store._evaluate.workdir import HEARTBEAT_S, Unit, WorkDir, this_host
+from ood_store._evaluate.workdir import HEARTBEAT_S, Done, Failure, Unit, WorkDir, this_host
 
 TAIL_LINES = 12
 
@@ -47,14 +47,24 @@ class UnitResult:
     error: str | None = None
 
 
-def work(work_dir: str | os.PathLike[str], attempt: str, max_units: int | None = None) -> int:
-    """Evaluate the units of ``attempt`` that no other worker has taken, at most ``max_units``; returns how many."""
+def work(
+    work_dir: str | os.PathLike[str],
+    attempt: str,
+    max_units: int | None = None,
+    *,
+    stop: Callable[[], bool] | None = None,
+) -> int:
+    """Evaluate the units of ``attempt`` that no other worker has taken, at most ``max_units``; returns how many.
+
+    ``stop``, asked before each unit is taken: when it says true, no further unit is (the worker's job
+    was cancelled, or is near its time limit).
+    """
     require_eval_extra("a worker")
     work = WorkDir(work_dir)
     count = 0
     with TaskObjects() as tasks:
-        for unit_id in work.attempt(attempt)["units"]:
-            if max_units is not None and count >= max_units:
+        for unit_id in work.attempt(attempt).units:
+            if (max_units is not None and count >= max_units) or (stop is not None and stop()):
                 break
             if work.done(unit_id) is not None:
                 continue
@@ -100,18 +110,17 @@ def run_unit(work_dir: WorkDir, unit: Unit, tasks: TaskObjects, attempt: str, cl
             os.rename(tmp, final)
             seconds = time.monotonic() - started
             work_dir.mark_done(
-                unit.id,
-                {
-                    "unit": unit.id,
-                    "results": str(final / relative),
-                    "sha256": _sha256(final / relative),
-                    "lm_eval_version": _version("lm_eval"),
-                    "host": this_host(),
-                    "pid": os.getpid(),
-                    "attempt": attempt,
-                    "seconds": round(seconds, 3),
-                    "finished": time.time(),
-                },
+                Done(
+                    unit=unit.id,
+                    results=str(final / relative),
+                    sha256=_sha256(final / relative),
+                    lm_eval_version=_version("lm_eval"),
+                    host=this_host(),
+                    pid=os.getpid(),
+                    attempt=attempt,
+                    seconds=round(seconds, 3),
+                    finished=time.time(),
+                )
             )
             return UnitResult(unit.id, True, seconds)
     except Exception as exc:
@@ -126,17 +135,16 @@ def run_unit(work_dir: WorkDir, unit: Unit, tasks: TaskObjects, attempt: str, cl
             shutil.copyfile(log, work_dir.failed_log(unit.id))
         shutil.rmtree(tmp, ignore_errors=True)
         work_dir.mark_failed(
-            unit.id,
-            {
-                "unit": unit.id,
-                "error": error,
-                "tail": [line.rstrip("\n") for line in tail],
-                "host": this_host(),
-                "pid": os.getpid(),
-                "attempt": attempt,
-                "seconds": round(seconds, 3),
-                "finished": time.time(),
-            },
+            Failure(
+                unit=unit.id,
+                error=error,
+                tail=[line.rstrip("\n") for line in tail],
+                host=this_host(),
+                pid=os.getpid(),
+                attempt=attempt,
+                seconds=round(seconds, 3),
+                finished=time.time(),
+            )
         )
         return UnitResult(unit.id, False, seconds, error)
     finally:

@@ -11,6 +11,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import duckdb
@@ -179,6 +180,37 @@ def toy_evaluate_args(db: Path, toy_run, out: Path, *extra: str, run: str = TOY_
         "--db", str(db), "evaluate", str(toy_run["run"]), "--run", run, "--tasks", ",".join(tasks),
         "--include-path", str(toy_run["tasks"]), "--output-dir", str(out), "--batch-size", "8", "-q", *extra,
     ]  # fmt: skip
+
+
+def wait_for(condition, what: str, timeout: float = 300, process: subprocess.Popen | None = None):
+    """``condition()``'s first true value, asked every 50 ms; fails after ``timeout`` s, or when ``process`` ends."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = condition()
+        if found:
+            return found
+        if process is not None and process.poll() is not None:
+            output = process.communicate() if process.stdout is not None or process.stderr is not None else ""
+            pytest.fail(f"the process ended (status {process.returncode}) before {what} {output}")
+        time.sleep(0.05)
+    pytest.fail(f"timed out waiting for {what}")
+
+
+#: The tasks of the reference evaluation that the fault and real-cluster tests compare with.
+REFERENCE_TASKS = TOY_TASKS[:2]
+
+
+@pytest.fixture(scope="module")
+def reference(toy_run, tmp_path_factory) -> dict[str, list[tuple]]:
+    """The rows of an inline evaluation of the toy run's checkpoints on REFERENCE_TASKS, which every executor,
+    fault or cluster must reproduce (tests/test_evaluate.py checks inline evaluations against lm-eval's files)."""
+    from ood_store._cli import main
+
+    root = tmp_path_factory.mktemp("reference")
+    db = root / "store.duckdb"
+    result = CliRunner().invoke(main, toy_evaluate_args(db, toy_run, root / "out", tasks=REFERENCE_TASKS))
+    assert result.exit_code == 0, result.output
+    return evaluation_rows(db)
 
 
 @pytest.fixture(scope="session")

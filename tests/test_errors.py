@@ -19,6 +19,7 @@ ROOT = Path(__file__).resolve().parents[1]
 LIBRARY = ["evaluate", "ingest", "store", "schema", "analysis", "export", "ood_store"]
 FLAG = re.compile(r"(?<![\w-])--[a-z][a-z-]+")
 MENTION = re.compile(r"`([a-z][a-z0-9_]*)`")
+SLURM_COMMANDS = ("sbatch", "squeue", "sacct", "scancel", "scontrol")
 
 
 def _library_modules():
@@ -38,8 +39,9 @@ def _raised_strings(path: Path):
 
 
 def _message_strings(path: Path):
-    """Every string constant of the module but its docstrings and the names of a worker's own command-line
-    options (``parser.add_argument("--max-units")``): errors, warnings, notes, reasons, messages."""
+    """Every string constant of the module but its docstrings, the names of a worker's own command-line
+    options (``parser.add_argument("--max-units")``) and the arguments of Slurm's commands that it runs
+    (``["sbatch", "--test-only", ...]``): errors, warnings, notes, reasons, messages."""
     tree = ast.parse(path.read_text("utf-8"))
     skipped = set()
     for node in ast.walk(tree):
@@ -53,6 +55,9 @@ def _message_strings(path: Path):
             skipped.add(id(body[0].value))  # a docstring
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "add_argument":
             skipped.update(id(arg) for arg in node.args)
+        first = node.elts[0] if isinstance(node, ast.List) and node.elts else None
+        if isinstance(first, ast.Constant) and first.value in SLURM_COMMANDS:
+            skipped.update(id(arg) for arg in node.elts)
     for node in ast.walk(tree):
         if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in skipped:
             yield node.lineno, node.value

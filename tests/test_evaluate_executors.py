@@ -131,6 +131,10 @@ def test_every_executor_stores_the_same_rows(
     inline, toy_run, tmp_path, monkeypatch, dead_address, executor, options, jobs
 ):
     monkeypatch.setenv("RAY_USAGE_STATS_ENABLED", "0")
+    if executor == "slurm":  # submitit's local executor, as on a machine without Slurm (CI installs Slurm)
+        from ood_store._evaluate.executors.slurm import SlurmExecutor
+
+        monkeypatch.setattr(SlurmExecutor, "cluster", property(lambda self: "local"))
     # Without --ray-address the workers run on a Ray of their own, here: never on a cluster that RAY_ADDRESS
     # (or an earlier `ray start` on this machine) names. One that answers nothing shows it.
     monkeypatch.setenv("RAY_ADDRESS", dead_address)
@@ -207,11 +211,16 @@ def _pids(work: Path) -> str:
 
 
 def test_slurm_gets_one_job_array_with_the_sbatch_directives_asked_for(toy_run, tmp_path, monkeypatch):
-    """With Slurm's commands on the PATH (stand-ins that keep the script), submitit writes the array's sbatch file."""
+    """With Slurm's commands on the PATH (stand-ins that keep the script), submitit writes the array's sbatch file;
+    ``sbatch --test-only`` of the same directives comes first (tests/test_evaluate_cluster.py has a real Slurm)."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     (bin_dir / "srun").write_text("#!/bin/sh\nexit 0\n")
-    (bin_dir / "sbatch").write_text(f'#!/bin/sh\ncp "$1" {tmp_path}/submitted.sh\necho "Submitted batch job 4242"\n')
+    (bin_dir / "sbatch").write_text(
+        "#!/bin/sh\n"
+        f'if [ "$1" = --test-only ]; then cp "$2" {tmp_path}/tested.sh; echo "sbatch: Job 4241 to start at now" >&2;'
+        f' exit 0; fi\ncp "$1" {tmp_path}/submitted.sh\necho "Submitted batch job 4242"\n'
+    )
     for tool in bin_dir.iterdir():
         tool.chmod(0o755)
     monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
@@ -222,9 +231,14 @@ def test_slurm_gets_one_job_array_with_the_sbatch_directives_asked_for(toy_run, 
     assert report.jobs == "Slurm job array 4242: 3 tasks of up to 1 unit"
     assert [c.status for c in report.checkpoints] == ["submitted"] * len(TOY_STEPS)
     directives = [line for line in (tmp_path / "submitted.sh").read_text().splitlines() if line.startswith("#SBATCH")]
+    # SIGUSR2 9 minutes (a tenth of the limit) before it: the worker gives its unit back and the task is requeued.
     for expected in ("--partition=gpu", "--gpus-per-node=1", "--time=90", "--array=0-2%2", "--qos=high", "--mem=32G",
-                     "--ntasks-per-node=1", "--job-name=ood-store"):  # fmt: skip
+                     "--ntasks-per-node=1", "--job-name=ood-store", "--signal=USR2@540"):  # fmt: skip
         assert f"#SBATCH {expected}" in directives, (expected, directives)
+    tested = [line for line in (tmp_path / "tested.sh").read_text().splitlines() if line.startswith("#SBATCH")]
+    assert {line for line in tested if "--array" not in line and "--output" not in line and "--error" not in line} == {
+        line for line in directives if "--array" not in line and "--output" not in line and "--error" not in line
+    }
 
 
 def test_local_workers_each_see_their_own_gpus_or_a_share_of_the_cores(monkeypatch):

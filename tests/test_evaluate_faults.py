@@ -17,19 +17,18 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
 import ood_store
-from conftest import TOY_RUN, TOY_STEPS, TOY_TASKS, evaluation_rows, toy_evaluate_args
+from conftest import REFERENCE_TASKS, TOY_RUN, TOY_STEPS, evaluation_rows, toy_evaluate_args, wait_for
 from ood_store._cli import main
 
 pytestmark = pytest.mark.xdist_group("faults")
 
 BIN = Path(sys.executable).parent
-TASKS = TOY_TASKS[:2]
+TASKS = REFERENCE_TASKS
 PER_UNIT_SCORES = len(TASKS)  # one metric (acc) per toy task
 
 COLLECTOR = r"""
@@ -75,31 +74,8 @@ main(sys.argv[3:], prog_name="ood-store")
 """
 
 
-def wait_for(condition, what: str, timeout: float = 300, process: subprocess.Popen | None = None):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        found = condition()
-        if found:
-            return found
-        if process is not None and process.poll() is not None:
-            pytest.fail(f"the process ended (status {process.returncode}) before {what}")
-        time.sleep(0.05)
-    pytest.fail(f"timed out waiting for {what}")
-
-
 def ood_store_command(*args: str) -> list[str]:
     return [str(BIN / "ood-store"), *args]
-
-
-@pytest.fixture(scope="module")
-def reference(toy_run, tmp_path_factory):
-    root = tmp_path_factory.mktemp("reference")
-    db = root / "store.duckdb"
-    from click.testing import CliRunner
-
-    result = CliRunner().invoke(main, toy_evaluate_args(db, toy_run, root / "out", tasks=TASKS))
-    assert result.exit_code == 0, result.output
-    return evaluation_rows(db)
 
 
 @pytest.fixture(scope="module")

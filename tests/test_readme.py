@@ -100,11 +100,12 @@ def test_ci_runs_the_readme_test_command():
     assert command == "make test"
     ci = (ROOT / ".ci" / "run").read_text()
     steps = [line for line in ci.splitlines() if line and not line.startswith(("#", "set ", "cd ", "export "))]
-    # The README's command last, after installing LaTeX and Chromium, lint and the type check, which the README
-    # also documents.
-    assert steps[-1] == command and steps[:4] == ["make latex", "make browser", "make lint", "make typecheck"]
+    # The README's command last, after installing LaTeX and Chromium, lint, the type check and the site, and after
+    # starting the test cluster, which is stopped however CI ends; the README documents each.
+    assert steps == ["make latex", "make browser", "make lint", "make typecheck", "make docs",
+                     "trap 'make cluster-stop' EXIT", "make cluster", command]  # fmt: skip
     readme = (ROOT / "README.md").read_text()
-    assert "make lint" in readme and "make typecheck" in readme
+    assert all(f"`make {target}`" in readme for target in ("lint", "typecheck", "cluster", "cluster-stop"))
     makefile = (ROOT / "Makefile").read_text()
     assert re.search(r"^test: .*\n(\t@.*\n)*\t\$\(BIN\)/python -m pytest", makefile, flags=re.MULTILINE)
 

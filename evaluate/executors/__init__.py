@@ -3,9 +3,11 @@
 :func:`settings` checks the executor's name and options (every option belongs
 to some executors only) before anything is planned or submitted;
 :func:`create` makes the executor, importing its optional extra. An executor's
-``check()`` tests what can only be tested by trying (a Ray address that
-answers); its ``submit()`` starts workers on an attempt's units and returns
-:class:`Jobs`.
+``preflight()`` asks the cluster, before planning, whether it would take
+the workers as configured (``sbatch --test-only``, a Ray head that answers
+and accepts this machine's token); its ``check()`` starts what the workers
+need (a connection to Ray) once there is something to evaluate; its
+``submit()`` starts workers on an attempt's units and returns :class:`Jobs`.
 """
 
 from __future__ import annotations
@@ -56,6 +58,20 @@ class ExecutorSettings:
     ray_address: str | None = None
 
 
+@dataclass(frozen=True)
+class JobEnd:
+    """A worker's job that the scheduler ended without completing it: its state and the end of its own stderr."""
+
+    job: str  # as the scheduler names it (Slurm: 4242_3 for an array task), and as claims record it
+    state: str  # the scheduler's: CANCELLED, TIMEOUT, OUT_OF_MEMORY, NODE_FAIL, FAILED, UNKNOWN, ...
+    tail: list[str] = field(default_factory=list)
+    log: str | None = None  # its stderr file
+    scheduler: str = "Slurm"
+
+    def describe(self) -> str:
+        return f"{self.scheduler} job {self.job} ended: {self.state}"
+
+
 class Jobs(Protocol):
     """Workers started by an executor."""
 
@@ -63,6 +79,10 @@ class Jobs(Protocol):
 
     def finished(self) -> bool:
         """Whether every worker has stopped."""
+        ...
+
+    def ended(self) -> dict[str, JobEnd]:
+        """The workers' jobs that the scheduler ended abnormally, by job (as claims name it); {} without one."""
         ...
 
     def cancel(self) -> None:
@@ -81,8 +101,13 @@ class Jobs(Protocol):
 class Executor(Protocol):
     settings: ExecutorSettings
 
+    def preflight(self) -> None:
+        """Stop with one line when the cluster refuses the configuration (a partition, an account, a Ray
+        address), before anything is planned; quick, and leaves nothing behind."""
+        ...
+
     def check(self) -> None:
-        """Stop with one line when the executor cannot run as configured (before anything is submitted)."""
+        """Stop with one line when the executor cannot run as configured (after planning, before submitting)."""
         ...
 
     def submit(self, work: WorkDir, attempt: str, units: int, detach: bool) -> Jobs:

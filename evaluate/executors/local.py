@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 from ood_store._counts import n
-from ood_store._evaluate.executors import ExecutorSettings
+from ood_store._evaluate.executors import ExecutorSettings, JobEnd
 from ood_store._evaluate.workdir import WorkDir
 
 
@@ -36,6 +36,9 @@ def visible_gpus() -> list[str]:
 class LocalExecutor:
     def __init__(self, settings: ExecutorSettings):
         self.settings = settings
+
+    def preflight(self) -> None:
+        pass
 
     def check(self) -> None:
         pass
@@ -89,6 +92,9 @@ class LocalJobs:
 
     def finished(self) -> bool:
         return all(p.poll() is not None for p in self.processes)
+
+    def ended(self) -> dict[str, JobEnd]:
+        return {}
 
     def cancel(self) -> None:
         for process in self.processes:

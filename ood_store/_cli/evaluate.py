@@ -199,7 +199,7 @@ def evaluate(
             _interrupted(interrupted.report, settings.db)
             raise SystemExit(130) from None
     _summarise(report, settings.db, quiet, report.variant)
-    if report.failed:
+    if report.failed or report.pending:
         raise SystemExit(1)
 
 
@@ -220,10 +220,17 @@ def _progress_bars_off(off: bool) -> Iterator[None]:
 
 def _summarise(report: EvaluateReport, db, quiet: bool, variant: Variant | None) -> None:
     study = len(report.runs) > 1
-    if report.failed:
-        click.echo(f"Failed: {n(len(report.failed), 'checkpoint')}:", err=True)
-        for c in report.failed:
-            click.echo(f"  {_name(c, study)}: {c.error}", err=True)
+    for outcomes, what in ((report.failed, "Failed"), (report.pending, "Not evaluated (pending)")):
+        if outcomes:
+            click.echo(f"{what}: {n(len(outcomes), 'checkpoint')}:", err=True)
+            for c in outcomes:
+                click.echo(f"  {_name(c, study)}: {c.error}", err=True)
+    for end in report.ended_jobs:  # once per job, however many units it held
+        log = f" ({end.log})" if end.log else ""
+        click.echo(f"{end.describe()}; the end of its stderr{log}:" if end.tail else end.describe(), err=True)
+        for line in end.tail:
+            click.echo(f"  {line}", err=True)
+    if report.failed or report.pending:
         click.echo(
             f"The errors in full: ood-store status {report.work_dir}; running the same command again retries.", err=True
         )

@@ -11,7 +11,7 @@ from ood_store._cli.options import FOLDER
 from ood_store._cli.output import emit, output_options
 from ood_store._counts import n
 from ood_store._evaluate.collect import collect as collect_units
-from ood_store._evaluate.workdir import WorkDir, status_table
+from ood_store._evaluate.workdir import UnitStatus, WorkDir, status_table
 
 _WORK_DIR = click.argument("work_dir", type=FOLDER, metavar="WORK_DIR")
 _STATES = ("stored", "done", "running", "pending", "failed")
@@ -70,14 +70,25 @@ def status(settings, work_dir: Path, output_format: str, output) -> None:
         emit(frame, output_format, output)
         return
     click.echo(_summary(Counter(s.state for s in statuses)))
-    emit(frame.drop("error"), output_format, None)
+    shown = frame.drop("error")
+    if shown["job"].is_null().all():  # no scheduler's job: local or Ray workers
+        shown = shown.drop("job", "job_state")
+    emit(shown, output_format, None)
+    tails: set[tuple[str, ...]] = set()  # a job's tail, shown once for all the units it held
     for s in statuses:
-        if s.state == "failed":
-            click.echo(f"\n{s.unit.id} failed on {s.host}: {s.error}")
-            for line in s.error_tail:
-                click.echo(f"  {line}")
-        elif s.state == "pending" and s.error:
-            click.echo(f"\n{s.unit.id}: {s.error}")
+        if s.state == "failed" or (s.state == "pending" and s.error):
+            click.echo(f"\n{_what_happened(s)}: {s.error}")
+            tail = tuple(s.error_tail)
+            if tail and (s.job is None or tail not in tails):
+                for line in tail:
+                    click.echo(f"  {line}")
+                tails.add(tail)
+
+
+def _what_happened(s: UnitStatus) -> str:
+    """``UNIT failed on HOST``, or ``UNIT pending`` (the error then says why, and which job's state)."""
+    where = f" on {s.host}" if s.host else ""
+    return f"{s.unit.id} {s.state}{where}"
 
 
 def _summary(states: Counter) -> str:
