@@ -240,6 +240,8 @@ def compute(data: Store | pl.DataFrame, options: Options, *, progress: bool = Fa
     ``options.in_domain`` None is replaced by the runs' ``in_domain`` attribute
     (:func:`~ood_store._analysis.series.in_domain_of_runs`); the result's options say which.
     """
+    if options.bootstrap:
+        _bootstrap.require_arch()  # before the series are read: one line, not a failure halfway
     if options.in_domain is None:
         options = dataclasses.replace(options, in_domain=in_domain_of_runs(data, options.runs))
     series = load(data, options)
@@ -485,7 +487,7 @@ class _Fit:
         self.problems = np.array([("{task} is constant" if c else None) for c in constant], dtype=object)
         self.residuals = np.full_like(X, np.nan, dtype=float)
         self.edf = np.full(X.shape[1], np.nan)
-        self.alpha = np.full(X.shape[1], np.nan)
+        self.smoothing_parameter = np.full(X.shape[1], np.nan)
         self.note: str | None = None
         varying = ~constant
         Zr, Xr = self._ranked(Z, X[:, varying])
@@ -494,7 +496,7 @@ class _Fit:
             fit = self._residualize(Zr, Xr)
             self.note = fit.note
             self.residuals[:, varying] = fit.values
-            self.edf[varying], self.alpha[varying] = fit.edf, fit.alpha
+            self.edf[varying], self.smoothing_parameter[varying] = fit.edf, fit.smoothing_parameter
             spread = np.linalg.norm(Xr - Xr.mean(axis=0), axis=0)
             explained = np.linalg.norm(fit.values, axis=0) <= 1e-10 * spread
             idx = np.flatnonzero(varying)[explained]
@@ -536,7 +538,9 @@ class _Fit:
             values = residuals.linear_resampled(Zb, Xb)
         else:
             design = self.smoother.design(Zb[:, :, 0].reshape(-1)).reshape(Zb.shape[0], Zb.shape[1], -1)
-            values = residuals.penalized_resampled(design, Xb, self.smoother.penalty_root, self.alpha[use])
+            values = residuals.penalized_resampled(
+                design, Xb, self.smoother.penalty_root, self.smoothing_parameter[use]
+            )
         values[np.broadcast_to(np.ptp(Xb, axis=1, keepdims=True) == 0, values.shape)] = np.nan
         corr = np.full((Zb.shape[0], p, p), np.nan)
         corr[:, use[:, None], use[None, :]] = _correlation(values)
