@@ -114,3 +114,39 @@ def _holm(p: np.ndarray) -> np.ndarray:
     out = np.empty_like(stepped)
     out[order] = stepped
     return out
+
+
+def adjusted_level(p: np.ndarray, method: str, alpha: float) -> float:
+    """The level ``alpha'`` of the intervals that go with :func:`adjust`: a test's interval at ``1 - alpha'``
+    excludes its null value exactly when its adjusted p (over the family ``p``) is below ``alpha``.
+
+    With ``m`` finite p-values of which ``R`` have an adjusted p below ``alpha``:
+    Bonferroni ``alpha / m``; Holm ``alpha / (m - R)`` (``alpha`` when all are
+    rejected), the level at which its step-down stopped; Benjamini–Hochberg
+    ``R alpha / m`` (``alpha / m`` when none is rejected), Benjamini and
+    Yekutieli's (2005) false-coverage-rate intervals for the selected
+    parameters; ``none`` ``alpha``. Bonferroni's intervals are simultaneous and
+    BH's control the false coverage rate among the rejected; Holm's are not
+    simultaneous intervals (none exist that agree with Holm's decisions and are
+    informative for every parameter), only the ones that agree with its decisions.
+
+    Examples
+    --------
+    Holm over four p-values rejects two at 0.05 (0.001 × 4, 0.01 × 3), stopping at 0.04 × 2 = 0.08:
+
+    >>> p = np.array([0.001, 0.01, 0.04, 0.3])
+    >>> adjusted_level(p, "holm", 0.05), adjusted_level(p, "bonferroni", 0.05), adjusted_level(p, "fdr_bh", 0.05)
+    (0.025, 0.0125, 0.025)
+    """
+    if method not in ADJUST_METHODS:
+        raise ValueError(f"adjust must be one of {', '.join(ADJUST_METHODS)}, not {method!r}")
+    p = np.asarray(p, dtype=float)
+    m = int(np.isfinite(p).sum())
+    if method == "none" or m == 0:
+        return alpha
+    rejected = int((adjust(p, method) < alpha).sum())
+    if method == "bonferroni":
+        return alpha / m
+    if method == "holm":
+        return alpha / (m - rejected) if rejected < m else alpha
+    return max(rejected, 1) * alpha / m
