@@ -29,9 +29,9 @@ ADJUST_PAIRS = inference_module.ADJUST_METHODS
 DEFAULT_ADJUST_PAIRS = "holm"
 #: The default test of the pooled estimate and between groups (README: "Planning a study", the calibration table).
 DEFAULT_TEST = "knha"
-#: The fewest runs (distinct ``within`` values) a group needs for the test between groups, by test; with fewer the
-#: group's model and its seeds are confounded (one run) or the test is not calibrated (README's calibration table).
-MIN_WITHIN = {"knha": 2, "z": 2}
+#: The fewest runs (distinct ``within`` values) a group needs for the test between groups: with one, the group's
+#: model and its seed are one thing, and the variation within groups is estimated from the other groups alone.
+MIN_WITHIN = 2
 
 
 def _check(alpha: float, inference: str, adjust_pairs: str, test: str) -> None:
@@ -120,8 +120,8 @@ def compare(
         raise AnalysisError(f"must be more than 0.5 and at most 1, not {agreement}", parameter="agreement")
     by = list(dict.fromkeys(by)) if by else None  # repeated names count once
     table = partial_table(data)
-    groups = _group_columns(table, by, attributes)
-    rows = _with_variance(groups, inference, alpha)
+    groups = with_attributes(table, by, attributes)
+    rows = with_variance(groups, inference, alpha)
     keys = [*(by or []), "task_x", "task_y"]
     lists = rows.group_by(keys, maintain_order=True).agg("r", "variance", "significant")
     r, variance, significant = (_padded(lists[name], fill) for name, fill in
@@ -144,7 +144,7 @@ def fisher_variance(n: np.ndarray | pl.Expr, edf: np.ndarray | pl.Expr):
     return 1.0 / (n - edf - 2.0)
 
 
-def _with_variance(table: pl.DataFrame, inference: str, alpha: float) -> pl.DataFrame:
+def with_variance(table: pl.DataFrame, inference: str, alpha: float) -> pl.DataFrame:
     """Each run's Fisher-z sampling variance (:func:`fisher_variance`) and whether it is significant at ``alpha``."""
     size_column, p_column = ("n_eff", "p_eff_adj") if inference == "effective" else ("n", "p_adj")
     edf = pl.max_horizontal(pl.col("edf_x"), pl.col("edf_y")).fill_null(2.0)
@@ -229,7 +229,7 @@ def _pooled(
             "n_sig_positive": int(sig_positive[i]),
             "n_sig_negative": int(sig_negative[i]),
         }
-        values = {
+        values: dict[str, float | int | str | None] = {
             **counts,
             "r_pooled": estimate,
             "ci_low": _number(np.tanh(low[i])),
@@ -249,9 +249,9 @@ def _pooled(
         values["verdict"] = verdicts.verdict(
             **counts,
             estimate=estimate,
-            ci_low=values["ci_low_adj"],
-            ci_high=values["ci_high_adj"],
-            q_p=values["q_p_adj"],
+            ci_low=_number(np.tanh(low_adj[i])),
+            ci_high=_number(np.tanh(high_adj[i])),
+            q_p=_number(q_p_adj[i]),
             alpha=alpha,
             agreement=agreement,
         )
@@ -357,10 +357,10 @@ def between_groups(
     if attributes is None:
         raise AnalysisError("comparing groups of runs needs the store (or a frame of run attributes)")
     table = partial_table(data)
-    rows = _group_columns(table, [between], attributes, "between")
-    rows = _group_columns(rows, [within], attributes, "within")
+    rows = with_attributes(table, [between], attributes, "between")
+    rows = with_attributes(rows, [within], attributes, "within")
     _check_design(rows, between, within)
-    rows = _with_variance(rows, inference, alpha)
+    rows = with_variance(rows, inference, alpha)
     runs = rows.select("run", between).unique().sort("run")
     index = ["task_x", "task_y"]
     r = rows.pivot(on="run", index=index, values="r", aggregate_function=None, sort_columns=True).sort(index)
@@ -388,7 +388,7 @@ def between_groups(
             row[column] = _number(values[i])
         row["verdict"] = verdicts.between_verdict(
             between, within, groups=row["groups"], fewest=row["within_per_group"], p=row["p_between_adj"],
-            alpha=alpha, minimum=MIN_WITHIN[test],
+            alpha=alpha, minimum=MIN_WITHIN,
         )  # fmt: skip
         if not row["verdict"].startswith(("differs", "not shown")):  # no test: no statistics beside the verdict
             row.update(dict.fromkeys(BETWEEN_COLUMNS[5:-1]))
@@ -423,7 +423,7 @@ def _check_design(rows: pl.DataFrame, between: str, within: str) -> None:
         )
 
 
-def _group_columns(table: pl.DataFrame, by: Sequence[str] | None, attributes, parameter: str = "by") -> pl.DataFrame:
+def with_attributes(table: pl.DataFrame, by: Sequence[str] | None, attributes, parameter: str = "by") -> pl.DataFrame:
     if not by:
         return table
     clash = [name for name in by if name in table.columns]

@@ -36,11 +36,13 @@ know that τ² was estimated from k - p residuals. metafor does not truncate
 **Many at once.** Every function is the one-row case of its ``*_many``
 counterpart, which takes a batch of rows (``B × k`` arrays of effects and
 variances, NaN where a row has no such run; the groups shared by all rows)
-and solves every row's τ² at once by bisection of the same equation.
+and solves every row's τ² at once: Newton's steps on the generalised Q, whose
+slope in τ² is known (``-Σ w² (y - fitted)²``), kept inside a bracket by
+bisection (REML's score: bisection alone), to where scipy's ``brentq`` of
+earlier versions stopped (a step below ``1e-15 + 4 eps τ²``), so that both
+give the same τ² to rounding error.
 :func:`~ood_store._analysis.compare.compare` pools all pairs of a comparison
-in one call; :mod:`~ood_store._analysis.plan` thousands of simulated studies.
-The bisection stops where scipy's ``brentq`` would (an interval below
-``1e-15 + 4 eps τ²``), so both give the same τ² to rounding error.
+in one call; :mod:`~ood_store._analysis.power` thousands of simulated studies.
 
 statsmodels' ``combine_effects(method_re="iterated")`` is not used for the
 Paule–Mandel τ²: its iteration returns τ² = 0 whenever an update overshoots
@@ -96,12 +98,17 @@ def _two_sided(statistic: np.ndarray, df: np.ndarray) -> np.ndarray:
 
 @dataclass(frozen=True)
 class _Rows:
-    """A batch of rows: effects and variances (0 where absent), which runs each row has, and their groups."""
+    """A batch of rows: effects and variances (0 and 1 where absent), which runs each row has, their groups.
+
+    The runs are reordered so that each group's are contiguous (``starts``): per-group sums are then one
+    ``np.add.reduceat`` and a per-group value is spread back to its runs by ``np.repeat``.
+    """
 
     y: np.ndarray  # B × k, 0 where absent
     v: np.ndarray  # B × k, 1 where absent (never used)
     present: np.ndarray  # B × k
-    onehot: np.ndarray  # k × g: run -> group
+    starts: np.ndarray  # g: each group's first run
+    widths: np.ndarray  # g: each group's runs
     names: tuple[str, ...]
 
     @classmethod
@@ -110,21 +117,30 @@ class _Rows:
         v = np.atleast_2d(np.asarray(variances, dtype=float))
         if y.shape != v.shape:
             raise ValueError(f"effects {y.shape} and variances {v.shape} differ in shape")
-        present = np.isfinite(y) & np.isfinite(v) & (v > 0)
+        names: tuple[str, ...] = ("all",)
         if groups is None:
-            names, index = ("all",), np.zeros(y.shape[1], dtype=np.intp)
+            index = np.zeros(y.shape[1], dtype=np.intp)
         else:
             labels, index = np.unique(np.asarray(groups, dtype=str), return_inverse=True)
-            names = tuple(str(label) for label in labels)
+            names, index = tuple(str(label) for label in labels), index.reshape(-1)
             if index.size != y.shape[1]:
                 raise ValueError(f"{index.size} groups for {y.shape[1]} runs")
-        onehot = np.zeros((y.shape[1], len(names)))
-        onehot[np.arange(y.shape[1]), index.reshape(-1)] = 1.0
-        return cls(np.where(present, y, 0.0), np.where(present, v, 1.0), present, onehot, names)
+        order = np.argsort(index, kind="stable")
+        y, v = y[:, order], v[:, order]
+        widths = np.bincount(index, minlength=len(names))
+        present = np.isfinite(y) & np.isfinite(v) & (v > 0)
+        starts = np.concatenate([[0], np.cumsum(widths)[:-1]]).astype(np.intp)
+        return cls(np.where(present, y, 0.0), np.where(present, v, 1.0), present, starts, widths, names)
 
     def sums(self, values: np.ndarray) -> np.ndarray:
         """Per row and group, the sum of ``values`` (B × k, 0 where absent): B × g."""
-        return (values[:, :, None] * self.onehot[None]).sum(axis=1)
+        if values.shape[1] == 0:
+            return np.zeros((values.shape[0], len(self.names)))
+        return np.add.reduceat(values, self.starts, axis=1)
+
+    def spread(self, per_group: np.ndarray) -> np.ndarray:
+        """A value per row and group (B × g) as a value per row and run (B × k)."""
+        return np.repeat(per_group, self.widths, axis=1)
 
     @property
     def k(self) -> np.ndarray:
@@ -147,31 +163,46 @@ class _Rows:
         total = self.sums(w)
         with np.errstate(invalid="ignore", divide="ignore"):
             means = self.sums(w * self.y) / total
-        fitted = np.nan_to_num(means) @ self.onehot.T
+        fitted = self.spread(np.where(total > 0, means, 0.0))
         return w, total, means, np.where(self.present, self.y - fitted, 0.0)
 
 
-def _bisect(equation: Callable[[np.ndarray], np.ndarray], high: np.ndarray, active: np.ndarray) -> np.ndarray:
-    """For each active row, a root of the decreasing-through-zero ``equation`` in ``(0, high]``, by bisection.
+def _solve(
+    equation: Callable[[np.ndarray], tuple[np.ndarray, np.ndarray | None]], high: np.ndarray, active: np.ndarray
+) -> np.ndarray:
+    """For each active row, a root in ``(0, high]`` of ``equation``, positive at 0 for the active rows.
 
-    ``equation`` is positive at 0 for the active rows; ``high`` is doubled until it is not.
+    ``equation(t)`` returns its values and slopes (None: none known). ``high`` is
+    doubled until the equation is not positive there; then Newton steps that stay
+    inside the bracket, bisection where they would leave it or no slope is known,
+    until a step is below ``1e-15 + 4 eps t`` (scipy brentq's tolerance).
     """
     high = np.where(active, high, 1.0)
     for _ in range(_MAX_STEPS):
-        unbounded = active & (equation(high) > 0)
+        unbounded = active & (equation(high)[0] > 0)
         if not unbounded.any():
             break
         high = np.where(unbounded, high * 2.0, high)
     low = np.zeros_like(high)
+    t = low.copy()
+    value, slope = equation(t)
+    open_ = active.copy()
     for _ in range(_MAX_STEPS):
-        open_ = active & (high - low > _XTOL + _RTOL * high)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            newton = t - value / slope if slope is not None else np.full_like(t, np.nan)
+        inside = np.isfinite(newton) & (newton > low) & (newton < high)
+        step = np.where(inside, newton, 0.5 * (low + high))
+        done = np.abs(step - t) <= _XTOL + _RTOL * np.abs(step)
+        t = np.where(open_, step, t)
+        open_ &= ~done
         if not open_.any():
             break
-        mid = 0.5 * (low + high)
-        up = equation(mid) > 0
-        low = np.where(open_ & up, mid, low)
-        high = np.where(open_ & ~up, mid, high)
-    return np.where(active, 0.5 * (low + high), 0.0)
+        value, slope = equation(t)
+        up = value > 0
+        low = np.where(open_ & up, t, low)
+        high = np.where(open_ & ~up, t, high)
+        open_ &= value != 0
+    return np.where(active, t, 0.0)
 
 
 def _tau2(rows: _Rows, method: str, valid: np.ndarray) -> np.ndarray:
@@ -180,25 +211,36 @@ def _tau2(rows: _Rows, method: str, valid: np.ndarray) -> np.ndarray:
     k, g = rows.k, rows.g
 
     if method == "PM":
+        return _q_root(rows, (k - g).astype(float), valid)
 
-        def equation(tau2: np.ndarray) -> np.ndarray:  # generalised Q minus its expectation, decreasing in τ²
-            w, _, _, resid = rows.fit(tau2)
-            return np.sum(w * resid**2, axis=1) - (k - g)
+    def equation(tau2: np.ndarray) -> tuple[np.ndarray, None]:  # the REML score y'PPy - tr(P)
+        w, total, _, resid = rows.fit(tau2)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            per_group = np.where(total > 0, rows.sums(w**2) / total, 0.0)
+        return np.sum((w * resid) ** 2, axis=1) - (w.sum(axis=1) - per_group.sum(axis=1)), None
 
-    else:
+    return _solve(equation, _bracket(rows), valid & (equation(np.zeros(rows.y.shape[0]))[0] > 0))
 
-        def equation(tau2: np.ndarray) -> np.ndarray:  # the REML score y'PPy - tr(P), P = W - W X (X'WX)^-1 X'W
-            w, total, _, resid = rows.fit(tau2)
-            with np.errstate(invalid="ignore", divide="ignore"):
-                per_group = np.where(total > 0, rows.sums(w**2) / total, 0.0)
-            return np.sum((w * resid) ** 2, axis=1) - (w.sum(axis=1) - per_group.sum(axis=1))
 
-    positive = valid & (equation(np.zeros(rows.y.shape[0])) > 0)
+def _q_root(rows: _Rows, target: np.ndarray, valid: np.ndarray) -> np.ndarray:
+    """Where the generalised Q, ``Σ w (y - fitted)²`` with ``w = 1 / (v + τ²)``, equals ``target`` (0 where it is
+    already below at τ² = 0). Its slope in τ² is ``-Σ w² (y - fitted)²`` (the group means minimise it: their own
+    change does not count)."""
+
+    def equation(tau2: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        w, _, _, resid = rows.fit(tau2)
+        return np.sum(w * resid**2, axis=1) - target, -np.sum((w * resid) ** 2, axis=1)
+
+    return _solve(equation, _bracket(rows), valid & (equation(np.zeros(rows.y.shape[0]))[0] > 0))
+
+
+def _bracket(rows: _Rows) -> np.ndarray:
+    """A first upper bound to try for τ²: the larger of the effects' variance and the largest sampling variance."""
+    k = rows.k
     with np.errstate(invalid="ignore", divide="ignore"):
         mean = rows.y.sum(axis=1) / k
         spread = np.sum(np.where(rows.present, (rows.y - mean[:, None]) ** 2, 0.0), axis=1) / k
-    high = np.fmax(np.nan_to_num(spread), np.max(np.where(rows.present, rows.v, 0.0), axis=1))
-    return _bisect(equation, high, positive)
+    return np.fmax(np.nan_to_num(spread), np.max(np.where(rows.present, rows.v, 0.0), axis=1, initial=0.0))
 
 
 def _typical(rows: _Rows, df: np.ndarray) -> np.ndarray:
@@ -494,12 +536,5 @@ def tau2_interval_many(
     bounds = []
     for level in (1.0 - alpha / 2.0, alpha / 2.0):
         target = stats.chi2.isf(1.0 - level, np.where(valid, df, 1.0))
-
-        def equation(tau2: np.ndarray, target: np.ndarray = target) -> np.ndarray:
-            w, _, _, resid = rows.fit(tau2)
-            return np.sum(w * resid**2, axis=1) - target
-
-        positive = valid & (equation(np.zeros(rows.y.shape[0])) > 0)
-        high = np.max(np.where(rows.present, rows.v, 0.0), axis=1) + 1.0
-        bounds.append(np.where(valid, _bisect(equation, high, positive), np.nan))
+        bounds.append(np.where(valid, _q_root(rows, target, valid), np.nan))
     return bounds[0], bounds[1]

@@ -40,15 +40,16 @@ class Residuals:
 
 
 def linear(z: np.ndarray, X: np.ndarray) -> Residuals:
-    """OLS of every column of ``X`` on ``[1, z]`` in one least-squares solve.
+    """OLS of every column of ``X`` on ``[1, z]``: ``X`` less its projection on the design, ``X - Q Q'X`` (``Q`` of
+    the design's QR decomposition), every column at once.
 
     ``z`` may also be a matrix of ``k`` controls (n × k); the fits then have ``k + 1`` degrees of freedom.
     """
     controls = z.reshape(z.shape[0], -1)
     design = np.column_stack([np.ones(controls.shape[0]), controls - controls.mean(axis=0)])
-    coef, *_ = np.linalg.lstsq(design, X, rcond=None)
+    Q, _ = np.linalg.qr(design)
     p = X.shape[1]
-    return Residuals(X - design @ coef, np.full(p, float(design.shape[1])), np.full(p, np.nan), design.shape[1])
+    return Residuals(X - Q @ (Q.T @ X), np.full(p, float(design.shape[1])), np.full(p, np.nan), design.shape[1])
 
 
 def gam_basis_size(n: int, distinct: int, df: int) -> int:

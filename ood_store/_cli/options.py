@@ -12,7 +12,7 @@ FILE = click.Path(dir_okay=False, path_type=Path)
 FOLDER = click.Path(file_okay=False, path_type=Path)
 
 
-def choice(flag: str, choices: tuple[str, ...], default: str, help: str, **kwargs):  # noqa: A002 - click's name
+def choice(flag: str, choices: tuple[str, ...], default: str | None, help: str, **kwargs):  # noqa: A002 - click's name
     """An option whose value is one of ``choices``, its default shown in ``--help``."""
     return click.option(flag, type=click.Choice(choices), default=default, show_default=True, help=help, **kwargs)
 

@@ -16,6 +16,7 @@ from ood_store._cli.options import (
     rename_options,
     width_option,
 )
+from ood_store._cli.plan import plan_options as _plan_options
 from ood_store._export import display, figures
 
 _output = click.option(
@@ -226,6 +227,24 @@ def signs(settings, analysis_name, runs, by, tasks, alpha, inference, rename, re
         settings, "signs", output, rename, rename_file, analysis_name=analysis_name, runs=runs or None,
         by=by or None, tasks=tasks or None, alpha=alpha, inference=inference, note=not no_note, width=width,
     )  # fmt: skip
+
+
+@plot.command(name="power")
+@_plan_options
+@_no_note
+@_figure_file("3.25in, one column")
+@click.pass_obj
+def power(settings, no_note, width, output, **kwargs):
+    """The power curves of `ood-store plan` (same options): power against seeds per family, a line per
+    checkpoint count, ±2 Monte Carlo standard errors, the target and the cheapest design that reaches it.
+
+    \b
+    Example:
+      ood-store plot power --effect 0.3 --effect -0.3 --tau 0.2 --ar1 0.6 --checkpoints 12,24,48 -o power.pdf
+    """
+    from ood_store._cli.plan import power_figure
+
+    power_figure(settings, output, width, no_note, **kwargs)
 
 
 COMMANDS = [plot]
