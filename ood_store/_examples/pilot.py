@@ -86,7 +86,8 @@ def run_name(family: str, seed: int) -> str:
 
 
 def _draws(truth: Truth):
-    """Per run: its name, family and seed, and per checkpoint each task's items answered correctly (booleans)."""
+    """Per run: its name, family and seed, each task's true accuracy at each step, and per checkpoint each task's
+    items answered correctly (booleans)."""
     for family, seed in itertools.product(truth.families, range(1, truth.seeds + 1)):
         name = run_name(family, seed)
         rng = np.random.default_rng([truth.seed, zlib.crc32(name.encode())])
@@ -95,14 +96,30 @@ def _draws(truth: Truth):
             {task: rng.random(truth.items[task]) < accuracy[task][index] for task in accuracy}
             for index in range(len(STEPS))
         ]
-        yield name, family, seed, checkpoints
+        yield name, family, seed, accuracy, checkpoints
+
+
+def planted_noise(truth: Truth = Truth()) -> dict[str, float]:
+    """Each OOD task's planted item noise, as ``plan`` takes it: the mean over runs and checkpoints of the true
+    accuracy's ``p (1 - p) / items``, over the curves' variance ``sigma²``."""
+    variances: dict[str, list[float]] = {task: [] for task in OOD}
+    for _, _, _, accuracy, _ in _draws(truth):
+        for task in OOD:
+            p = accuracy[task]
+            variances[task].extend(p * (1 - p) / truth.items[task])
+    return {task: float(np.mean(v)) / truth.sigma**2 for task, v in variances.items()}
+
+
+def planted_ar1(truth: Truth = Truth()) -> float:
+    """The planted lag-1 autocorrelation of the curves at 24 checkpoints evenly spaced over the pilot's steps."""
+    return float(np.exp(-(STEPS[-1] - STEPS[0]) / 23 / truth.length))
 
 
 def write_files(folder: Path, truth: Truth = Truth()) -> list[PilotRun]:
     """Write one lm-eval results file per run and checkpoint under ``folder`` (and ``rte``'s samples files)."""
     runs = []
     stamp = "2026-01-01T00-00-00.000000"
-    for name, family, seed, checkpoints in _draws(truth):
+    for name, family, seed, _, checkpoints in _draws(truth):
         target = folder / name.replace("/", "__")
         for step, correct in zip(STEPS, checkpoints, strict=True):
             checkpoint = target / f"step-{step}"
@@ -119,7 +136,7 @@ def frames(truth: Truth = Truth()) -> tuple[pl.DataFrame, pl.DataFrame]:
     """The same pilot without files: its scores (``run, step, task, value, stderr, n_samples``, as the store would
     hold them) and its runs' attributes (``run, family, seed``)."""
     rows, runs = [], []
-    for name, family, seed, checkpoints in _draws(truth):
+    for name, family, seed, _, checkpoints in _draws(truth):
         runs.append((name, family, str(seed)))
         for step, correct in zip(STEPS, checkpoints, strict=True):
             for task, c in correct.items():
