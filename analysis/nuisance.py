@@ -17,7 +17,11 @@ estimates, for every pair of OOD testsets, the parameters that
   (per testset) and ``length`` (per pair, shared by its two testsets) are
   found by restricted maximum likelihood, summed over the pilot's runs, on a
   grid refined by parabolas; the intervals are profile-likelihood ones (where
-  the log-likelihood is within ``chi2(1, confidence) / 2`` of its maximum).
+  the log-likelihood, maximised over the other parameters, is within
+  ``chi2(1, confidence) / 2`` of its maximum). On a fixed training span only
+  ``sigma² / length`` is estimated well (the Ornstein–Uhlenbeck process's
+  microergodic parameter), so the two are estimated together and their
+  intervals are wide where the pilot is short.
   ``length`` is reported as ``ar1``, the lag-1 autocorrelation of 24 evenly
   spaced checkpoints over the pilot's training span, and the curve variance
   as ``noise``, the item-noise variance over it.
@@ -68,7 +72,7 @@ NUISANCE_COLUMNS = (
     "item_sd_x", "item_sd_y", "item_noise_from", "tau_observed", "tau", "tau_low", "tau_high", "r_pooled", "note",
 )  # fmt: skip
 
-_GRID = 40  # points of each parameter's grid
+_GRID = 60  # points of each parameter's grid
 _JITTER = 1e-10
 
 
@@ -325,12 +329,15 @@ class _TaskFit:
         """The REML log-likelihood at each length, maximised over sigma² (refined by a parabola)."""
         return np.array([_peak(np.log(self.variances), row)[1] for row in self.surface])
 
-    def variance_at(self, length: float, threshold: float) -> tuple[float, float, float]:
-        """sigma² and its profile interval at ``length``: a fine grid of sigma² there."""
+    def variance(self, length: float, other: np.ndarray, threshold: float) -> tuple[float, float, float]:
+        """sigma²: its estimate at the pair's ``length`` (a fine grid of sigma² there), and its profile interval,
+        the log-likelihood maximised over the length too (``other``: the pair's other testset's profile over the
+        lengths), so that the interval allows for not knowing the length."""
         fine = np.geomspace(self.variances[0], self.variances[-1], 4 * _GRID)
         curve = np.sum([_reml(run, np.array([length]), fine)[0] for run in self.runs], axis=0)
-        at, top = _peak(np.log(fine), curve)
-        low, high = _interval(np.log(fine), curve, top - threshold)
+        at, _ = _peak(np.log(fine), curve)
+        profile = np.max(self.surface + other[:, None], axis=0)
+        low, high = _interval(np.log(self.variances), profile, profile.max() - threshold)
         return math.exp(at), math.exp(low), math.exp(high)
 
 
@@ -414,7 +421,8 @@ def _seed_spread(table, attributes, between, within, inference, confidence) -> d
 
 def _pair_row(fx: _TaskFit, fy: _TaskFit, spread, table, lengths, threshold, spacing) -> dict[str, Any]:
     """The estimates of one pair from its testsets' REML surfaces, its seed spread and the pilot's correlations."""
-    profile = fx.profile() + fy.profile()
+    profiles = {"x": fx.profile(), "y": fy.profile()}
+    profile = profiles["x"] + profiles["y"]
     log_length, top = _peak(np.log(lengths), profile)
     low, high = _interval(np.log(lengths), profile, top - threshold)
     length = math.exp(log_length)
@@ -424,8 +432,8 @@ def _pair_row(fx: _TaskFit, fy: _TaskFit, spread, table, lengths, threshold, spa
     row: dict[str, Any] = {"task_x": fx.task, "task_y": fy.task, "length": length}
     row["ar1"], row["ar1_low"], row["ar1_high"] = (math.exp(-spacing / math.exp(v)) for v in (log_length, low, high))
     ratios = {}
-    for name, fit in (("x", fx), ("y", fy)):
-        sigma2, sigma2_low, sigma2_high = fit.variance_at(length, threshold)
+    for name, fit, other in (("x", fx, "y"), ("y", fy, "x")):
+        sigma2, sigma2_low, sigma2_high = fit.variance(length, profiles[other], threshold)
         ratios[name] = fit.item_variance / sigma2
         row[f"noise_{name}"] = ratios[name]
         row[f"noise_{name}_low"] = fit.item_variance / sigma2_high

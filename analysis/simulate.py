@@ -118,6 +118,8 @@ class Curves:
         if self.pilot_steps is None:
             raise AnalysisError("the pilot schedule needs a pilot (its steps)", parameter="schedule")
         steps = np.sort(np.asarray(self.pilot_steps, dtype=float))
+        if checkpoints == steps.size:
+            return steps
         return np.quantile(steps, np.linspace(0.0, 1.0, checkpoints))
 
     def in_domain_curve(self, positions: np.ndarray) -> np.ndarray:
