@@ -207,9 +207,9 @@ def test_bad_plans_are_one_line_errors(kwargs, message):
 def _plan_csv(tmp_path: Path, name: str, threads: int, blas: int) -> str:
     env = {**os.environ, "OPENBLAS_NUM_THREADS": str(blas), "OMP_NUM_THREADS": str(blas), "MKL_NUM_THREADS": str(blas)}
     out = tmp_path / f"{name}.csv"
-    command = [str(Path(sys.executable).parent / "ood-store"), "plan", "--effect", "0.3", "--effect", "-0.3", "--tau", "0.2",
-               "--ar1", "0.6", "--noise", "0.5", "--seeds", "2:4", "--checkpoints", "12,30", "--replications", "600",
-               "--threads", str(threads), "--target-power", "0.5", "-o", str(out)]  # fmt: skip
+    command = [str(Path(sys.executable).parent / "ood-store"), "plan", "--effect", "0.3", "--effect", "-0.3",
+               "--tau", "0.2", "--ar1", "0.6", "--noise", "0.5", "--seeds", "2:4", "--checkpoints", "12,30",
+               "--replications", "600", "--threads", str(threads), "--target-power", "0.5", "-o", str(out)]  # fmt: skip
     subprocess.run(command, check=True, capture_output=True, env=env, cwd=tmp_path)
     return out.read_text()
 
