@@ -35,6 +35,28 @@ def inference_option(help: str = "effective: n_eff and p_eff_adj (autocorrelatio
     return choice("--inference", INFERENCE, "effective", help)
 
 
+def verdict_options(what: str = "verdicts"):
+    """``--adjust-pairs`` and ``--test``: how the tests behind compare's ``what`` are adjusted over pairs and made."""
+    from ood_store._analysis.compare import ADJUST_PAIRS, DEFAULT_ADJUST_PAIRS, DEFAULT_TEST
+    from ood_store._analysis.meta import TESTS
+
+    return bundle(
+        choice(
+            "--adjust-pairs",
+            ADJUST_PAIRS,
+            DEFAULT_ADJUST_PAIRS,
+            f"How the tests behind the {what} are adjusted over the pairs (Holm: the chance of any false verdict; "
+            "fdr_bh: the share of false ones).",
+        ),
+        choice(
+            "--test",
+            TESTS,
+            DEFAULT_TEST,
+            "The test of pooled estimates and between groups: Knapp-Hartung (t/F, calibrated with few seeds) or z.",
+        ),
+    )
+
+
 def bundle(*options):
     """One decorator that applies ``options`` in the order given."""
 
