@@ -163,7 +163,7 @@ def partial_table(
         Column("task_y", shown.header("Testset Y"), "text"),
         size_column,
         Column("r", "r", "float", latex="$r$", marked=True),
-        Column("ci_low_adj", "Adj. CI", "ci", high="ci_high_adj"),
+        Column("ci_low", "95% CI", "ci", high="ci_high"),
         *([Column("boot_ci_low", shown.header("Bootstrap CI"), "ci", high="boot_ci_high")] if boot else []),
         Column(p, p, "p", latex=_P_LATEX[p]),
     )

@@ -12,7 +12,7 @@ import ood_store
 from conftest import benchmark
 from ood_store._analysis import between_groups, compare, partial_correlations
 from ood_store._cli import main
-from ood_store._examples import null_studies, planted
+from ood_store._examples import planted
 
 pytestmark = pytest.mark.xdist_group("verdicts")
 
