@@ -62,7 +62,7 @@ def power_curves(result: PowerAnalysis, *, note: bool = True, width: float = pag
         ax.set_xticks(sorted(set(table[x_column])))
         ax.tick_params(labelsize=triangle.TICK_SIZE)
         ax.spines[["top", "right"]].set_visible(False)
-        ax.legend(fontsize=triangle.TICK_SIZE, frameon=False, loc="lower right")
+        ax.legend(fontsize=triangle.TICK_SIZE, frameon=False, loc="upper left")
         if note:
             figure.supxlabel(grids.wrap_note(_note(result), width), fontsize=grids.NOTE_SIZE, color="0.3")
     return figure
@@ -77,9 +77,9 @@ def _note(result: PowerAnalysis) -> list[str]:
         f"Power of {_TESTS[test]} ({_NAMES[s.test]}) at alpha {level:.3g}"
         + (f" ({s.alpha:g} over {s.pairs} pairs)" if s.pairs > 1 and s.adjust_pairs != "none" else "")
         + f", {s.replications} simulated studies a design; bars: ±2 Monte Carlo SE.",
-        f"Partial correlations {effects} by family, seed spread tau {s.tau:g} on Fisher z, residual curves with "
-        f"lag-1 autocorrelation {s.curves.ar1:g} at {s.curves.ar1_checkpoints} even checkpoints, item noise "
-        f"{s.curves.noise[0]:g} and {s.curves.noise[1]:g} of their variance; {s.schedule} schedule, "
+        f"Partial correlations {effects} by family, seed spread tau {s.tau:.2g} on Fisher z, residual curves with "
+        f"lag-1 autocorrelation {s.curves.ar1:.2g} at {s.curves.ar1_checkpoints} even checkpoints, item noise "
+        f"{s.curves.noise[0]:.2g} and {s.curves.noise[1]:.2g} of their variance; {s.schedule} schedule, "
         f"{s.analysis.residualizer} residualiser, {s.analysis.inference} n.",
     ]
     if result.target_power is not None:

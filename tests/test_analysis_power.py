@@ -255,3 +255,14 @@ def test_the_power_figure_draws_a_line_per_checkpoint_count():
     assert labels == ["12 checkpoints", "24 checkpoints"]
     assert any(line.get_gid() == "target" for line in ax.get_lines())
     assert any(line.get_gid() == "chosen" for line in ax.get_lines())
+
+
+def test_docstring_examples_run():
+    import doctest
+
+    from ood_store._analysis import inference, power
+    from ood_store._export import captions
+
+    for module in (power, inference, captions):
+        result = doctest.testmod(module)
+        assert result.failed == 0 and result.attempted > 0, module.__name__

@@ -65,7 +65,7 @@ def test_the_tour_runs_as_written(runner, tour_dir):
     # drawn by the matplotlib that drew them (its version is in the PNG), the same pixels (a one-word change
     # of a note is an RMS of about 7). Another matplotlib lays text out a pixel apart, so only sizes compare.
     images = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", README)
-    assert images == ["docs/pythia-gam.png", "docs/planted-grid.png", "docs/planted-forest.png"]
+    assert images == ["docs/pythia-gam.png", "docs/planted-grid.png", "docs/planted-forest.png", "docs/plan-power.png"]
     import numpy as np
     from PIL import Image
 

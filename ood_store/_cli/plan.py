@@ -89,9 +89,7 @@ plan_options = bundle(
     click.option(
         "--checkpoints",
         type=Integers(6),
-        default="24",
-        show_default=True,
-        help="Checkpoints per run: a list or range (12,24,48).",
+        help="Checkpoints per run: a list or range (12,24,48).  [default: the pilot's, else 24]",
     ),
     choice(
         "--schedule",
@@ -161,10 +159,12 @@ def run_plan(settings, options: dict, *, progress: bool = True) -> PowerAnalysis
     schedule = options["schedule"]
     tau, ar1, noise = options["tau"], options["ar1"], _floats(options["noise"], 2, "--noise")
     curves = Curves()
+    checkpoints = options["checkpoints"] or [24]
     if options["pilot"] is not None:
         curves, estimated_tau = _from_pilot(settings, options)
         tau = estimated_tau if tau is None else tau
         schedule = schedule or "pilot"
+        checkpoints = options["checkpoints"] or [len(curves.pilot_steps or ())]
     elif options["pair"] is not None:
         raise click.UsageError("--pair needs --pilot.")
     changes: dict = {}
@@ -175,7 +175,7 @@ def run_plan(settings, options: dict, *, progress: bool = True) -> PowerAnalysis
     curves = Curves(**{**_fields(curves), **changes})
     analysis = Analysis(options["residualizer"], options["gam_df"], options["smoothing"], options["inference"])
     return power_analysis(
-        effects, seeds=options["seeds"], checkpoints=options["checkpoints"], tau=tau or 0.0, curves=curves,
+        effects, seeds=options["seeds"], checkpoints=checkpoints, tau=tau or 0.0, curves=curves,
         schedule=schedule or "linear", analysis=analysis, alpha=options["alpha"], pairs=options["pairs"],
         adjust_pairs=options["adjust_pairs"], test=options["test"], replications=options["replications"],
         seed=options["seed"], target_power=options["target_power"], threads=options["threads"], progress=progress,
