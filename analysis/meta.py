@@ -54,7 +54,7 @@ found here by bracketing instead.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 import numpy as np
 from scipy import stats
@@ -372,20 +372,7 @@ def pool(effects: Sequence[float], variances: Sequence[float], alpha: float = 0.
     """
     many = pool_many([list(effects)], [list(variances)], test)
     low, high = many.interval(alpha)
-    return Pooled(
-        k=int(many.k[0]),
-        estimate=float(many.estimate[0]),
-        se=float(many.se[0]),
-        ci_low=float(low[0]),
-        ci_high=float(high[0]),
-        pvalue=float(many.pvalue[0]),
-        q=float(many.q[0]),
-        q_p=float(many.q_p[0]),
-        i2=float(many.i2[0]),
-        tau2=float(many.tau2[0]),
-        df=float(many.df[0]),
-        test=test,
-    )
+    return _first(many, Pooled, ci_low=float(low[0]), ci_high=float(high[0]))
 
 
 @dataclass(frozen=True)
@@ -497,21 +484,19 @@ def subgroups(
     if names.size < 2 or k <= names.size:
         raise ValueError(f"{k} runs in {names.size} groups: need two groups and more runs than groups")
     many = subgroups_many([list(effects)], [list(variances)], groups, method, test)
-    return Subgroups(
-        groups=many.groups,
-        sizes=many.sizes[0],
-        means=many.means[0],
-        se=many.se[0],
-        q_between=float(many.q_between[0]),
-        df_between=int(many.df_between[0]),
-        p_between=float(many.p_between[0]),
-        q_within=float(many.q_within[0]),
-        df_within=int(many.df_within[0]),
-        p_within=float(many.p_within[0]),
-        tau2=float(many.tau2[0]),
-        i2=float(many.i2[0]),
-        test=test,
-    )
+    return _first(many, Subgroups, df_between=int(many.df_between[0]), df_within=int(many.df_within[0]))
+
+
+def _first(many, one: type, **given):
+    """The one-row result ``one`` of a batch ``many``: each field its first row (a number, or a row of groups),
+    the batch's own value where it is one for all rows (``test``, ``groups``), or as ``given``."""
+    values = {}
+    for item in fields(one):
+        value = given[item.name] if item.name in given else getattr(many, item.name)
+        if isinstance(value, np.ndarray):
+            value = value[0] if value.ndim > 1 else value[0].item()
+        values[item.name] = value
+    return one(**values)
 
 
 def tau2_interval_many(

@@ -73,6 +73,11 @@ def _floats(text: str | None, count: int, flag: str) -> tuple[float, ...] | None
     return values
 
 
+def _at_least(flag: str, minimum: int, default: int, help: str):  # noqa: A002 - click's name
+    """An integer option of at least ``minimum``, its default shown."""
+    return click.option(flag, type=click.IntRange(min=minimum), default=default, show_default=True, help=help)
+
+
 plan_options = bundle(
     click.option(
         "--effect",
@@ -115,12 +120,8 @@ plan_options = bundle(
     click.option("--where", multiple=True, metavar="KEY=VALUE", help="With --pilot: only runs with this attribute."),
     click.option("--metric", default="acc", show_default=True, help="With --pilot: the metric of the series."),
     click.option("--alpha", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.05, show_default=True),
-    click.option(
-        "--pairs",
-        type=click.IntRange(min=1),
-        default=1,
-        show_default=True,
-        help="Pairs the study tests: verdicts are adjusted over them (the test is made at alpha / pairs).",
+    _at_least(
+        "--pairs", 1, 1, "Pairs the study tests: verdicts are adjusted over them (the test is made at alpha / pairs)."
     ),
     choice("--adjust-pairs", ADJUST_PAIRS, DEFAULT_ADJUST_PAIRS, "The adjustment of verdicts over pairs."),
     choice("--test", TESTS, DEFAULT_TEST, "Knapp-Hartung (calibrated with few seeds) or z."),
@@ -128,21 +129,9 @@ plan_options = bundle(
     choice("--residualizer", RESIDUALIZERS, "linear", "The residualiser of the simulated analyses."),
     click.option("--gam-df", type=click.IntRange(min=GAM_MIN_DF), default=GAM_DF, show_default=True),
     choice("--smoothing", SMOOTHING, "reml", "The GAM's smoothing criterion."),
-    click.option(
-        "--replications",
-        type=click.IntRange(min=10),
-        default=1000,
-        show_default=True,
-        help="Simulated studies per design, for the power and for the type I error each.",
-    ),
+    _at_least("--replications", 10, 1000, "Simulated studies per design, for the power and for the type I error each."),
     click.option("--seed", type=int, default=0, show_default=True, help="Seed of the simulations."),
-    click.option(
-        "--threads",
-        type=click.IntRange(min=1),
-        default=1,
-        show_default=True,
-        help="Designs simulated at once (the result does not change with it).",
-    ),
+    _at_least("--threads", 1, 1, "Designs simulated at once (the result does not change with it)."),
     click.option(
         "--target-power",
         type=click.FloatRange(0, 1, min_open=True, max_open=True),
