@@ -4,8 +4,10 @@ the README (benchmarks/plan_calibration.py), and determinism over threads."""
 
 from __future__ import annotations
 
+import json
 import math
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -16,7 +18,7 @@ import pytest
 
 from conftest import benchmark
 from ood_store._analysis import between_groups, meta, partial_correlations
-from ood_store._analysis.power import power_analysis
+from ood_store._analysis.power import POWER_COLUMNS, power_analysis
 from ood_store._analysis.simulate import Analysis, Curves, run_statistics, simulate
 from ood_store._cli import main
 from ood_store._errors import AnalysisError
@@ -113,7 +115,7 @@ def test_pooled_estimate_has_the_power_of_the_closed_forms(kind, test):
         assert _within_monte_carlo_error(out["power"], row["power"], 20000), (row, out["power"])
         # metapower's formula (tau² known) is a different number, more than 6 standard errors away, at least once
         apart += abs(out["power"] - row["power_known_tau2"]) > 6 * math.sqrt(0.25 / 20000)
-    assert apart >= 2
+    assert apart >= 1
 
 
 def test_the_calibration_table_of_the_readme_comes_from_plan():
@@ -251,8 +253,7 @@ def test_the_power_figure_draws_a_line_per_checkpoint_count():
     result = power_analysis([0.5, -0.5], seeds=[2, 3], checkpoints=[12, 24], replications=100, target_power=0.2)
     figure = power_curves(result)
     (ax,) = figure.axes
-    labels = [line.get_label() for line in ax.get_lines() if not line.get_label().startswith("_")]
-    assert labels == ["12 checkpoints", "24 checkpoints"]
+    assert [text.get_text() for text in ax.get_legend().get_texts()] == ["12 checkpoints", "24 checkpoints"]
     assert any(line.get_gid() == "target" for line in ax.get_lines())
     assert any(line.get_gid() == "chosen" for line in ax.get_lines())
 
@@ -266,3 +267,36 @@ def test_docstring_examples_run():
     for module in (power, inference, captions):
         result = doctest.testmod(module)
         assert result.failed == 0 and result.attempted > 0, module.__name__
+
+
+def test_plan_shows_a_progress_bar_and_prints_every_format(runner, tmp_path):
+    """One bar over designs x hypotheses x batches of 500 replications (2 x 2 x 2 = 8 here), on a terminal; the
+    table in each of the output formats."""
+    args = ["plan", "--effect", "0.4", "--effect", "-0.4", "--seeds", "2,3", "--checkpoints", "12", "--replications",
+            "600"]  # fmt: skip
+    result = runner.invoke(main, args, env={"TTY_COMPATIBLE": "1", "COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    bar = [line for line in re.split(r"[\r\n]", result.stderr) if "simulating" in line]
+    counts = [tuple(map(int, m)) for line in bar for m in re.findall(r"(\d+)/(\d+)", line)]
+    assert counts and {total for _, total in counts} == {8} and counts[-1] == (8, 8)
+    assert "3 seeds x 12 checkpoints" in result.stderr  # what is being simulated
+    as_json = json.loads(runner.invoke(main, [*args, "--format", "json"]).stdout)
+    assert [row["seeds"] for row in as_json] == [2, 3] and as_json[0]["test"] == "between"
+    markdown = runner.invoke(main, [*args, "--format", "markdown"]).stdout
+    assert markdown.splitlines()[0].startswith("|   seeds |   checkpoints |")
+    latex = runner.invoke(main, [*args, "--format", "latex"]).stdout
+    assert "\\begin{tabular}" in latex
+    out = tmp_path / "plan.parquet"
+    assert runner.invoke(main, [*args, "-o", str(out)]).exit_code == 0
+    assert pl.read_parquet(out).columns == list(POWER_COLUMNS)
+
+
+def test_the_gam_residualizer_on_request():
+    """The GAM as analyze fits it, one fit for all simulated runs of a design: its power is near the line's (both
+    remove a straight line in the in-domain score, which is all the simulated curves hold)."""
+    common = {"seeds": [4], "checkpoints": [16], "tau": 0.1, "replications": 300, "seed": 7}
+    gam = power_analysis([0.5, -0.5], analysis=Analysis(residualizer="gam"), **common).table.row(0, named=True)
+    line = power_analysis([0.5, -0.5], **common).table.row(0, named=True)
+    assert 0.3 < gam["power"] <= line["power"] + 3 * line["power_se"], (gam, line)
+    with pytest.raises(AnalysisError, match="checkpoints: the GAM residualizer needs at least 8 checkpoints"):
+        power_analysis([0.5, -0.5], seeds=[2], checkpoints=[6], analysis=Analysis(residualizer="gam"))
