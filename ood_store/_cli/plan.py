@@ -271,8 +271,8 @@ def power_figure(settings, output, width, no_note, **kwargs):
     file_format(output)
     options = _plan_kwargs(kwargs)
     result = run_plan(settings, options)
-    params = {key: str(value) if not isinstance(value, int | float | str | type(None)) else value
-              for key, value in options.items()}  # fmt: skip
+    params = result.settings.to_dict()  # the nuisance as simulated: by hand, or as estimated from the pilot
+    params["pilot"] = None if options["pilot"] is None else str(options["pilot"].resolve())
     provenance = Provenance(source="power analysis (ood-store plan)", params=params)
     figure = power_curves(result, note=not no_note, **({"width": width} if width else {}))
     paper = PaperFigure(figure, provenance, f"power curves of {result.table.height} designs")
