@@ -67,12 +67,14 @@ bench: $(VENV)/.installed-test
 	$(BIN)/python benchmarks/evaluate_cluster.py
 	$(BIN)/python benchmarks/stores.py
 	$(BIN)/python benchmarks/serve_pages.py
+	$(BIN)/python benchmarks/plan_speed.py
+	$(BIN)/python benchmarks/analysis_import.py
 
 # The R reference values the analysis tests compare with (tests/reference/*.csv), made again from
-# make_reference.R. Needs R with mgcv, metafor and jsonlite (Debian: r-base-core r-cran-mgcv
-# r-cran-metafor); the tests themselves read the committed CSVs and need no R.
+# make_reference.R. Needs R with mgcv, metafor, pwr and jsonlite (Debian: r-base-core r-cran-mgcv
+# r-cran-metafor r-cran-pwr r-cran-jsonlite); the tests themselves read the committed CSVs and need no R.
 reference:
-	@command -v Rscript >/dev/null || { echo "No Rscript: install R with mgcv and metafor (apt-get install r-base-core r-cran-mgcv r-cran-metafor)"; exit 1; }
+	@command -v Rscript >/dev/null || { echo "No Rscript: install R with mgcv, metafor and pwr (apt-get install r-base-core r-cran-mgcv r-cran-metafor r-cran-pwr r-cran-jsonlite)"; exit 1; }
 	Rscript tests/reference/make_reference.R
 
 latex:

@@ -10,11 +10,16 @@ Series come out of the store with one SQL query per analysis
 :mod:`~ood_store._analysis.meta`, the verdicts in
 :mod:`~ood_store._analysis.verdicts`, the comparison in
 :mod:`~ood_store._analysis.compare`, and the residualiser sensitivity report
-in :mod:`~ood_store._analysis.sensitivity`.
+in :mod:`~ood_store._analysis.sensitivity`. Planning a study: simulated
+studies analysed by that same code in :mod:`~ood_store._analysis.simulate`,
+power by design in :mod:`~ood_store._analysis.power`, a pilot's nuisance
+parameters in :mod:`~ood_store._analysis.nuisance`.
 """
 
 from ood_store._analysis.compare import between_groups, compare
+from ood_store._analysis.nuisance import Nuisance, estimate_nuisance
 from ood_store._analysis.partial import Options, pairwise_partial, partial_correlations
+from ood_store._analysis.power import PowerAnalysis, power_analysis
 from ood_store._analysis.results import (
     BETWEEN_COLUMNS,
     COMPARISON_COLUMNS,
@@ -34,12 +39,16 @@ __all__ = [
     "SENSITIVITY_COLUMNS",
     "BetweenGroups",
     "Comparison",
+    "Nuisance",
     "Options",
     "PartialCorrelations",
+    "PowerAnalysis",
     "Sensitivity",
     "between_groups",
     "compare",
+    "estimate_nuisance",
     "pairwise_partial",
     "partial_correlations",
+    "power_analysis",
     "residualizer_sensitivity",
 ]

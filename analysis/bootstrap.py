@@ -4,15 +4,37 @@ Checkpoints are resampled in blocks of consecutive steps (``arch.bootstrap``:
 circular or stationary), so that each resample keeps the curves'
 autocorrelation; the residualiser is re-fitted inside every resample, all
 resamples of a run at once (:meth:`ood_store._analysis.partial`'s fits).
+
+arch is an optional dependency, the ``bootstrap`` extra (``pip install
+'ood-store[bootstrap]'``): it requires statsmodels and pandas (about 1.5 s and
+600 modules to import), which nothing else in the analysis needs, and the
+bootstrap is off unless asked for. It is imported here only, when a bootstrap
+runs; without it :func:`require_arch` stops the analysis in one line before
+anything is computed.
 """
 
 from __future__ import annotations
 
+import importlib
 import warnings
+from types import ModuleType
 
 import numpy as np
 
+from ood_store._errors import AnalysisError
+
 BOOTSTRAP_KINDS = ("circular", "stationary")
+EXTRA = "bootstrap"  # the optional dependency group of pyproject.toml that installs arch
+
+
+def require_arch() -> ModuleType:
+    """``arch.bootstrap``, or an :class:`~ood_store._errors.AnalysisError` naming the extra that installs it."""
+    try:
+        return importlib.import_module("arch.bootstrap")
+    except ImportError:
+        raise AnalysisError(
+            f"the block bootstrap needs the arch package: pip install 'ood-store[{EXTRA}]'", parameter="bootstrap"
+        ) from None
 
 
 def block_length(residuals: np.ndarray, kind: str) -> int:
@@ -23,8 +45,7 @@ def block_length(residuals: np.ndarray, kind: str) -> int:
     Series for which it is undefined (arch divides by zero on a series with
     no autocorrelation to speak of, and warns) are left out; with none left the length is 1.
     """
-    from arch.bootstrap import optimal_block_length
-
+    optimal_block_length = require_arch().optimal_block_length
     n = residuals.shape[0]
     residuals = residuals[:, np.isfinite(residuals).all(axis=0)]
     if residuals.shape[1] == 0:
@@ -40,9 +61,8 @@ def block_length(residuals: np.ndarray, kind: str) -> int:
 
 def resample_indices(n: int, reps: int, length: int, kind: str, seed: np.random.Generator) -> np.ndarray:
     """``reps`` × ``n`` indices of checkpoints, one block-bootstrap resample per row (arch's resamplers)."""
-    from arch.bootstrap import CircularBlockBootstrap, StationaryBootstrap
-
-    cls = CircularBlockBootstrap if kind == "circular" else StationaryBootstrap
+    arch = require_arch()
+    cls = arch.CircularBlockBootstrap if kind == "circular" else arch.StationaryBootstrap
     resampler = cls(length, np.arange(n), seed=seed)
     return np.stack([data[0] for data, _ in resampler.bootstrap(reps)]) if reps else np.zeros((0, n), dtype=int)
 

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import polars as pl
 
+from ood_store._analysis import inference as inference_module
 from ood_store._analysis import meta, verdicts
 from ood_store._analysis.results import (
     BETWEEN_COLUMNS,
@@ -23,6 +24,25 @@ if TYPE_CHECKING:
     from ood_store._store import Database
 
 INFERENCE = ("effective", "naive")
+ADJUST_PAIRS = inference_module.ADJUST_METHODS
+#: The default adjustment of a comparison's tests over its pairs (README: "Verdicts across pairs").
+DEFAULT_ADJUST_PAIRS = "holm"
+#: The default test of the pooled estimate and between groups (README: "Planning a study", the calibration table).
+DEFAULT_TEST = "knha"
+#: The fewest runs (distinct ``within`` values) a group needs for the test between groups: with one, the group's
+#: model and its seed are one thing, and the variation within groups is estimated from the other groups alone.
+MIN_WITHIN = 2
+
+
+def _check(alpha: float, inference: str, adjust_pairs: str, test: str) -> None:
+    if inference not in INFERENCE:
+        raise AnalysisError(f"inference must be one of {', '.join(INFERENCE)}, not {inference!r}")
+    if not 0 < alpha < 1:
+        raise AnalysisError(f"alpha must be between 0 and 1, not {alpha}")
+    if adjust_pairs not in ADJUST_PAIRS:
+        raise AnalysisError(f"must be one of {', '.join(ADJUST_PAIRS)}, not {adjust_pairs!r}", parameter="adjust_pairs")
+    if test not in meta.TESTS:
+        raise AnalysisError(f"must be one of {', '.join(meta.TESTS)}, not {test!r}", parameter="test")
 
 
 def compare(
@@ -33,6 +53,8 @@ def compare(
     alpha: float = 0.05,
     inference: str = "effective",
     agreement: float = verdicts.AGREEMENT,
+    adjust_pairs: str = DEFAULT_ADJUST_PAIRS,
+    test: str = DEFAULT_TEST,
 ) -> Comparison:
     """For each pair of OOD tasks: the runs' partial correlations side by side, pooled, and a verdict.
 
@@ -49,8 +71,8 @@ def compare(
         Where run attributes come from when ``by`` is given: a store, or a
         frame with a ``run`` column and one column per attribute.
     alpha : float
-        Significance level of the per-run tests, the pooled interval and the
-        heterogeneity test.
+        Significance level of the per-run tests, and of the pooled intervals and
+        heterogeneity tests after their adjustment over pairs.
     inference : {"effective", "naive"}
         ``effective`` (default) uses each run's effective sample size
         ``n_eff`` and ``p_eff_adj``, which account for autocorrelated training
@@ -58,6 +80,17 @@ def compare(
     agreement : float
         The share of runs that must have the pooled r's sign for a
         "consistently ..." verdict (default 0.8; :mod:`~ood_store._analysis.verdicts`).
+    adjust_pairs : {"holm", "fdr_bh", "bonferroni", "none"}
+        How the tests behind the verdicts (each row's heterogeneity test and
+        pooled estimate: two tests per row, every row of the comparison in one
+        family) are adjusted for multiplicity. ``holm`` (default) keeps the
+        chance of any false verdict in the table at ``alpha``; ``fdr_bh`` the
+        expected share of false ones among the verdicts that find something;
+        ``none`` tests each row at ``alpha`` on its own.
+    test : {"knha", "z"}
+        The test of the pooled estimate: Knapp–Hartung (default; Student's t
+        with runs - 1 degrees of freedom on the adjusted variance, metafor's
+        ``test = "knha"``) or the normal one (``test = "z"``).
 
     Returns
     -------
@@ -69,115 +102,168 @@ def compare(
           ``sign_agreement``: the share of runs with the sign of the pooled r;
         - ``n_sig_positive``/``n_sig_negative``: runs significant at ``alpha`` (adjusted p);
         - ``r_pooled``, ``ci_low``, ``ci_high``, ``p_pooled``: random-effects pooled r
-          (Paule–Mandel, as metafor's ``rma(method = "PM")``, on Fisher z with
-          variance ``1 / (n - edf - 2)``, back-transformed; :func:`~ood_store._analysis.meta.pool`);
-        - ``q``, ``q_p``, ``i2``, ``tau2``: Cochran's Q, its chi-square p, I² (metafor's,
-          ``tau2 / (tau2 + s²)``) and τ²;
+          (Paule–Mandel, as metafor's ``rma(method = "PM", test = test)``, on Fisher z with
+          variance ``1 / (n - edf - 2)``, back-transformed; :func:`~ood_store._analysis.meta.pool`),
+          the interval at ``1 - alpha`` before any adjustment;
+        - ``ci_low_adj``, ``ci_high_adj``, ``p_pooled_adj``: the pooled interval and p after the
+          adjustment over pairs; the interval is at the level the adjustment implies
+          (:func:`~ood_store._analysis.inference.adjusted_level`), so that it excludes 0 exactly
+          when ``p_pooled_adj < alpha``;
+        - ``q``, ``q_p``, ``q_p_adj``, ``i2``, ``tau2``: Cochran's Q, its chi-square p before and
+          after the adjustment, I² (metafor's, ``tau2 / (tau2 + s²)``) and τ²;
         - ``verdict``: see :mod:`~ood_store._analysis.verdicts`: model-dependent,
-          consistently positive/negative, mixed, no evidence, or too few runs.
+          consistently positive/negative, mixed, no evidence, or too few runs, from the adjusted
+          interval and heterogeneity test.
     """
-    if inference not in INFERENCE:
-        raise AnalysisError(f"inference must be one of {', '.join(INFERENCE)}, not {inference!r}")
-    if not 0 < alpha < 1:
-        raise AnalysisError(f"alpha must be between 0 and 1, not {alpha}")
+    _check(alpha, inference, adjust_pairs, test)
     if not 0.5 < agreement <= 1:
         raise AnalysisError(f"must be more than 0.5 and at most 1, not {agreement}", parameter="agreement")
     by = list(dict.fromkeys(by)) if by else None  # repeated names count once
     table = partial_table(data)
-    groups = _group_columns(table, by, attributes)
-    rows = _with_variance(groups, inference, alpha)
+    groups = with_attributes(table, by, attributes)
+    rows = with_variance(groups, inference, alpha)
     keys = [*(by or []), "task_x", "task_y"]
-    summary = (
-        rows.group_by(keys, maintain_order=True)
-        .agg("r", "variance", "significant")
-        .with_columns(pl.struct("r", "variance", "significant").map_elements(
-            lambda s: _pool(s, alpha, agreement), return_dtype=_POOLED
-        ).alias("pooled"))
-        .unnest("pooled")
-        .drop("r", "variance", "significant")
-    )  # fmt: skip
+    lists = rows.group_by(keys, maintain_order=True).agg("r", "variance", "significant")
+    r, variance, significant = (_padded(lists[name], fill) for name, fill in
+                                (("r", np.nan), ("variance", np.nan), ("significant", False)))  # fmt: skip
+    summary = lists.select(keys).hstack(pl.DataFrame(_pooled(r, variance, significant, alpha, agreement,
+                                                             adjust_pairs, test), schema=_POOLED))  # fmt: skip
     wide = rows.pivot(on="run", index=keys, values="r", aggregate_function=None)
     wide = wide.rename({run: f"r:{run}" for run in wide.columns if run not in keys})
     result = summary.join(wide, on=keys, how="left", nulls_equal=True).sort(keys)
     source = data if isinstance(data, PartialCorrelations) else None
-    return Comparison(result, tuple(by or ()), alpha, inference, source, agreement)
+    return Comparison(result, tuple(by or ()), alpha, inference, source, agreement, adjust_pairs, test)
 
 
-def _with_variance(table: pl.DataFrame, inference: str, alpha: float) -> pl.DataFrame:
-    """Each run's Fisher-z sampling variance ``1 / (n - edf - 2)`` and whether it is significant at ``alpha``."""
+def fisher_variance(n: np.ndarray | pl.Expr, edf: np.ndarray | pl.Expr):
+    """The sampling variance of a run's Fisher z: ``1 / (n - edf - 2)`` (``n - 4`` for a straight line).
+
+    ``n`` is the run's sample size (``n_eff`` for effective inference) and
+    ``edf`` the larger of the two fits' effective degrees of freedom.
+    """
+    return 1.0 / (n - edf - 2.0)
+
+
+def with_variance(table: pl.DataFrame, inference: str, alpha: float) -> pl.DataFrame:
+    """Each run's Fisher-z sampling variance (:func:`fisher_variance`) and whether it is significant at ``alpha``."""
     size_column, p_column = ("n_eff", "p_eff_adj") if inference == "effective" else ("n", "p_adj")
     edf = pl.max_horizontal(pl.col("edf_x"), pl.col("edf_y")).fill_null(2.0)
     return table.with_columns(
-        variance=1.0 / (pl.col(size_column).cast(pl.Float64) - edf - 2.0),
+        variance=fisher_variance(pl.col(size_column).cast(pl.Float64), edf),
         significant=pl.col(p_column) < alpha,
     )
 
 
-_POOLED = pl.Struct(
-    {
-        "runs": pl.Int64,
-        "n_positive": pl.Int64,
-        "n_negative": pl.Int64,
-        "sign_agreement": pl.Float64,
-        "n_sig_positive": pl.Int64,
-        "n_sig_negative": pl.Int64,
-        "r_pooled": pl.Float64,
-        "ci_low": pl.Float64,
-        "ci_high": pl.Float64,
-        "p_pooled": pl.Float64,
-        "q": pl.Float64,
-        "q_p": pl.Float64,
-        "i2": pl.Float64,
-        "tau2": pl.Float64,
-        "verdict": pl.String,
-    }
-)
-
-
-def _usable(r: np.ndarray, variance: np.ndarray) -> np.ndarray:
-    return np.isfinite(r) & np.isfinite(variance) & (variance > 0) & (np.abs(r) < 1)
-
-
-def _pool(values: dict, alpha: float, agreement: float) -> dict:
-    r = np.array(values["r"], dtype=float)
-    variance = np.array(values["variance"], dtype=float)
-    significant = np.array([bool(s) for s in values["significant"]])
-    finite = np.isfinite(r)
-    usable = _usable(r, variance)
-    positive, negative = int((r[finite] > 0).sum()), int((r[finite] < 0).sum())
-    counts = {
-        "runs": int(finite.sum()),
-        "n_positive": positive,
-        "n_negative": negative,
-        "n_sig_positive": int((significant & finite & (r > 0)).sum()),
-        "n_sig_negative": int((significant & finite & (r < 0)).sum()),
-    }
-    out = {**counts, **dict.fromkeys(("r_pooled", "ci_low", "ci_high", "p_pooled", "q", "q_p", "i2", "tau2"))}
-    if usable.sum() >= 2:
-        pooled = meta.pool(np.arctanh(r[usable]), variance[usable], alpha=alpha)
-        out.update(
-            r_pooled=float(np.tanh(pooled.estimate)),
-            ci_low=float(np.tanh(pooled.ci_low)),
-            ci_high=float(np.tanh(pooled.ci_high)),
-            p_pooled=pooled.pvalue,
-            q=pooled.q,
-            q_p=pooled.q_p,
-            i2=pooled.i2,
-            tau2=pooled.tau2,
-        )
-    out["sign_agreement"] = verdicts.sign_agreement(positive, negative, counts["runs"], out["r_pooled"])
-    out["verdict"] = verdicts.verdict(
-        **counts,
-        estimate=out["r_pooled"],
-        ci_low=out["ci_low"],
-        ci_high=out["ci_high"],
-        q_p=out["q_p"],
-        alpha=alpha,
-        agreement=agreement,
-    )
-    if not counts["runs"]:
-        out["sign_agreement"] = None
+def _padded(column: pl.Series, fill) -> np.ndarray:
+    """A column of lists as a rows × longest-list array, ``fill`` after each list's end (and for its nulls)."""
+    values = column.to_list()
+    width = max((len(v) for v in values), default=0)
+    out = np.full((len(values), width), fill, dtype=type(fill) if isinstance(fill, bool) else float)
+    for i, row in enumerate(values):
+        out[i, : len(row)] = [fill if value is None else value for value in row]
     return out
+
+
+_POOLED = {
+    "runs": pl.Int64,
+    "n_positive": pl.Int64,
+    "n_negative": pl.Int64,
+    "sign_agreement": pl.Float64,
+    "n_sig_positive": pl.Int64,
+    "n_sig_negative": pl.Int64,
+    "r_pooled": pl.Float64,
+    "ci_low": pl.Float64,
+    "ci_high": pl.Float64,
+    "p_pooled": pl.Float64,
+    "ci_low_adj": pl.Float64,
+    "ci_high_adj": pl.Float64,
+    "p_pooled_adj": pl.Float64,
+    "q": pl.Float64,
+    "q_p": pl.Float64,
+    "q_p_adj": pl.Float64,
+    "i2": pl.Float64,
+    "tau2": pl.Float64,
+    "verdict": pl.String,
+}
+
+
+def usable(r: np.ndarray, variance: np.ndarray) -> np.ndarray:
+    """Runs that enter the pooling: a finite r inside (-1, 1) with a finite, positive sampling variance."""
+    with np.errstate(invalid="ignore"):
+        return np.isfinite(r) & np.isfinite(variance) & (variance > 0) & (np.abs(r) < 1)
+
+
+def _pooled(
+    r: np.ndarray,
+    variance: np.ndarray,
+    significant: np.ndarray,
+    alpha: float,
+    agreement: float,
+    adjust_pairs: str,
+    test: str,
+) -> dict[str, list]:
+    """Every row pooled at once (rows × runs arrays, NaN after a row's runs), its tests adjusted over the rows."""
+    finite = np.isfinite(r)
+    use = usable(r, variance)
+    with np.errstate(invalid="ignore"):
+        effects = np.where(use, np.arctanh(np.where(use, r, 0.0)), np.nan)
+    pooled = meta.pool_many(effects, np.where(use, variance, np.nan), test)
+    family = np.concatenate([pooled.q_p, pooled.pvalue])  # the two tests behind each verdict, every row
+    adjusted = inference_module.adjust(family, adjust_pairs)
+    rows = r.shape[0]
+    q_p_adj, p_adj = adjusted[:rows], adjusted[rows:]
+    low, high = pooled.interval(alpha)
+    low_adj, high_adj = pooled.interval(inference_module.adjusted_level(family, adjust_pairs, alpha))
+    with np.errstate(invalid="ignore"):
+        positive, negative = (finite & (r > 0)).sum(axis=1), (finite & (r < 0)).sum(axis=1)
+        sig_positive = (significant & finite & (r > 0)).sum(axis=1)
+        sig_negative = (significant & finite & (r < 0)).sum(axis=1)
+    out: dict[str, list] = {name: [] for name in _POOLED}
+    for i in range(rows):
+        runs = int(finite[i].sum())
+        estimate = _number(np.tanh(pooled.estimate[i]))
+        counts = {
+            "runs": runs,
+            "n_positive": int(positive[i]),
+            "n_negative": int(negative[i]),
+            "n_sig_positive": int(sig_positive[i]),
+            "n_sig_negative": int(sig_negative[i]),
+        }
+        values: dict[str, float | int | str | None] = {
+            **counts,
+            "r_pooled": estimate,
+            "ci_low": _number(np.tanh(low[i])),
+            "ci_high": _number(np.tanh(high[i])),
+            "p_pooled": _number(pooled.pvalue[i]),
+            "ci_low_adj": _number(np.tanh(low_adj[i])),
+            "ci_high_adj": _number(np.tanh(high_adj[i])),
+            "p_pooled_adj": _number(p_adj[i]),
+            "q": _number(pooled.q[i]),
+            "q_p": _number(pooled.q_p[i]),
+            "q_p_adj": _number(q_p_adj[i]),
+            "i2": _number(pooled.i2[i]),
+            "tau2": _number(pooled.tau2[i]),
+        }
+        share = verdicts.sign_agreement(counts["n_positive"], counts["n_negative"], runs, estimate)
+        values["sign_agreement"] = share if runs else None
+        values["verdict"] = verdicts.verdict(
+            **counts,
+            estimate=estimate,
+            ci_low=_number(np.tanh(low_adj[i])),
+            ci_high=_number(np.tanh(high_adj[i])),
+            q_p=_number(q_p_adj[i]),
+            alpha=alpha,
+            agreement=agreement,
+        )
+        for name in _POOLED:
+            out[name].append(values[name])
+    return out
+
+
+def _number(value: float) -> float | None:
+    """A float for the table, None for NaN (no value)."""
+    value = float(value)
+    return None if np.isnan(value) else value
 
 
 def between_groups(
@@ -189,6 +275,8 @@ def between_groups(
     alpha: float = 0.05,
     inference: str = "effective",
     tau2_method: str = "PM",
+    adjust_pairs: str = DEFAULT_ADJUST_PAIRS,
+    test: str = DEFAULT_TEST,
 ) -> BetweenGroups:
     """Does a pair's correlation differ between groups of runs (models) beyond the variation within them (seeds)?
 
@@ -196,7 +284,7 @@ def between_groups(
     Fisher z (variance ``1 / (n - edf - 2)``, as :func:`compare`): one mean per
     ``between`` group, and a residual τ² for the runs within a group, which
     differ by ``within`` (metafor's ``rma(yi, vi, mods = ~ factor(between),
-    method = tau2_method)``; :func:`~ood_store._analysis.meta.subgroups`).
+    method = tau2_method, test = test)``; :func:`~ood_store._analysis.meta.subgroups`).
 
     Parameters
     ----------
@@ -209,11 +297,15 @@ def between_groups(
     attributes : Database or polars.DataFrame
         Where run attributes come from.
     alpha : float
-        Level of the test between groups.
+        Level of the test between groups, after its adjustment over pairs.
     inference : {"effective", "naive"}
         As in :func:`compare`.
     tau2_method : {"PM", "REML"}
         Estimator of the within-group τ²: Paule–Mandel (as :func:`compare`) or REML.
+    adjust_pairs : {"holm", "fdr_bh", "bonferroni", "none"}
+        How ``p_between`` is adjusted over the pairs (as in :func:`compare`).
+    test : {"knha", "z"}
+        Knapp–Hartung's F test of the group means (default) or the Wald χ² test.
 
     Returns
     -------
@@ -222,15 +314,19 @@ def between_groups(
         :data:`~ood_store._analysis.results.BETWEEN_COLUMNS`, then ``r:<group>``,
         each group's pooled r:
 
-        - ``groups``, ``runs``: groups with a usable run, and usable runs;
-        - ``q_between``, ``df_between``, ``p_between``: the test of moderators ``QM``
-          (between groups, beyond τ²), χ² with ``groups - 1`` degrees of freedom;
+        - ``groups``, ``runs``: groups with a usable run, and usable runs; ``within_per_group``: the fewest
+          usable runs (distinct ``within`` values) of a group;
+        - ``q_between``, ``df_between``, ``p_between``: the test of moderators ``QM`` (between groups,
+          beyond τ²): χ² with ``groups - 1`` degrees of freedom (test z), or F with ``groups - 1`` and
+          ``runs - groups`` (knha); ``p_between_adj``: adjusted over the pairs;
         - ``tau2_within``: the residual τ², the variance of z between runs of a group
           beyond sampling error; ``q_within``, ``df_within``, ``p_within``: the test of
           residual heterogeneity ``QE``; ``i2_within``: residual I²;
         - ``verdict``: ``differs by <between> beyond <within> variation`` when
-          ``p_between < alpha``, else ``not shown to differ by <between> beyond
-          <within> variation``; ``too few runs`` without two groups and more runs than groups.
+          ``p_between_adj < alpha``, else ``not shown to differ by <between> beyond
+          <within> variation``; ``<between> and <within> confounded: 1 <within> per <between>``
+          when a group has fewer runs than :data:`MIN_WITHIN` asks (its model and its seed are
+          one thing); ``too few runs`` without two groups.
 
     Examples
     --------
@@ -243,59 +339,69 @@ def between_groups(
     >>> out = between_groups(table, between="family", within="seed", attributes=runs).table
     >>> out["verdict"][0], round(out["r:opt"][0], 2), round(out["r:olmo"][0], 2)
     ('differs by family beyond seed variation', 0.6, -0.58)
+
+    With one seed per family, the family and the seed are one thing:
+
+    >>> one = between_groups(table.filter(pl.col("run").is_in(["a", "d"])), between="family", within="seed",
+    ...                      attributes=runs).table
+    >>> one["verdict"][0]
+    'family and seed confounded: 1 seed per family'
     """
-    if inference not in INFERENCE:
-        raise AnalysisError(f"inference must be one of {', '.join(INFERENCE)}, not {inference!r}")
+    _check(alpha, inference, adjust_pairs, test)
     if tau2_method not in meta.TAU2_METHODS:
         raise AnalysisError(
             f"must be one of {', '.join(meta.TAU2_METHODS)}, not {tau2_method!r}", parameter="tau2_method"
         )
-    if not 0 < alpha < 1:
-        raise AnalysisError(f"alpha must be between 0 and 1, not {alpha}")
     if between == within:
         raise AnalysisError(f"{within!r} is also `between`; give two different attributes", parameter="within")
     if attributes is None:
         raise AnalysisError("comparing groups of runs needs the store (or a frame of run attributes)")
     table = partial_table(data)
-    rows = _group_columns(table, [between], attributes, "between")
-    rows = _group_columns(rows, [within], attributes, "within")
+    rows = with_attributes(table, [between], attributes, "between")
+    rows = with_attributes(rows, [within], attributes, "within")
     _check_design(rows, between, within)
-    rows = _with_variance(rows, inference, alpha)
-    differs = f"differs by {between} beyond {within} variation"
-    same = f"not shown to differ by {between} beyond {within} variation"
-    names = sorted(rows[between].unique().to_list())
-    out = []
-    for (task_x, task_y), part in rows.group_by(["task_x", "task_y"], maintain_order=True):
-        r, variance = part["r"].to_numpy(), part["variance"].to_numpy()
-        usable = _usable(r, variance)
-        groups = part[between].to_numpy()[usable]
-        row: dict = {"task_x": task_x, "task_y": task_y, "groups": len(set(groups)), "runs": int(usable.sum())}
-        row.update(dict.fromkeys(BETWEEN_COLUMNS[4:-1]))
-        row.update({f"r:{name}": None for name in names})
-        if row["groups"] >= 2 and row["runs"] > row["groups"]:
-            fit = meta.subgroups(np.arctanh(r[usable]), variance[usable], groups, tau2_method)
-            row.update(
-                q_between=fit.q_between,
-                df_between=fit.df_between,
-                p_between=fit.p_between,
-                tau2_within=fit.tau2,
-                q_within=fit.q_within,
-                df_within=fit.df_within,
-                p_within=fit.p_within,
-                i2_within=fit.i2,
-                verdict=differs if fit.p_between < alpha else same,
-            )
-            row.update({f"r:{name}": float(np.tanh(m)) for name, m in zip(fit.groups, fit.means, strict=True)})
-        else:
-            row["verdict"] = "too few runs"
-        out.append(row)
+    rows = with_variance(rows, inference, alpha)
+    runs = rows.select("run", between).unique().sort("run")
+    index = ["task_x", "task_y"]
+    r = rows.pivot(on="run", index=index, values="r", aggregate_function=None, sort_columns=True).sort(index)
+    variance = rows.pivot(on="run", index=index, values="variance", aggregate_function=None, sort_columns=True)
+    variance = variance.sort(index).select(r.columns)
+    names = runs["run"].to_list()
+    R = r.select(pl.col(names).cast(pl.Float64)).to_numpy() if names else np.zeros((r.height, 0))
+    V = variance.select(pl.col(names).cast(pl.Float64)).to_numpy() if names else np.zeros((r.height, 0))
+    use = usable(R, V)
+    with np.errstate(invalid="ignore"):
+        effects = np.where(use, np.arctanh(np.where(use, R, 0.0)), np.nan)
+    fit = meta.subgroups_many(effects, np.where(use, V, np.nan), runs[between].to_list(), tau2_method, test)
+    p_adjusted = inference_module.adjust(fit.p_between, adjust_pairs)
+    groups = (fit.sizes > 0).sum(axis=1)
+    fewest = np.where(fit.sizes > 0, fit.sizes, np.iinfo(np.int64).max).min(axis=1, initial=np.iinfo(np.int64).max)
+    out: dict[str, list] = {name: [] for name in BETWEEN_COLUMNS}
+    out.update({f"r:{name}": [] for name in fit.groups})
+    for i, (task_x, task_y) in enumerate(r.select(index).iter_rows()):
+        row = {"task_x": task_x, "task_y": task_y, "groups": int(groups[i]), "runs": int(use[i].sum())}
+        row["within_per_group"] = int(fewest[i]) if groups[i] else None
+        for column, values in (("q_between", fit.q_between), ("df_between", fit.df_between),
+                               ("p_between", fit.p_between), ("p_between_adj", p_adjusted),
+                               ("tau2_within", fit.tau2), ("q_within", fit.q_within), ("df_within", fit.df_within),
+                               ("p_within", fit.p_within), ("i2_within", fit.i2)):  # fmt: skip
+            row[column] = _number(values[i])
+        row["verdict"] = verdicts.between_verdict(
+            between, within, groups=row["groups"], fewest=row["within_per_group"], p=row["p_between_adj"],
+            alpha=alpha, minimum=MIN_WITHIN,
+        )  # fmt: skip
+        if not row["verdict"].startswith(("differs", "not shown")):  # no test: no statistics beside the verdict
+            row.update(dict.fromkeys(BETWEEN_COLUMNS[5:-1]))
+        row.update({f"r:{name}": _number(np.tanh(fit.means[i, g])) for g, name in enumerate(fit.groups)})
+        for name in out:
+            out[name].append(row.get(name))
     schema: dict[str, pl.DataType] = {name: pl.Float64() for name in BETWEEN_COLUMNS}
     schema.update(task_x=pl.String(), task_y=pl.String(), verdict=pl.String(), groups=pl.Int64(), runs=pl.Int64())
-    schema.update(df_between=pl.Int64(), df_within=pl.Int64())
-    schema.update({f"r:{name}": pl.Float64() for name in names})
-    result = pl.DataFrame(out, schema=schema).sort("task_x", "task_y")
+    schema.update(within_per_group=pl.Int64(), df_between=pl.Int64(), df_within=pl.Int64())
+    schema.update({f"r:{name}": pl.Float64() for name in fit.groups})
+    result = pl.DataFrame(out, schema=schema, strict=False).sort("task_x", "task_y")
     source = data if isinstance(data, PartialCorrelations) else None
-    return BetweenGroups(result, between, within, alpha, inference, tau2_method, source)
+    return BetweenGroups(result, between, within, alpha, inference, tau2_method, source, adjust_pairs, test)
 
 
 def _check_design(rows: pl.DataFrame, between: str, within: str) -> None:
@@ -317,7 +423,7 @@ def _check_design(rows: pl.DataFrame, between: str, within: str) -> None:
         )
 
 
-def _group_columns(table: pl.DataFrame, by: Sequence[str] | None, attributes, parameter: str = "by") -> pl.DataFrame:
+def with_attributes(table: pl.DataFrame, by: Sequence[str] | None, attributes, parameter: str = "by") -> pl.DataFrame:
     if not by:
         return table
     clash = [name for name in by if name in table.columns]

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import polars as pl
 
-from ood_store._analysis.partial import Options, _correlation, _Fit, _group_problem
+from ood_store._analysis.partial import Options, _Fit, _group_problem, correlation
 from ood_store._analysis.series import load
 
 if TYPE_CHECKING:
@@ -89,7 +89,7 @@ def pair_residuals(
         reason = "; ".join(problems) or None
         if reason is None:
             residuals[used] = fit.residuals
-            r = float(_correlation(fit.residuals)[0, 1])
+            r = float(correlation(fit.residuals)[0, 1])
     table = pl.DataFrame(
         {
             "step": wide["step"],

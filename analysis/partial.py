@@ -240,6 +240,8 @@ def compute(data: Database | pl.DataFrame, options: Options, *, progress: bool =
     ``options.in_domain`` None is replaced by the runs' ``in_domain`` attribute
     (:func:`~ood_store._analysis.series.in_domain_of_runs`); the result's options say which.
     """
+    if options.bootstrap:
+        _bootstrap.require_arch()  # before the series are read: one line, not a failure halfway
     if options.in_domain is None:
         options = dataclasses.replace(options, in_domain=in_domain_of_runs(data, options.runs))
     series = load(data, options)
@@ -426,14 +428,10 @@ def _pairs(
         elif options.bootstrap:
             advance(chunks / groups)
 
-    edf = np.fmax(out["edf_x"], out["edf_y"])
     r = out["r"]
-    dof = n - 1 - edf
-    p_value = inference.t_test(r, dof)
-    ci_low, ci_high = inference.fisher_ci(r, n - edf - 2, options.confidence)
-    n_eff = inference.effective_n(n, out["acf1_x"], out["acf1_y"])
-    n_eff = np.where(np.isfinite(r), n_eff, np.nan)
-    p_eff = inference.t_test(r, n_eff - 1 - edf)
+    stats = pair_statistics(r, n, out["acf1_x"], out["acf1_y"], out["edf_x"], out["edf_y"], options.confidence)
+    dof, p_value, n_eff, p_eff = stats["dof"], stats["p"], stats["n_eff"], stats["p_eff"]
+    ci_low, ci_high = stats["ci_low"], stats["ci_high"]
     names = np.array(tasks, dtype=object)
     return pl.DataFrame(
         {
@@ -465,6 +463,37 @@ def _pairs(
     ).with_columns(pl.when(pl.col("block_length") > 0).then(pl.col("block_length")).alias("block_length"))
 
 
+def pair_statistics(
+    r: np.ndarray,
+    n: np.ndarray,
+    acf1_x: np.ndarray,
+    acf1_y: np.ndarray,
+    edf_x: np.ndarray,
+    edf_y: np.ndarray,
+    confidence: float = 0.95,
+) -> dict[str, np.ndarray]:
+    """The tests and intervals of pairs from their r, checkpoints, residual autocorrelations and fits' edf (arrays).
+
+    ``dof = n - 1 - edf`` with ``edf`` the larger fit's, ``p`` its t test,
+    the Fisher interval on ``n - edf - 2``, Bretherton's ``n_eff`` and ``p_eff``
+    (the t test on ``n_eff - 1 - edf``). The per-run table and the simulations of
+    :mod:`~ood_store._analysis.power` both compute them here.
+    """
+    edf = np.fmax(edf_x, edf_y)
+    dof = n - 1 - edf
+    ci_low, ci_high = inference.fisher_ci(r, n - edf - 2, confidence)
+    n_eff = np.where(np.isfinite(r), inference.effective_n(n, acf1_x, acf1_y), np.nan)
+    return {
+        "edf": edf,
+        "dof": dof,
+        "p": inference.t_test(r, dof),
+        "ci_low": ci_low,
+        "ci_high": ci_high,
+        "n_eff": n_eff,
+        "p_eff": inference.t_test(r, n_eff - 1 - edf),
+    }
+
+
 def _group_problem(count: int, Z: np.ndarray, options: Options) -> str | None:
     if count == 0:
         return "no step has both tasks and the in-domain score"
@@ -485,7 +514,7 @@ class _Fit:
         self.problems = np.array([("{task} is constant" if c else None) for c in constant], dtype=object)
         self.residuals = np.full_like(X, np.nan, dtype=float)
         self.edf = np.full(X.shape[1], np.nan)
-        self.alpha = np.full(X.shape[1], np.nan)
+        self.smoothing_parameter = np.full(X.shape[1], np.nan)
         self.note: str | None = None
         varying = ~constant
         Zr, Xr = self._ranked(Z, X[:, varying])
@@ -494,7 +523,7 @@ class _Fit:
             fit = self._residualize(Zr, Xr)
             self.note = fit.note
             self.residuals[:, varying] = fit.values
-            self.edf[varying], self.alpha[varying] = fit.edf, fit.alpha
+            self.edf[varying], self.smoothing_parameter[varying] = fit.edf, fit.smoothing_parameter
             spread = np.linalg.norm(Xr - Xr.mean(axis=0), axis=0)
             explained = np.linalg.norm(fit.values, axis=0) <= 1e-10 * spread
             idx = np.flatnonzero(varying)[explained]
@@ -502,7 +531,7 @@ class _Fit:
             self.residuals[:, idx] = np.nan
             failed = np.flatnonzero(varying)[~np.isfinite(fit.values).all(axis=0)]
             self.problems[failed] = "the GAM could not be fitted to {task}"
-        self.corr = _correlation(self.residuals)
+        self.corr = correlation(self.residuals)
         self.acf1 = inference.lag1_autocorrelation(self.residuals)
         self._usable = np.isfinite(self.residuals).all(axis=0)
 
@@ -536,21 +565,32 @@ class _Fit:
             values = residuals.linear_resampled(Zb, Xb)
         else:
             design = self.smoother.design(Zb[:, :, 0].reshape(-1)).reshape(Zb.shape[0], Zb.shape[1], -1)
-            values = residuals.penalized_resampled(design, Xb, self.smoother.penalty_root, self.alpha[use])
+            values = residuals.penalized_resampled(
+                design, Xb, self.smoother.penalty_root, self.smoothing_parameter[use]
+            )
         values[np.broadcast_to(np.ptp(Xb, axis=1, keepdims=True) == 0, values.shape)] = np.nan
         corr = np.full((Zb.shape[0], p, p), np.nan)
-        corr[:, use[:, None], use[None, :]] = _correlation(values)
+        corr[:, use[:, None], use[None, :]] = correlation(values)
         out[ok] = corr
         return out
 
 
-def _correlation(E: np.ndarray) -> np.ndarray:
+def correlation(E: np.ndarray) -> np.ndarray:
     """Pearson correlations between the columns of ``E`` (NaN for a NaN or zero-variance column).
 
     ``E`` is n × p, or a stack of them (… × n × p); the result is p × p (… × p × p).
     """
+    unit = _unit(E)
+    return np.clip(np.swapaxes(unit, -1, -2) @ unit, -1.0, 1.0)
+
+
+def paired_correlation(X: np.ndarray, Y: np.ndarray) -> np.ndarray:
+    """Pearson correlation of each column of ``X`` with the same column of ``Y`` (n × m each): m values."""
+    return np.clip(np.sum(_unit(X) * _unit(Y), axis=0), -1.0, 1.0)
+
+
+def _unit(E: np.ndarray) -> np.ndarray:
+    """The columns of ``E`` centred and scaled to length 1 (NaN for a zero-variance column)."""
     centred = E - E.mean(axis=-2, keepdims=True)
     with np.errstate(divide="ignore", invalid="ignore"):
-        unit = centred / np.linalg.norm(centred, axis=-2, keepdims=True)
-        corr = np.swapaxes(unit, -1, -2) @ unit
-    return np.clip(corr, -1.0, 1.0)
+        return centred / np.linalg.norm(centred, axis=-2, keepdims=True)

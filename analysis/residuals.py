@@ -34,21 +34,22 @@ class Residuals:
 
     values: np.ndarray  # n × p
     edf: np.ndarray  # p: effective degrees of freedom of each fit, intercept included
-    alpha: np.ndarray  # p: the GAM's smoothing parameter lambda (NaN for linear)
+    smoothing_parameter: np.ndarray  # p: the GAM's smoothing parameter lambda, mgcv's sp (NaN for linear)
     basis_size: int = 2  # functions in the basis, intercept included (2: a straight line)
     note: str | None = None  # why the GAM's basis is smaller than asked for, or a line
 
 
 def linear(z: np.ndarray, X: np.ndarray) -> Residuals:
-    """OLS of every column of ``X`` on ``[1, z]`` in one least-squares solve.
+    """OLS of every column of ``X`` on ``[1, z]``: ``X`` less its projection on the design, ``X - Q Q'X`` (``Q`` of
+    the design's QR decomposition), every column at once.
 
     ``z`` may also be a matrix of ``k`` controls (n × k); the fits then have ``k + 1`` degrees of freedom.
     """
     controls = z.reshape(z.shape[0], -1)
     design = np.column_stack([np.ones(controls.shape[0]), controls - controls.mean(axis=0)])
-    coef, *_ = np.linalg.lstsq(design, X, rcond=None)
+    Q, _ = np.linalg.qr(design)
     p = X.shape[1]
-    return Residuals(X - design @ coef, np.full(p, float(design.shape[1])), np.full(p, np.nan), design.shape[1])
+    return Residuals(X - Q @ (Q.T @ X), np.full(p, float(design.shape[1])), np.full(p, np.nan), design.shape[1])
 
 
 def gam_basis_size(n: int, distinct: int, df: int) -> int:
@@ -98,13 +99,14 @@ class GamSmoother:
             )
         self._z = z
 
-    def fit(self, X: np.ndarray, smoothing: str = "reml", alpha: np.ndarray | None = None) -> Residuals:
-        """Residuals of every column of ``X``, ``lambda`` by ``smoothing`` per column unless ``alpha`` gives it."""
+    def fit(self, X: np.ndarray, smoothing: str = "reml", smoothing_parameter: np.ndarray | None = None) -> Residuals:
+        """Residuals of every column of ``X``; ``lambda`` by ``smoothing`` per column unless ``smoothing_parameter``
+        gives it."""
         if self.regression is None:
             line = linear(self._z, X)
-            return Residuals(line.values, line.edf, line.alpha, 2, self.note)
-        fit = self.regression.fit(X, smoothing, alpha)
-        return Residuals(fit.residuals, fit.edf, fit.penalty, self.basis_size, self.note)
+            return Residuals(line.values, line.edf, line.smoothing_parameter, 2, self.note)
+        fit = self.regression.fit(X, smoothing, smoothing_parameter)
+        return Residuals(fit.residuals, fit.edf, fit.smoothing_parameter, self.basis_size, self.note)
 
     def design(self, z: np.ndarray) -> np.ndarray:
         """The model matrix at in-domain values ``z`` (same knots and scaling as the fit)."""
@@ -125,13 +127,17 @@ class GamSmoother:
 
 
 def gam(
-    z: np.ndarray, X: np.ndarray, df: int = GAM_DF, alpha: np.ndarray | None = None, smoothing: str = "reml"
+    z: np.ndarray,
+    X: np.ndarray,
+    df: int = GAM_DF,
+    smoothing_parameter: np.ndarray | None = None,
+    smoothing: str = "reml",
 ) -> Residuals:
     """Penalised cubic regression spline of each column of ``X`` on ``z``, as mgcv's ``s(z, bs = "cr", k = df)``.
 
     The basis has ``min(df, distinct values of z, n - 3)`` functions,
     intercept included; the penalty is on the second derivative, so a large
-    ``lambda`` gives back the straight line. Unless ``alpha`` is given (one
+    ``lambda`` gives back the straight line. Unless ``smoothing_parameter`` is given (one
     ``lambda`` per column, for ``z`` rescaled to [0, 1]), each column's
     ``lambda`` minimises ``smoothing``: ``"reml"`` (mgcv ``method = "REML"``)
     or ``"gcv"`` (mgcv ``method = "GCV.Cp"``, ``n RSS / (n - edf)^2``).
@@ -144,11 +150,11 @@ def gam(
     >>> rng = np.random.default_rng(0)
     >>> z = np.r_[np.zeros(11), np.linspace(0.04, 0.52, 16)]
     >>> X = rng.normal(size=(27, 3)) * 0.01 + z[:, None]
-    >>> fit = gam(z, X, alpha=np.full(3, 1e-4))
+    >>> fit = gam(z, X, smoothing_parameter=np.full(3, 1e-4))
     >>> fit.basis_size, bool(fit.edf[0] == fit.edf[1] == fit.edf[2])
     (10, True)
     """
-    return GamSmoother(z, df).fit(X, smoothing, alpha)
+    return GamSmoother(z, df).fit(X, smoothing, smoothing_parameter)
 
 
 def linear_resampled(Z: np.ndarray, X: np.ndarray) -> np.ndarray:
@@ -159,18 +165,20 @@ def linear_resampled(Z: np.ndarray, X: np.ndarray) -> np.ndarray:
     return X - Q @ (np.swapaxes(Q, 1, 2) @ X)
 
 
-def penalized_resampled(design: np.ndarray, X: np.ndarray, root: np.ndarray, alpha: np.ndarray) -> np.ndarray:
+def penalized_resampled(
+    design: np.ndarray, X: np.ndarray, root: np.ndarray, smoothing_parameter: np.ndarray
+) -> np.ndarray:
     """Penalised least squares with a fixed ``lambda`` per column, on a stack of resamples at once.
 
     ``design`` r × n × k (the same basis evaluated at each resample's in-domain
     values), ``X`` r × n × p, ``root`` m × k (``E`` with ``E'E`` the penalty),
-    ``alpha`` p. Every (resample, column) is the least-squares solve of
+    ``smoothing_parameter`` p (each column's ``lambda``). Every (resample, column) is the least-squares solve of
     ``[design; sqrt(lambda) E] beta = [x; 0]`` (by QR, as stable as the
     problem allows), all in one batched NumPy call. Returns the residuals, r × n × p.
     """
     r, n, k = design.shape
     m = root.shape[0]
-    weights = np.sqrt(np.asarray(alpha, dtype=float))
+    weights = np.sqrt(np.asarray(smoothing_parameter, dtype=float))
     stacked = np.concatenate(
         [
             np.broadcast_to(design[:, None], (r, weights.size, n, k)),

@@ -34,7 +34,7 @@ PARTIAL_COLUMNS = (
 COMPARISON_COLUMNS = (
     "task_x", "task_y", "runs", "n_positive", "n_negative", "sign_agreement",
     "n_sig_positive", "n_sig_negative", "r_pooled", "ci_low", "ci_high", "p_pooled",
-    "q", "q_p", "i2", "tau2", "verdict",
+    "ci_low_adj", "ci_high_adj", "p_pooled_adj", "q", "q_p", "q_p_adj", "i2", "tau2", "verdict",
 )  # fmt: skip
 
 #: Columns of a residualiser sensitivity report, in order.
@@ -46,8 +46,8 @@ SENSITIVITY_COLUMNS = (
 
 #: Columns of a comparison between groups of runs, in order; ``r:<group>`` columns follow, one per group.
 BETWEEN_COLUMNS = (
-    "task_x", "task_y", "groups", "runs", "q_between", "df_between", "p_between",
-    "tau2_within", "q_within", "df_within", "p_within", "i2_within", "verdict",
+    "task_x", "task_y", "groups", "runs", "within_per_group", "q_between", "df_between", "p_between",
+    "p_between_adj", "tau2_within", "q_within", "df_within", "p_within", "i2_within", "verdict",
 )  # fmt: skip
 
 #: The columns a saved analysis keeps as rows; the last four (in-domain task, metric, residualizer,
@@ -159,7 +159,10 @@ class Comparison(Result):
     The columns: the ``by`` attributes, :data:`COMPARISON_COLUMNS`, then ``r:<run>``, one per run.
     """
 
-    summary_columns = ("task_x", "task_y", "runs", "sign_agreement", "r_pooled", "ci_low", "ci_high", "i2", "verdict")
+    summary_columns = (
+        "task_x", "task_y", "runs", "sign_agreement", "r_pooled", "ci_low_adj", "ci_high_adj", "q_p_adj", "i2",
+        "verdict",
+    )  # fmt: skip
 
     #: The run attributes runs were grouped by (empty: all runs together).
     by: tuple[str, ...]
@@ -171,13 +174,21 @@ class Comparison(Result):
     source: PartialCorrelations | None = None
     #: The share of runs that must share the pooled sign for a "consistently ..." verdict.
     agreement: float = 0.8
+    #: How the tests behind the verdicts were adjusted over the rows: ``holm``, ``fdr_bh``, ``bonferroni``, ``none``.
+    adjust_pairs: str = "holm"
+    #: The test of the pooled estimate: ``knha`` (Knapp–Hartung) or ``z``.
+    test: str = "knha"
 
     def _leading_columns(self) -> tuple[str, ...]:
         return self.by
 
     def _summary(self) -> str:
         grouped = f" by {', '.join(self.by)}" if self.by else ""
-        return f"{grouped}: {self.table.height} pairs, alpha {self.alpha:g}, {self.inference} inference"
+        adjusted = "not adjusted" if self.adjust_pairs == "none" else f"{self.adjust_pairs} over pairs"
+        return (
+            f"{grouped}: {self.table.height} pairs, alpha {self.alpha:g} ({adjusted}), {self.test} test, "
+            f"{self.inference} inference"
+        )
 
 
 @dataclass(frozen=True, repr=False)
@@ -188,7 +199,7 @@ class BetweenGroups(Result):
     """
 
     summary_columns = (
-        "task_x", "task_y", "groups", "runs", "q_between", "p_between", "tau2_within", "p_within", "verdict",
+        "task_x", "task_y", "groups", "runs", "q_between", "p_between", "p_between_adj", "tau2_within", "verdict",
     )  # fmt: skip
 
     #: The run attribute that makes the groups (e.g. ``family``).
@@ -203,10 +214,18 @@ class BetweenGroups(Result):
     tau2_method: str
     #: The analysis compared, when it was a result rather than a bare frame.
     source: PartialCorrelations | None = None
+    #: How ``p_between`` was adjusted over the pairs.
+    adjust_pairs: str = "holm"
+    #: The test between groups: ``knha`` (F) or ``z`` (χ²).
+    test: str = "knha"
 
     def _summary(self) -> str:
         groups = f"{self.between} beyond {self.within}"
-        return f": {groups}, {self.table.height} pairs, tau2 by {self.tau2_method}, alpha {self.alpha:g}"
+        adjusted = "not adjusted" if self.adjust_pairs == "none" else f"{self.adjust_pairs} over pairs"
+        return (
+            f": {groups}, {self.table.height} pairs, tau2 by {self.tau2_method}, {self.test} test, "
+            f"alpha {self.alpha:g} ({adjusted})"
+        )
 
 
 @dataclass(frozen=True, repr=False)

@@ -56,7 +56,7 @@ class Fit:
     fitted: np.ndarray  # n × p
     residuals: np.ndarray  # n × p
     edf: np.ndarray  # p: trace of the hat matrix (null space included)
-    penalty: np.ndarray  # p: lambda
+    smoothing_parameter: np.ndarray  # p: lambda (mgcv's sp)
 
 
 class PenalizedRegression:
@@ -104,17 +104,17 @@ class PenalizedRegression:
         high = _SPAN - np.log(positive.min())
         self.grid = np.linspace(low, high, int(np.ceil((high - low) / _GRID_STEP)) + 1)
 
-    def fit(self, X: np.ndarray, criterion: str = "reml", penalty: np.ndarray | None = None) -> Fit:
-        """Fit every column of ``X``; ``lambda`` per column by ``criterion`` unless ``penalty`` gives them."""
+    def fit(self, X: np.ndarray, criterion: str = "reml", smoothing_parameter: np.ndarray | None = None) -> Fit:
+        """Fit every column of ``X``; each ``lambda`` by ``criterion`` unless ``smoothing_parameter`` gives it."""
         X = np.asarray(X, dtype=float)
         y = self.basis.T @ X  # k × p
         e0 = np.sum((X - self.basis @ y) ** 2, axis=0)
-        if penalty is None:
+        if smoothing_parameter is None:
             if criterion not in CRITERIA:
                 raise ValueError(f"criterion must be one of {', '.join(CRITERIA)}, not {criterion!r}")
             rho = self._select(y, e0, criterion)
         else:
-            rho = np.log(np.asarray(penalty, dtype=float))
+            rho = np.log(np.asarray(smoothing_parameter, dtype=float))
         keep = 1.0 / (1.0 + np.exp(rho)[None, :] * self.d[:, None])  # 1 - a, k × p
         fitted = self.basis @ (y * keep)
         return Fit(fitted, X - fitted, keep.sum(axis=0), np.exp(rho))

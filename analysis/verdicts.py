@@ -16,8 +16,21 @@ of the pooled r (:func:`sign_agreement`), and ``agreement`` the threshold
 4. **no evidence**: the pooled interval includes 0;
 
 and **too few runs** with fewer than two runs to pool. Runs count as
-significant by their adjusted p-value at ``alpha``; the pooled interval and Q
-are tested at the same ``alpha``.
+significant by their adjusted p-value at ``alpha`` (adjusted within each run).
+
+**Adjusted over pairs.** A comparison makes two tests per pair (Q, and the
+pooled estimate), and a study reports many pairs: tested at ``alpha`` each,
+a study of 27 pairs without any real difference would be given one or two
+verdicts of noise. :func:`~ood_store._analysis.compare.compare` therefore
+adjusts both tests of every row in one family (``adjust_pairs``: Holm by
+default, or Benjamini–Hochberg), and the verdict reads the adjusted Q p-value
+and the adjusted pooled interval, which excludes 0 exactly when the adjusted
+pooled p is below ``alpha`` (:func:`~ood_store._analysis.inference.adjusted_level`).
+
+**Between groups.** :func:`between_verdict` says whether a pair's correlation
+differs between groups of runs (models) beyond the variation within them
+(seeds), or that it cannot say: with one run in a group the group's model and
+its seed are confounded.
 """
 
 from __future__ import annotations
@@ -95,3 +108,33 @@ def sign_agreement(n_positive: int, n_negative: int, runs: int, estimate: float 
     if estimate is None or math.isnan(estimate) or estimate == 0:
         return max(n_positive, n_negative) / runs
     return (n_positive if estimate > 0 else n_negative) / runs
+
+
+def between_verdict(
+    between: str,
+    within: str,
+    *,
+    groups: int,
+    fewest: int | None,
+    p: float | None,
+    alpha: float = 0.05,
+    minimum: int = 2,
+) -> str:
+    """The verdict of a test between ``groups`` groups whose smallest has ``fewest`` runs, p-value ``p`` (adjusted).
+
+    Examples
+    --------
+    >>> between_verdict("family", "seed", groups=4, fewest=3, p=0.001)
+    'differs by family beyond seed variation'
+    >>> between_verdict("family", "seed", groups=4, fewest=1, p=None)
+    'family and seed confounded: 1 seed per family'
+    """
+    if groups < 2 or fewest is None:
+        return "too few runs"
+    if fewest < minimum:
+        return f"{between} and {within} confounded: {fewest} {within} per {between}"
+    if p is None or math.isnan(p):
+        return "too few runs"
+    if p < alpha:
+        return f"differs by {between} beyond {within} variation"
+    return f"not shown to differ by {between} beyond {within} variation"

@@ -88,6 +88,22 @@ def adjusted_within(adjust: str, scope: str) -> str:
     return f"{_ADJUST[adjust]}-adjusted within each {scope}"
 
 
+def adjusted_over_pairs(adjust_pairs: str, test: str) -> str:
+    """How a comparison's pooled p-values were tested and adjusted: ``Knapp–Hartung; Holm-adjusted over pairs``.
+
+    The family is the comparison's: every pair's (and group's) heterogeneity and pooled tests.
+
+    >>> adjusted_over_pairs("holm", "knha")
+    'Knapp–Hartung t; Holm-adjusted over every pair, with the heterogeneity tests'
+    >>> adjusted_over_pairs("none", "z")
+    'z test; not adjusted for multiple testing'
+    """
+    tested = "Knapp–Hartung t" if test == "knha" else "z test"
+    if adjust_pairs not in _ADJUST:
+        return f"{tested}; not adjusted for multiple testing"
+    return f"{tested}; {_ADJUST[adjust_pairs]}-adjusted over every pair, with the heterogeneity tests"
+
+
 def p_column(inference: str) -> str:
     """The adjusted p-value column that ``inference`` tests with."""
     return _P[inference]

@@ -29,12 +29,12 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter
 
 from ood_store._analysis import results
-from ood_store._analysis.compare import compare
+from ood_store._analysis.compare import DEFAULT_ADJUST_PAIRS, DEFAULT_TEST, compare
 from ood_store._analysis.results import COMPARISON_COLUMNS, Comparison
 from ood_store._analysis.saved import saved_analysis
 from ood_store._errors import AnalysisError
 from ood_store._export import display, grids, page, triangle
-from ood_store._export.captions import Method
+from ood_store._export.captions import Method, adjusted_over_pairs
 from ood_store._export.curves import curves
 from ood_store._export.display import analysis_order, task_order
 from ood_store._export.figure_files import FORMATS, STYLE, PaperFigure, file_format, save
@@ -149,7 +149,10 @@ def _sign_note(result, names, layout: grids.Layout) -> list[str]:
     bold = [v for v, style in VERDICT_STYLE.items() if style == "bold"]
     how = ""
     if isinstance(result, Comparison):
-        how = f" (compare at alpha {result.alpha:g}, {result.inference} inference, agreement {result.agreement:g})"
+        how = (
+            f" (compare at alpha {result.alpha:g}, {adjusted_over_pairs(result.adjust_pairs, result.test)}, "
+            f"{result.inference} inference, agreement {result.agreement:g})"
+        )
     lines.append(f"{counted} Hatched: {' or '.join(hatched)}; framed: {' or '.join(bold)}{how}.")
     return lines
 
@@ -298,6 +301,8 @@ def from_analysis(
     by: Sequence[str] | None = None,
     alpha: float = 0.05,
     inference: str = "effective",
+    adjust_pairs: str = DEFAULT_ADJUST_PAIRS,
+    test: str = DEFAULT_TEST,
     names: Mapping[str, str] | None = None,
     order_by: Sequence[str] | None = None,
     ncols: int | None = None,
@@ -326,6 +331,9 @@ def from_analysis(
     tasks, alpha, inference, names, note, width
         As for :func:`heatmap`; ``ncols``, ``rows``, ``cols``, ``seeds`` and
         ``short_titles`` as for :func:`heatmap_grid`.
+    adjust_pairs, test
+        How the verdicts and pooled intervals of ``signs``, ``forest`` and a pooled
+        ``grid`` are adjusted over pairs and tested (:func:`~ood_store._analysis.compare`).
 
     Returns
     -------
@@ -338,7 +346,7 @@ def from_analysis(
     analysis = saved_analysis(store, name)
     chosen = split_names(runs, "runs")
     tasks = split_names(tasks, "tasks")
-    settings = [f"alpha {alpha:g}", f"{inference} inference"]
+    settings = [f"alpha {alpha:g}", f"{inference} inference", f"{test} test", f"{adjust_pairs} over pairs"]
     settings += [f"by {', '.join(by)}"] if by else []
     settings += [
         f"{what} {value}" for what, value in (("rows", rows), ("cols", cols), ("colour by", color_by)) if value
@@ -360,12 +368,13 @@ def from_analysis(
         figure = heatmap_grid(
             analysis, ordered, names=names, tasks=tasks, alpha=alpha, inference=inference, note=note,
             ncols=ncols, width=width, rows=rows, cols=cols, seeds=seeds, attributes=store, short_titles=short_titles,
+            adjust_pairs=adjust_pairs, test=test,
         )  # fmt: skip
         faceted = f", by {' and '.join(a for a in (rows, cols) if a)}" if rows or cols else ""
         return PaperFigure(figure, provenance, f"heatmaps of {len(ordered)} runs{faceted}")
     subset = _subset(analysis, chosen, name)
     if kind == "forest":
-        result = compare(subset, alpha=alpha, inference=inference)
+        result = compare(subset, alpha=alpha, inference=inference, adjust_pairs=adjust_pairs, test=test)
         ordered = display.run_order(store, subset.table["run"].unique(), order_by)
         groups, group_name = _colour_groups(store, ordered, color_by)
         figure = forest(result, groups=groups, group_name=group_name, runs=ordered, names=names,
@@ -374,7 +383,8 @@ def from_analysis(
             figure, provenance, f"a forest plot of {result.table.height} pairs across {len(ordered)} runs"
         )
     order = analysis_order(subset)  # the analysis' order, as in its heatmaps (compare sorts pairs)
-    result = compare(subset, by=list(by) if by else None, attributes=store, alpha=alpha, inference=inference)
+    result = compare(subset, by=list(by) if by else None, attributes=store, alpha=alpha, inference=inference,
+                     adjust_pairs=adjust_pairs, test=test)  # fmt: skip
     figure = sign_agreement(result, names=names, tasks=tasks or order, note=note, width=width)
     return PaperFigure(figure, provenance, f"the sign agreement of {subset.table['run'].n_unique()} runs")
 

@@ -5,7 +5,8 @@ glance whether a pair "depends on the model". Here each pair is one row: a
 point per run (coloured by a run attribute such as family, filled where the
 run's own adjusted p is below alpha), and below them the pooled r of
 :func:`~ood_store._analysis.compare` (random effects on Fisher z) with its
-interval, the verdict at the right. Pairs whose runs spread to both sides of
+interval as the verdict reads it (adjusted over pairs: it excludes 0 exactly
+where the adjusted pooled p is below alpha), the verdict at the right. Pairs whose runs spread to both sides of
 zero, or cluster by colour, are the model-dependent ones.
 """
 
@@ -25,7 +26,7 @@ from ood_store._analysis import results
 from ood_store._analysis.results import COMPARISON_COLUMNS, Comparison
 from ood_store._errors import AnalysisError
 from ood_store._export import grids, page, triangle
-from ood_store._export.captions import Method, p_column
+from ood_store._export.captions import Method, adjusted_over_pairs, p_column
 from ood_store._export.display import task_order
 from ood_store._export.figure_files import STYLE
 
@@ -54,7 +55,8 @@ def forest(
     result : Comparison or polars.DataFrame
         A :func:`~ood_store._analysis.compare` result over all runs (no ``by``),
         or its table; its ``r:<run>`` columns are the points, ``r_pooled``,
-        ``ci_low``, ``ci_high`` the bar and ``verdict`` the text beside it.
+        ``ci_low_adj``, ``ci_high_adj`` (the interval adjusted over pairs; ``ci_low``,
+        ``ci_high`` in a table without them) the bar and ``verdict`` the text beside it.
         With a result of a partial-correlation result, points of runs whose
         adjusted p (``result.inference``) is at least ``result.alpha`` are hollow.
     groups : mapping, optional
@@ -127,7 +129,8 @@ def forest(
                 facecolors=[colour if f else "white" for f in filled],
                 label=names.get(str(value), str(value)) if value is not None else "runs",
             )  # fmt: skip
-        pooled = [(rows[p]["r_pooled"], rows[p]["ci_low"], rows[p]["ci_high"], i + 0.26) for i, p in enumerate(pairs)]
+        low, high = ("ci_low_adj", "ci_high_adj") if "ci_low_adj" in frame.columns else ("ci_low", "ci_high")
+        pooled = [(rows[p]["r_pooled"], rows[p][low], rows[p][high], i + 0.26) for i, p in enumerate(pairs)]
         drawn = [(r, lo, hi, y) for r, lo, hi, y in pooled if r is not None and lo is not None and hi is not None]
         ax.add_collection(LineCollection([[(lo, y), (hi, y)] for _, lo, hi, y in drawn], colors="black",
                                          linewidths=1.4, zorder=3, gid="pooled-ci"))  # fmt: skip
@@ -153,9 +156,10 @@ def forest(
                    label=names.get(str(value), str(value)) if value is not None else "runs")
             for value in group_values
         ]  # fmt: skip
+        adjusted = low == "ci_low_adj" and not (isinstance(result, Comparison) and result.adjust_pairs == "none")
         level = 1 - (result.alpha if isinstance(result, Comparison) else 0.05)
         handles.append(Line2D([], [], color="black", marker="D", markersize=3.2, linewidth=1.4,
-                              label=f"pooled r, {level:.0%} CI"))  # fmt: skip
+                              label="pooled r, adjusted CI" if adjusted else f"pooled r, {level:.0%} CI"))  # fmt: skip
         title = names.get(group_name, group_name) if group_name and groups else None
         figure.legend(handles=handles, loc="outside upper center", ncols=min(len(handles), 3), title=title,
                       handletextpad=0.3, columnspacing=0.9, fontsize=triangle.TICK_SIZE,
@@ -204,6 +208,8 @@ def _note(result, significant: dict, names: Mapping[str, str]) -> list[str]:
             text += f"; filled where {p_column(inference)} < {result.alpha:g}"
         lines.append(
             f"{text} ({method.test(inference)}). Black: r pooled over runs by random effects on Fisher z "
-            f"({'effective' if inference == 'effective' else 'naive'} n); right: the verdict of compare."
+            f"({'effective' if inference == 'effective' else 'naive'} n) with the interval the verdict reads "
+            f"({adjusted_over_pairs(result.adjust_pairs, result.test)}: it excludes 0 where the adjusted p is below "
+            f"{result.alpha:g}); right: the verdict of compare."
         )
     return lines

@@ -16,18 +16,16 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import matplotlib
-import numpy as np
 import polars as pl
 from matplotlib.colors import Normalize
 from matplotlib.figure import Figure
 
 from ood_store._analysis import results
-from ood_store._analysis.compare import INFERENCE, compare
-from ood_store._analysis.inference import adjust
+from ood_store._analysis.compare import DEFAULT_ADJUST_PAIRS, DEFAULT_TEST, INFERENCE, compare
 from ood_store._analysis.results import PartialCorrelations
 from ood_store._errors import AnalysisError
 from ood_store._export import display, grids, page, triangle
-from ood_store._export.captions import Method, adjusted_within, p_column
+from ood_store._export.captions import Method, adjusted_over_pairs, p_column
 from ood_store._export.display import analysis_order
 
 if TYPE_CHECKING:
@@ -112,6 +110,8 @@ def heatmap_grid(
     seeds: str = "pool",
     attributes: Database | pl.DataFrame | None = None,
     short_titles: bool = True,
+    adjust_pairs: str = DEFAULT_ADJUST_PAIRS,
+    test: str = DEFAULT_TEST,
 ) -> Figure:
     """A grid of :func:`heatmap` panels with one shared colour bar: do results generalise across runs?
 
@@ -122,9 +122,10 @@ def heatmap_grid(
     With ``rows`` and/or ``cols`` (run attributes), panels are faceted: one
     row per value of ``rows``, one column per value of ``cols``; the runs that
     share both values are pooled into one panel (``seeds="pool"``: random
-    effects on Fisher z, as :func:`~ood_store._analysis.compare`, faded where
-    the pooled p, adjusted over the panel's pairs by the analysis' method
-    (Holm for a bare table), is at least ``alpha``; a lone run is drawn as it is) or drawn
+    effects on Fisher z by :func:`~ood_store._analysis.compare` with
+    ``adjust_pairs`` and ``test``, faded where the pooled p, adjusted as the
+    comparison adjusts its verdicts (over every panel's pairs), is at least
+    ``alpha``; a lone run is drawn as it is) or drawn
     side by side as small multiples (``seeds="each"``). Runs whose every r is
     NaN (too few checkpoints, say) are left out and named in the note.
 
@@ -152,6 +153,9 @@ def heatmap_grid(
         ``run`` column and one column per attribute.
     short_titles : bool
         Leave out of the titles what all of them share (default); False keeps whole display names.
+    adjust_pairs, test
+        With pooled panels: the comparison's adjustment over pairs and test of the pooled estimate
+        (:func:`~ood_store._analysis.compare`).
 
     Returns
     -------
@@ -181,21 +185,21 @@ def heatmap_grid(
     if not drawn:
         raise AnalysisError(f"no run has a finite r to draw: {', '.join(chosen)}", parameter="runs")
     method = Method.of(table if isinstance(table, PartialCorrelations) else frame)
-    test = _Test(p_column(inference), alpha, method.adjust or "holm")
+    marks = _Test(p_column(inference), alpha, adjust_pairs, test)
     labels = [names.get(t, t) for t in order]
     if rows is not None and rows == cols:
         raise AnalysisError(f"rows and cols are both {rows!r}; facet by two different attributes", parameter="cols")
     if rows is None and cols is None:
-        facets = _wrapped(frame, drawn, order, names, test, short_titles)
+        facets = _wrapped(frame, drawn, order, names, marks, short_titles)
     else:
         frame_of = _attributes(attributes, [a for a in (rows, cols) if a], drawn)
-        facets = _faceted(frame, drawn, order, names, test, rows, cols, seeds, frame_of)
+        facets = _faceted(frame, drawn, order, names, marks, rows, cols, seeds, frame_of)
         panel_columns = facets.ncols - len(facets.spacers)
         facets.width = grids.width_for(labels, panel_columns, width, nrows=facets.nrows, headers=rows is not None)
     norm, cmap = Normalize(vmin=-1.0, vmax=1.0), matplotlib.colormaps[CMAP]
 
     def lines(layout: grids.Layout) -> list[str]:
-        return _note(method, names, inference, test, layout, facets, empty, frame) if note else []
+        return _note(method, names, inference, marks, layout, facets, empty, frame) if note else []
 
     if facets.nrows == 0:  # wrapped to the page
         items = [(panel.cells, panel.title) for panel in facets.panels]
@@ -213,7 +217,8 @@ def heatmap_grid(
 class _Test:
     column: str
     alpha: float
-    adjust: str = "holm"  # how the pooled p of a faceted panel is adjusted over its pairs (the analysis' method)
+    adjust_pairs: str = DEFAULT_ADJUST_PAIRS  # how compare adjusts the pooled panels' tests over pairs
+    test: str = DEFAULT_TEST  # compare's test of a pooled estimate
 
     def significant(self, p: float | None) -> bool:
         return p is not None and math.isfinite(p) and p < self.alpha
@@ -324,20 +329,17 @@ def _within_labels(cells: dict[tuple[int, int], list[str]], names: Mapping[str, 
 
 
 def _pooled(frame, runs, attributes, by, test: _Test) -> dict[tuple, list[dict]]:
-    """The runs of each facet pooled by :func:`~ood_store._analysis.compare`: group values -> rows as r and p."""
+    """The runs of each facet pooled by :func:`~ood_store._analysis.compare`: group values -> rows as r and p, the
+    pooled p adjusted as compare adjusts its verdicts (``p_pooled_adj``)."""
     inference = "effective" if test.column == "p_eff_adj" else "naive"
     result = compare(frame.filter(pl.col("run").is_in(runs)), by=by, attributes=attributes, alpha=test.alpha,
-                     inference=inference).table  # fmt: skip
+                     inference=inference, adjust_pairs=test.adjust_pairs, test=test.test).table  # fmt: skip
     out: dict[tuple, list[dict]] = {}
     for row in result.iter_rows(named=True):
         key = tuple(row[a] for a in by)
         out.setdefault(key, []).append(
-            {"task_x": row["task_x"], "task_y": row["task_y"], "r": row["r_pooled"], "p": row["p_pooled"]}
+            {"task_x": row["task_x"], "task_y": row["task_y"], "r": row["r_pooled"], "p": row["p_pooled_adj"]}
         )
-    for rows in out.values():  # adjusted over the panel's pairs, as each run's p is over the run's
-        pooled = np.array([np.nan if row["p"] is None else row["p"] for row in rows], dtype=float)
-        for row, p in zip(rows, adjust(pooled, test.adjust), strict=True):
-            row["p"] = float(p) if np.isfinite(p) else None
     return out
 
 
@@ -372,7 +374,7 @@ def _note(method: Method, names, inference, test: _Test, layout: grids.Layout, f
             f"Panels pool the runs of each {facets.pooled}: random effects on Fisher z with each run's {n} n "
             f"(a lone run: its {test.column})."
         )
-        adjusted = adjusted_within(test.adjust, "panel")
+        adjusted = adjusted_over_pairs(test.adjust_pairs, test.test)
         test_text = f"Bold: pooled p < {test.alpha:g} ({adjusted}); faded: not significant."
         if not layout.numbers:
             test_text = f"Faded: not significant, pooled p \u2265 {test.alpha:g} ({adjusted})."

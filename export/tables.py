@@ -22,17 +22,15 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 
-import numpy as np
 import polars as pl
 
 from ood_store._analysis import results
-from ood_store._analysis.compare import INFERENCE, compare
-from ood_store._analysis.inference import ADJUST_METHODS, adjust
+from ood_store._analysis.compare import DEFAULT_ADJUST_PAIRS, DEFAULT_TEST, INFERENCE, compare
 from ood_store._analysis.results import COMPARISON_COLUMNS, Comparison, PartialCorrelations
 from ood_store._analysis.saved import saved_analysis
 from ood_store._errors import AnalysisError
 from ood_store._export import display, page
-from ood_store._export.captions import Method
+from ood_store._export.captions import Method, adjusted_over_pairs
 from ood_store._export.paper_table import FORMATS, PARQUET_KEY, Column, PaperTable, format_of
 from ood_store._export.provenance import Provenance
 
@@ -197,7 +195,6 @@ def compare_table(
     result: Comparison | pl.DataFrame,
     *,
     wide: bool = False,
-    adjust_method: str = "holm",
     mark: str = "stars",
     **layout: Unpack[Layout],
 ) -> PaperTable:
@@ -205,25 +202,29 @@ def compare_table(
 
     One row per pair of testsets (and group of the comparison's ``by``): runs, sign agreement,
     pooled r with its interval, I² and the verdict. The pooled r is marked by
-    its p-value adjusted over the rows (``adjust_method``, default Holm).
+    its p-value as the comparison adjusted it over pairs (``p_pooled_adj``), and
+    the interval is the adjusted one (``ci_low_adj``, ``ci_high_adj``), which
+    excludes 0 exactly where that p is below the comparison's alpha: the
+    table shows what the verdicts read.
     ``wide`` adds each run's r, in the order of ``runs``. The other keywords
     are those of :func:`partial_table` (a comparison has no ``transpose``:
     with ``wide`` its runs are columns already).
     """
     _check_choice("mark", mark, MARKS)
-    _check_choice("adjust", adjust_method, ADJUST_METHODS)
     source = result
     result = results.comparison_table(result)
+    absent = [c for c in ("p_pooled_adj", "ci_low_adj", "ci_high_adj") if c not in result.columns]
+    if absent:
+        raise AnalysisError(f"not a comparison of this version: no column(s) {', '.join(absent)}", parameter="result")
     groups = [c for c in result.columns if c not in COMPARISON_COLUMNS and not c.startswith("r:")]
     per_run = [c.removeprefix("r:") for c in result.columns if c.startswith("r:")]
     runs = layout.get("runs")
     if runs is not None:
         per_run = [run for run in runs if run in per_run]
     names = dict(layout.get("names") or {})
-    frame = result.with_columns(p_pooled_adj=pl.Series(_adjusted(result["p_pooled"], adjust_method), dtype=pl.Float64))
-    keep = [*groups, "task_x", "task_y", "runs", "sign_agreement", "r_pooled", "ci_low", "ci_high", "p_pooled_adj",
-            "i2", "verdict", *([f"r:{run}" for run in per_run] if wide else [])]  # fmt: skip
-    frame = frame.select(keep)
+    keep = [*groups, "task_x", "task_y", "runs", "sign_agreement", "r_pooled", "ci_low_adj", "ci_high_adj",
+            "p_pooled_adj", "i2", "verdict", *([f"r:{run}" for run in per_run] if wide else [])]  # fmt: skip
+    frame = result.select(keep)
     if isinstance(source, Comparison) and source.source is not None:  # pairs in the analysis' order
         frame = display.pair_order(frame, display.analysis_order(source.source))
     if groups:  # groups in attribute order (sizes as numbers), pairs as compare sorted them
@@ -239,7 +240,7 @@ def compare_table(
         Column("runs", "Runs", "int"),
         Column("sign_agreement", shown.header("Sign agreement"), "float"),
         Column("r_pooled", "Pooled r", "float", latex=r"Pooled $r$", marked=True),
-        Column("ci_low", "95% CI", "ci", high="ci_high"),
+        Column("ci_low_adj", "Adj. CI", "ci", high="ci_high_adj"),
         Column("i2", "I²", "float", latex=r"$I^2$"),
         Column("verdict", "Verdict", "text"),
         *(Column(f"r:{shown.run(run)}", shown.run(run), "float") for run in (per_run if wide else [])),
@@ -249,8 +250,16 @@ def compare_table(
     inference = source.inference if isinstance(source, Comparison) else None
     pooled = "pooled across runs (random effects on Fisher z" + (f", {inference} n" if inference else "") + ")"
     default_caption = "Partial correlations" + (f" with {regressed}" if regressed else "") + f", {pooled}."
-    options = {"wide": wide, "adjust_method": adjust_method, "mark": mark, "compact": False, **layout}
-    note = _note(mark, "p", f"p of the pooled r, {adjust_method}-adjusted over pairs")
+    options = {"wide": wide, "mark": mark, "compact": False, **layout}
+    if isinstance(source, Comparison):
+        adjusted = adjusted_over_pairs(source.adjust_pairs, source.test)
+        level = f"alpha {source.alpha:g}"
+    else:
+        adjusted, level = "as compare adjusted it", "the comparison's alpha"
+    note = _note(mark, "p", f"p of the pooled r: {adjusted}") + (
+        f" Adj. CI: the pooled interval at the level the adjustment implies, which excludes 0 where the adjusted p "
+        f"is below {level}."
+    )
     common = _common(layout, options, functools.partial(compare_table, source), default_caption, "tab:compare", note,
                      shown.key)  # fmt: skip
     marks = pl.DataFrame({"r_pooled": [_stars(v) for v in frame["p_pooled_adj"]]}, schema={"r_pooled": pl.String})
@@ -280,9 +289,12 @@ def from_analysis(
     alpha: float = 0.05,
     inference: str = "effective",
     order_by: Sequence[str] | None = None,
+    adjust_pairs: str = DEFAULT_ADJUST_PAIRS,
+    test: str = DEFAULT_TEST,
     **options: Any,
 ) -> PaperTable:
-    """The table of saved analysis ``name`` (``compared``: of its comparison across runs, grouped ``by``).
+    """The table of saved analysis ``name`` (``compared``: of its comparison across runs, grouped ``by``, its
+    verdicts adjusted over pairs by ``adjust_pairs`` with ``test``, as :func:`~ood_store._analysis.compare`).
 
     Runs are ordered by their attributes (:func:`~ood_store._export.display.run_order`,
     ``order_by``); other keywords go to :func:`partial_table` or :func:`compare_table`.
@@ -294,9 +306,12 @@ def from_analysis(
         return partial_table(analysis, inference=inference, runs=runs, provenance=provenance, **options)
     if options.pop("transpose", False):
         raise AnalysisError("a comparison has its runs as columns already (with `wide`)", parameter="transpose")
-    result = compare(analysis, by=list(by) if by else None, attributes=store, alpha=alpha, inference=inference)
-    provenance = Provenance.of_analysis(store, name, source=f"compare of analysis {name}")
-    return compare_table(result, runs=runs, provenance=provenance, adjust_method=analysis.options.adjust, **options)
+    result = compare(analysis, by=list(by) if by else None, attributes=store, alpha=alpha, inference=inference,
+                     adjust_pairs=adjust_pairs, test=test)  # fmt: skip
+    provenance = Provenance.of_analysis(
+        store, name, source=f"compare of analysis {name} ({test} test, {adjust_pairs} over pairs)"
+    )
+    return compare_table(result, runs=runs, provenance=provenance, **options)
 
 
 def from_query(store: Database, sql: str, **options: Any) -> PaperTable:
@@ -366,12 +381,6 @@ def _stars(p: float | None) -> str:
     if p is None or not math.isfinite(p):
         return ""
     return next((stars for level, stars in STARS if p < level), "")
-
-
-def _adjusted(p: pl.Series, method: str) -> list[float | None]:
-    values = p.cast(pl.Float64).fill_null(float("nan")).to_numpy()
-    out = adjust(values, method)
-    return [float(v) if np.isfinite(v) else None for v in out]
 
 
 def _note(mark: str, p: str, test: str) -> str:

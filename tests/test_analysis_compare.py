@@ -35,7 +35,7 @@ def _table(rows: list[tuple[str, float, int]], pair=("hans", "rte"), p_adj=None)
 
 def test_pooled_r_equals_a_hand_computed_dersimonian_laird_when_homogeneous():
     rows = [("a", 0.30, 54), ("b", 0.32, 104), ("c", 0.28, 204)]
-    out = compare(_table(rows), inference="naive").table.row(0, named=True)
+    out = compare(_table(rows), inference="naive", test="z").table.row(0, named=True)
     z = np.arctanh([0.30, 0.32, 0.28])
     v = 1 / (np.array([54, 104, 204]) - 4)  # n - k - 3 with k = 1
     w = 1 / v
@@ -54,6 +54,13 @@ def test_pooled_r_equals_a_hand_computed_dersimonian_laird_when_homogeneous():
     assert out["verdict"] == "consistently positive"
     assert out["runs"] == 3 and out["n_positive"] == 3 and out["sign_agreement"] == 1.0
     assert [out["r:a"], out["r:b"], out["r:c"]] == [0.30, 0.32, 0.28]
+    # Knapp-Hartung: the same estimate, its variance times s2w = sum w (z - mean)^2 / (k - 1), t with 2 df
+    knha = compare(_table(rows), inference="naive", test="knha").table.row(0, named=True)
+    s2w = (w * (z - fixed) ** 2).sum() / 2
+    assert knha["r_pooled"] == pytest.approx(out["r_pooled"], rel=1e-12)
+    half = stats.t.ppf(0.975, 2) * np.sqrt(s2w) * se
+    assert knha["ci_low"] == pytest.approx(np.tanh(fixed - half), rel=1e-9)
+    assert knha["p_pooled"] == pytest.approx(2 * stats.t.sf(fixed / (np.sqrt(s2w) * se), 2), rel=1e-6)
 
 
 def test_heterogeneity_matches_cochran_q_and_i2():
@@ -85,8 +92,8 @@ def test_weak_mixed_evidence_is_no_evidence_and_one_run_is_too_few():
 
 def test_effective_inference_uses_n_eff():
     table = _table([("a", 0.30, 54), ("b", 0.32, 104)]).with_columns(n_eff=pl.Series([10.0, 20.0]))
-    naive = compare(table, inference="naive").table.row(0, named=True)
-    effective = compare(table, inference="effective").table.row(0, named=True)
+    naive = compare(table, inference="naive", test="z").table.row(0, named=True)
+    effective = compare(table, inference="effective", test="z").table.row(0, named=True)
     assert effective["ci_high"] - effective["ci_low"] > naive["ci_high"] - naive["ci_low"]
     z = np.arctanh([0.30, 0.32])
     w = np.array([10 - 4.0, 20 - 4.0])
@@ -94,17 +101,17 @@ def test_effective_inference_uses_n_eff():
 
 
 def test_planted_model_dependence_is_found_across_simulated_runs():
-    """Two families: in one the OOD residuals correlate at +0.7, in the other at -0.7."""
+    """Two families of six runs: in one the OOD residuals correlate at +0.7, in the other at -0.7."""
     rng = np.random.default_rng(0)
     frames, families = [], {}
-    for i in range(6):
-        rho = 0.7 if i < 3 else -0.7
+    for i in range(12):
+        rho = 0.7 if i < 6 else -0.7
         n = 60
         z = np.sort(rng.uniform(0.4, 0.9, n))
         e = rng.multivariate_normal([0, 0], [[1, rho], [rho, 1]], size=n) * 0.02
         noise = rng.normal(size=n) * 0.02
         run = f"run{i}"
-        families[run] = "opt" if i < 3 else "olmo"
+        families[run] = "opt" if i < 6 else "olmo"
         values = {"mnli": z, "hans": z + e[:, 0], "rte": 1 - z + e[:, 1], "anli": 0.5 * z + noise}
         frames.append(
             pl.DataFrame(
@@ -125,6 +132,7 @@ def test_planted_model_dependence_is_found_across_simulated_runs():
     )
     verdicts = dict(zip(grouped["family"], grouped["verdict"], strict=True))
     assert verdicts == {"opt": "consistently positive", "olmo": "consistently negative"}
+
     # anli's residuals are independent noise: no verdict of consistency for its pairs
     noise = compare(table).table.filter(pl.col("task_x") == "anli")
     assert noise.height == 2
@@ -173,7 +181,7 @@ def test_nineteen_of_twenty_agreeing_with_a_clear_pooled_r_is_consistent():
     """Issue 11: 19 of 20 runs positive, one non-significantly negative, pooled r 0.40 (p < 0.001), Q
     significant. The old rule called it model-dependent; the runs and the pooled interval say consistent."""
     table, metafor = _reference_set("agree19")
-    out = compare(table).table.row(0, named=True)
+    out = compare(table, test="z").table.row(0, named=True)
     assert (out["runs"], out["n_positive"], out["n_negative"], out["n_sig_negative"]) == (20, 19, 1, 0)
     assert out["sign_agreement"] == 0.95
     assert out["r_pooled"] == pytest.approx(np.tanh(metafor["estimate"]), abs=1e-6)
@@ -186,49 +194,67 @@ def test_eleven_of_twenty_is_not_consistent_whatever_the_pooled_interval():
     """Issue 11: 11 of 20 negative (none significant), a pooled interval just below 0, Q not significant.
     The old rule said consistently negative; with 55% sign agreement the verdict is mixed."""
     table, metafor = _reference_set("split11")
-    out = compare(table).table.row(0, named=True)
+    out = compare(table, test="z", adjust_pairs="none").table.row(0, named=True)
     assert (out["n_positive"], out["n_negative"], out["n_sig_positive"], out["n_sig_negative"]) == (9, 11, 0, 0)
     assert out["sign_agreement"] == 0.55
     assert out["ci_high"] == pytest.approx(np.tanh(metafor["ci_high"]), abs=1e-6) and out["ci_high"] < 0
     assert out["q_p"] > 0.05
     assert out["verdict"] == "mixed"
     # the threshold is a parameter: at 55% it would be consistent, with a pooled interval through 0 no evidence
-    assert compare(table, agreement=0.55).table.row(0, named=True)["verdict"] == "consistently negative"
+    unadjusted = {"test": "z", "adjust_pairs": "none"}
+    assert compare(table, agreement=0.55, **unadjusted).table.row(0, named=True)["verdict"] == "consistently negative"
     weaker = table.with_columns(pl.col("r") * 0.5)
-    assert compare(weaker).table.row(0, named=True)["verdict"] == "no evidence"
+    assert compare(weaker, **unadjusted).table.row(0, named=True)["verdict"] == "no evidence"
     with pytest.raises(AnalysisError, match="agreement: must be more than 0.5 and at most 1"):
         compare(table, agreement=0.5)
+    # Holm over the row's two tests doubles the pooled p (0.024, the smaller) to 0.048, still below 0.05; it stops
+    # at Q's (0.70), so the adjusted interval is the one at 0.05 / (2 - 1): the unadjusted one
+    adjusted = compare(table, test="z").table.row(0, named=True)
+    assert adjusted["p_pooled_adj"] == pytest.approx(2 * adjusted["p_pooled"], rel=1e-12)
+    assert adjusted["p_pooled_adj"] < 0.05
+    assert adjusted["q_p_adj"] == adjusted["q_p"] > 0.05
+    assert (adjusted["ci_low_adj"], adjusted["ci_high_adj"]) == (adjusted["ci_low"], adjusted["ci_high"])
+    assert adjusted["verdict"] == "mixed"
 
 
-def test_verdicts_never_contradict_the_numbers_beside_them():
-    """1000 random sets of 2 to 25 runs: each label holds by its definition on the row's own columns."""
+@pytest.mark.parametrize(("test", "adjust_pairs"), [("z", "none"), ("knha", "holm"), ("z", "fdr_bh")])
+def test_verdicts_never_contradict_the_numbers_beside_them(test, adjust_pairs):
+    """400 random comparisons of 1 to 6 pairs of 2 to 25 runs: each label holds by its definition on the row's own
+    adjusted columns, and the adjusted interval excludes 0 exactly where the adjusted pooled p is below alpha."""
     rng = np.random.default_rng(11)
     seen = set()
-    for trial in range(1000):
+    for trial in range(400):
+        pairs = int(rng.integers(1, 7))
         k = int(rng.integers(2, 26))
-        mean, spread = rng.normal(0, 0.3), rng.uniform(0, 0.5)
-        r = np.tanh(rng.normal(mean, spread, k)).round(3)
-        n = rng.integers(15, 80, k)
-        p = stats.t.sf(np.abs(r) * np.sqrt((n - 3) / (1 - r**2)), n - 3) * 2
-        table = _table([(f"run{i}", float(r[i]), int(n[i])) for i in range(k)], p_adj=list(p))
+        frames = []
+        for pair in range(pairs):
+            mean, spread = rng.normal(0, 0.3), rng.uniform(0, 0.5)
+            r = np.tanh(rng.normal(mean, spread, k)).round(3)
+            n = rng.integers(15, 80, k)
+            p = stats.t.sf(np.abs(r) * np.sqrt((n - 3) / (1 - r**2)), n - 3) * 2
+            rows = [(f"run{i}", float(r[i]), int(n[i])) for i in range(k)]
+            frames.append(_table(rows, pair=(f"x{pair}", "y"), p_adj=list(p)))
         agreement = float(rng.choice([0.6, 0.8, 1.0]))
-        out = compare(table, inference="naive", agreement=agreement).table.row(0, named=True)
-        verdict, share = out["verdict"], out["sign_agreement"]
-        seen.add(verdict)
-        excludes_zero = out["ci_low"] > 0 or out["ci_high"] < 0
-        assert share == (out["n_positive"] if out["r_pooled"] > 0 else out["n_negative"]) / out["runs"], trial
-        if verdict.startswith("consistently"):
-            positive = verdict == "consistently positive"
-            assert (out["ci_low"] > 0) if positive else (out["ci_high"] < 0), trial
-            assert share >= agreement, trial
-            assert (out["n_sig_negative"] if positive else out["n_sig_positive"]) == 0, trial
-        elif verdict == "model-dependent":
-            both = out["n_sig_positive"] > 0 and out["n_sig_negative"] > 0
-            assert both or (out["q_p"] < 0.05 and share < agreement), trial
-        elif verdict == "mixed":
-            assert excludes_zero, trial
-        else:
-            assert verdict == "no evidence" and not excludes_zero, trial
+        out = compare(pl.concat(frames), inference="naive", agreement=agreement, test=test, adjust_pairs=adjust_pairs)
+        for row in out.table.iter_rows(named=True):
+            verdict, share = row["verdict"], row["sign_agreement"]
+            seen.add(verdict)
+            excludes_zero = row["ci_low_adj"] > 0 or row["ci_high_adj"] < 0
+            assert excludes_zero is (row["p_pooled_adj"] < 0.05), trial
+            assert row["ci_low_adj"] <= row["ci_low"] and row["ci_high"] <= row["ci_high_adj"], trial
+            assert share == (row["n_positive"] if row["r_pooled"] > 0 else row["n_negative"]) / row["runs"], trial
+            if verdict.startswith("consistently"):
+                positive = verdict == "consistently positive"
+                assert (row["ci_low_adj"] > 0) if positive else (row["ci_high_adj"] < 0), trial
+                assert share >= agreement, trial
+                assert (row["n_sig_negative"] if positive else row["n_sig_positive"]) == 0, trial
+            elif verdict == "model-dependent":
+                both = row["n_sig_positive"] > 0 and row["n_sig_negative"] > 0
+                assert both or (row["q_p_adj"] < 0.05 and share < agreement), trial
+            elif verdict == "mixed":
+                assert excludes_zero, trial
+            else:
+                assert verdict == "no evidence" and not excludes_zero, trial
     assert seen == {"consistently positive", "consistently negative", "model-dependent", "mixed", "no evidence"}
 
 

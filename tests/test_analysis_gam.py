@@ -37,8 +37,8 @@ def test_the_issue_reproduction_gives_one_edf_unmoved_by_noise():
     rng = np.random.default_rng(0)
     z = np.r_[np.zeros(11), np.linspace(0.04, 0.52, 16)]
     X = rng.normal(size=(27, 3)) * 0.01 + z[:, None]
-    a = residuals.gam(z, X, alpha=np.full(3, 1e-4))
-    b = residuals.gam(z, X * (1 + 1e-12 * rng.normal(size=X.shape)), alpha=np.full(3, 1e-4))
+    a = residuals.gam(z, X, smoothing_parameter=np.full(3, 1e-4))
+    b = residuals.gam(z, X * (1 + 1e-12 * rng.normal(size=X.shape)), smoothing_parameter=np.full(3, 1e-4))
     assert a.edf[0] == a.edf[1] == a.edf[2]
     assert np.array_equal(a.edf, b.edf)
     assert 2 < a.edf[0] < 10
@@ -119,10 +119,12 @@ def test_chosen_smoothing_parameter_minimises_the_criteria_by_their_textbook_for
 
         for name, score in (("gcv", gcv), ("reml", reml)):
             fit = smoother.fit(X[:, [j]], name)
-            best = score(fit.alpha[0])
+            best = score(fit.smoothing_parameter[0])
             assert best <= min(score(lam) for lam in grid) + 1e-10 * abs(best), name
-            assert fit.edf[0] == pytest.approx(np.trace(_augmented(B, S, fit.alpha[0])[0]), abs=1e-9)
-            np.testing.assert_allclose(fit.values[:, 0], x - _augmented(B, S, fit.alpha[0])[0] @ x, atol=1e-10)
+            assert fit.edf[0] == pytest.approx(np.trace(_augmented(B, S, fit.smoothing_parameter[0])[0]), abs=1e-9)
+            np.testing.assert_allclose(
+                fit.values[:, 0], x - _augmented(B, S, fit.smoothing_parameter[0])[0] @ x, atol=1e-10
+            )
 
 
 def test_ties_and_few_distinct_values():
@@ -172,14 +174,14 @@ def test_resampled_fits_equal_one_least_squares_solve_each():
     z = np.r_[np.zeros(11), np.sort(rng.uniform(0.04, 0.52, 16))]
     X = z[:, None] ** 2 + rng.normal(size=(27, 4)) * 0.01
     smoother = residuals.GamSmoother(z)
-    alpha = smoother.fit(X, "reml").alpha
+    sp = smoother.fit(X, "reml").smoothing_parameter
     idx = rng.integers(0, 27, size=(6, 27))
     B = smoother.design(z)
-    batched = residuals.penalized_resampled(B[idx], X[idx], smoother.penalty_root, alpha)
+    batched = residuals.penalized_resampled(B[idx], X[idx], smoother.penalty_root, sp)
     root = _root(smoother.penalty)
     for b in range(idx.shape[0]):
         for j in range(X.shape[1]):
-            A = np.vstack([B[idx[b]], np.sqrt(alpha[j]) * root])
+            A = np.vstack([B[idx[b]], np.sqrt(sp[j]) * root])
             coef, *_ = np.linalg.lstsq(A, np.r_[X[idx[b], j], np.zeros(root.shape[0])], rcond=None)
             np.testing.assert_allclose(batched[b, :, j], X[idx[b], j] - B[idx[b]] @ coef, atol=1e-12)
     linear = residuals.linear_resampled(z[idx][:, :, None], X[idx])

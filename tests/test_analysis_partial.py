@@ -386,14 +386,56 @@ def test_docstring_examples_run():
     assert doctest.testmod(partial_module).failed == 0
 
 
-def test_holm_equals_statsmodels_with_ties_and_extremes():
+@pytest.mark.parametrize("method", ["holm", "fdr_bh", "bonferroni"])
+def test_adjustments_equal_statsmodels_with_ties_and_extremes(method):
+    """SciPy's Benjamini-Hochberg and the numpy Holm and Bonferroni against statsmodels' multipletests."""
     from statsmodels.stats.multitest import multipletests
 
     rng = np.random.default_rng(0)
-    for p in (rng.uniform(size=50), rng.uniform(size=200) ** 4, np.array([0.01, 0.01, 0.04, 0.5, 0.5, 1.0, 0.0])):
-        np.testing.assert_allclose(inference.adjust(p, "holm"), multipletests(p, method="holm")[1], rtol=1e-15)
+    cases = [rng.uniform(size=50), rng.uniform(size=200) ** 4, np.array([0.01, 0.01, 0.04, 0.5, 0.5, 1.0, 0.0])]
+    cases += [np.round(rng.uniform(size=int(rng.integers(1, 40))) ** 3, 2) for _ in range(200)]  # ties, lengths 1-39
+    for p in cases:
+        np.testing.assert_allclose(inference.adjust(p, method), multipletests(p, method=method)[1], rtol=1e-15)
     with_nan = np.array([0.01, np.nan, 0.03])
-    np.testing.assert_allclose(inference.adjust(with_nan, "holm"), [0.02, np.nan, 0.03])
+    expected = multipletests(with_nan[[0, 2]], method=method)[1]
+    np.testing.assert_allclose(inference.adjust(with_nan, method), [expected[0], np.nan, expected[1]])
+    assert np.isnan(inference.adjust(np.array([np.nan, np.nan]), method)).all()
+
+
+def test_importing_the_analysis_imports_neither_statsmodels_nor_pandas():
+    """Issue 21: the analysis layer needs neither; arch (the bootstrap extra), which requires both, is imported
+    only by a bootstrap."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, ood_store._analysis, ood_store._analysis.partial\n"
+        "print(sorted(m for m in ('statsmodels', 'pandas', 'arch') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+
+
+def test_a_bootstrap_without_arch_is_one_line_naming_the_extra():
+    """arch is the optional bootstrap extra: without it a bootstrap stops before anything is read."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; sys.modules['arch'] = None  # as if not installed: importing it raises ImportError\n"
+        "import polars as pl\n"
+        "from ood_store._analysis import partial_correlations\n"
+        "from ood_store._errors import AnalysisError\n"
+        "frame = pl.DataFrame({'step': list(range(10)) * 3, 'task': ['mnli'] * 10 + ['a'] * 10 + ['b'] * 10,\n"
+        "                      'value': [0.1 * i for i in range(10)] + [0.1 * i * i for i in range(20)]})\n"
+        "partial_correlations(frame, in_domain='mnli')  # no bootstrap: no arch needed\n"
+        "try:\n"
+        "    partial_correlations(frame, in_domain='mnli', bootstrap=10)\n"
+        "except AnalysisError as error:\n"
+        "    print(error)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "bootstrap: the block bootstrap needs the arch package: pip install 'ood-store[bootstrap]'"
 
 
 def test_block_length_of_a_residual_series_without_variance_warns_nothing():

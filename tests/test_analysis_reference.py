@@ -20,7 +20,7 @@ META_TOLERANCE = 1e-6
 
 
 def _csv(name: str) -> pl.DataFrame:
-    return pl.read_csv(REFERENCE / name)
+    return pl.read_csv(REFERENCE / name, null_values=["NA", ""])
 
 
 def _series(dataset: str) -> pl.DataFrame:
@@ -87,7 +87,7 @@ def test_pooling_equals_metafor_rma_pm():
 def test_compare_on_pythia_equals_metafor_on_rs_own_pipeline():
     """End to end: R's lm residuals, acf and n_eff, then rma(PM); ours from the scores up."""
     reference = _csv("meta.csv").filter(pl.col("set") == "pythia")
-    ours = compare(_analysis("pythia")).table
+    ours = compare(_analysis("pythia"), test="z").table
     joined = reference.join(ours, on=["task_x", "task_y"])
     assert joined.height == 120
     _close(joined["r_pooled"], np.tanh(joined["estimate"]), META_TOLERANCE, "r_pooled")
@@ -109,7 +109,9 @@ def _planted(dataset: str) -> tuple[pl.DataFrame, pl.DataFrame]:
 @pytest.mark.parametrize("method", ["PM", "REML"])
 def test_between_groups_equals_metafor_mixed_effects_model(dataset, method):
     table, runs = _planted(dataset)
-    ours = between_groups(table, between="family", within="seed", attributes=runs, tau2_method=method).table
+    ours = between_groups(
+        table, between="family", within="seed", attributes=runs, tau2_method=method, test="z", adjust_pairs="none"
+    ).table
     reference = _csv("subgroups.csv").filter((pl.col("dataset") == dataset) & (pl.col("method") == method))
     means = _csv("subgroup_means.csv").filter((pl.col("dataset") == dataset) & (pl.col("method") == method))
     joined = reference.join(ours, on=["task_x", "task_y"])
@@ -130,6 +132,70 @@ def test_between_groups_equals_metafor_mixed_effects_model(dataset, method):
     _close(fit.se, expected["se"], META_TOLERANCE, "se")
 
 
+def test_knapp_hartung_pooling_equals_metafor_rma_knha():
+    """rma(yi, vi, method = "PM", test = "knha") on the 122 sets: t with k - 1 degrees of freedom on the adjusted
+    variance; and the Q-profile interval of tau^2 (confint) on the same sets."""
+    inputs = _csv("meta_input.csv")
+    reference = _csv("meta_knha.csv")
+    assert reference.height == 120 + 2
+    below_one = 0
+    for row in reference.iter_rows(named=True):
+        part = inputs.filter(
+            (pl.col("set") == row["set"]) & (pl.col("task_x") == row["task_x"]) & (pl.col("task_y") == row["task_y"])
+        )
+        pooled = meta.pool(part["yi"].to_numpy(), part["vi"].to_numpy(), test="knha")
+        assert pooled.df == row["df"] == row["k"] - 1
+        for ours, theirs in (("estimate", "estimate"), ("se", "se"), ("ci_low", "ci_low"), ("ci_high", "ci_high"),
+                             ("pvalue", "pval"), ("tau2", "tau2")):  # fmt: skip
+            assert getattr(pooled, ours) == pytest.approx(row[theirs], abs=META_TOLERANCE), (ours, row["task_x"])
+        low, high = meta.tau2_interval_many([part["yi"].to_numpy()], [part["vi"].to_numpy()])
+        assert low[0] == pytest.approx(row["tau2_ci_low"], abs=META_TOLERANCE)
+        assert high[0] == pytest.approx(row["tau2_ci_high"], abs=META_TOLERANCE)
+        below_one += row["s2w"] < 1 - 1e-9
+    assert 10 < below_one < reference.height  # tau2 = 0 (s2w < 1) and tau2 > 0 (s2w = 1 under PM) both covered
+
+
+def test_compare_with_knapp_hartung_equals_metafor_end_to_end():
+    reference = _csv("meta_knha.csv").filter(pl.col("set") == "pythia")
+    ours = compare(_analysis("pythia"), test="knha").table
+    joined = reference.join(ours, on=["task_x", "task_y"])
+    assert joined.height == 120
+    _close(joined["ci_low_right"], np.tanh(joined["ci_low"]), META_TOLERANCE, "ci_low")
+    _close(joined["ci_high_right"], np.tanh(joined["ci_high"]), META_TOLERANCE, "ci_high")
+    _close(joined["p_pooled"], joined["pval"], META_TOLERANCE, "p")
+
+
+@pytest.mark.parametrize("dataset", ["planted-between", "planted-seeds"])
+@pytest.mark.parametrize("method", ["PM", "REML"])
+def test_between_groups_knapp_hartung_equals_metafor(dataset, method):
+    """rma(yi, vi, mods = ~ factor(family), test = "knha"): QM is F with (g - 1, k - g) degrees of freedom."""
+    table, runs = _planted(dataset)
+    ours = between_groups(
+        table, between="family", within="seed", attributes=runs, tau2_method=method, test="knha", adjust_pairs="none"
+    ).table
+    reference = _csv("subgroups_knha.csv").filter((pl.col("dataset") == dataset) & (pl.col("method") == method))
+    joined = reference.join(ours, on=["task_x", "task_y"])
+    assert joined.height == reference.height == 3
+    assert joined["df_between"].to_list() == joined["QMdf1"].to_list() == [1, 1, 1]
+    assert joined["df_within"].to_list() == joined["QMdf2"].to_list() == [10, 10, 10]
+    for ours_column, theirs in (("q_between", "QM"), ("p_between", "QMp"), ("tau2_within", "tau2")):
+        _close(joined[ours_column], joined[theirs], META_TOLERANCE, ours_column)
+    assert (joined["p_between_adj"] == joined["p_between"]).all()  # adjust_pairs none
+    for row in reference.iter_rows(named=True):  # per-family standard errors, from the arrays
+        part = table.filter((pl.col("task_x") == row["task_x"]) & (pl.col("task_y") == row["task_y"]))
+        part = part.join(runs, on="run").sort("run")
+        fit = meta.subgroups(
+            np.arctanh(part["r"].to_numpy()), 1 / (part["n_eff"].to_numpy() - 4), part["family"], method, "knha"
+        )
+        assert fit.groups == (row["first"], row["second"])
+        _close(fit.se, [row["se_first"], row["se_second"]], META_TOLERANCE, "se")
+        if method == "PM":
+            low, high = meta.tau2_interval_many(
+                [np.arctanh(part["r"].to_numpy())], [1 / (part["n_eff"].to_numpy() - 4)], part["family"]
+            )
+            _close([low[0], high[0]], [row["tau2_ci_low"], row["tau2_ci_high"]], META_TOLERANCE, "tau2 interval")
+
+
 def test_planted_model_differences_are_found_and_seed_noise_is_not():
     """+0.6 in one family, -0.6 in the other, seed noise within: the families differ beyond seed variation;
     the same correlation in both families with more seed noise: they do not."""
@@ -137,7 +203,9 @@ def test_planted_model_differences_are_found_and_seed_noise_is_not():
     for dataset in ("planted-between", "planted-seeds"):
         table, runs = _planted(dataset)
         result = between_groups(table, between="family", within="seed", attributes=runs)
-        assert repr(result) == "<BetweenGroups: family beyond seed, 3 pairs, tau2 by PM, alpha 0.05>"
+        assert repr(result) == (
+            "<BetweenGroups: family beyond seed, 3 pairs, tau2 by PM, knha test, alpha 0.05 (holm over pairs)>"
+        )
         out = result.table
         verdicts[dataset] = dict(zip(zip(out["task_x"], out["task_y"], strict=True), out["verdict"], strict=True))
         xy = out.filter((pl.col("task_x") == "x") & (pl.col("task_y") == "y")).row(0, named=True)

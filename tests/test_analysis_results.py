@@ -43,8 +43,15 @@ def test_each_result_says_in_its_repr_what_it_holds(analysis_db):
     assert repr(result) == (
         "<PartialCorrelations: 3 runs × 3 OOD tasks, in-domain 'lambada_openai', linear residualiser, pearson; 9 rows>"
     )
-    assert repr(compare(result)) == "<Comparison: 3 pairs, alpha 0.05, effective inference>"
-    assert repr(by_size) == "<Comparison by size: 9 pairs, alpha 0.05, effective inference>"  # 3 sizes × 3 pairs
+    assert repr(compare(result)) == (
+        "<Comparison: 3 pairs, alpha 0.05 (holm over pairs), knha test, effective inference>"
+    )
+    assert repr(compare(result, adjust_pairs="none", test="z")) == (
+        "<Comparison: 3 pairs, alpha 0.05 (not adjusted), z test, effective inference>"
+    )
+    assert repr(by_size) == (  # 3 sizes × 3 pairs
+        "<Comparison by size: 9 pairs, alpha 0.05 (holm over pairs), knha test, effective inference>"
+    )
     fragile = sum(sensitivity.table["fragile"].to_list())
     assert repr(sensitivity) == f"<Sensitivity: 3 pairs, {fragile} fragile at alpha 0.1>"
 

@@ -276,8 +276,10 @@ def test_analyze_sensitivity_reports_the_three_residualisers(runner, store_db):
 
 
 def test_compare_agreement_threshold_from_the_cli(runner, store_db):
-    """With three runs, 2 of 3 sharing a sign pass a threshold of 0.6 but not the default 0.8."""
-    base = ["compare", "--in-domain", IN_DOMAIN, "--ood", ",".join(OOD), "--format", "csv"]
+    """With three runs, 2 of 3 sharing a sign pass a threshold of 0.6 but not the default 0.8 (each pair tested
+    alone, by z: with the defaults no pooled interval of three runs is off 0 here)."""
+    base = ["compare", "--in-domain", IN_DOMAIN, "--ood", ",".join(OOD), "--format", "csv", "--test", "z",
+            "--adjust-pairs", "none"]  # fmt: skip
     strict, loose = _csv(invoke(runner, store_db, *base).stdout), _csv(invoke(runner, store_db, *base, "--agreement",
                                                                               "0.6").stdout)  # fmt: skip
     changed = 0
@@ -319,12 +321,24 @@ def _planted_store(tmp_path, dataset: str):
 def test_compare_between_families_within_seeds_from_the_cli(runner, tmp_path):
     """Planted +0.6 / -0.6 families with seed noise: they differ beyond seed variation, as metafor says."""
     reference = pl.read_csv(REFERENCE_DIR / "subgroups.csv")
+    knha = pl.read_csv(REFERENCE_DIR / "subgroups_knha.csv", null_values=["NA", ""])
     for dataset, verdict in (("planted-between", "differs by family beyond seed variation"),
                              ("planted-seeds", "not shown to differ by family beyond seed variation")):  # fmt: skip
         db = _planted_store(tmp_path, dataset)
         for method in ("PM", "REML"):
+            default = invoke(runner, db, "compare", "--in-domain", "id", "--between", "family", "--within", "seed",
+                             "--tau2-method", method, "--format", "csv")  # fmt: skip
+            row = next(r for r in _csv(default.stdout) if (r["task_x"], r["task_y"]) == ("x", "y"))
+            expected = knha.filter(
+                (pl.col("dataset") == dataset) & (pl.col("method") == method) & (pl.col("task_x") == "x")
+                & (pl.col("task_y") == "y")
+            ).row(0, named=True)  # fmt: skip
+            assert row["verdict"] == verdict
+            assert float(row["p_between"]) == pytest.approx(expected["QMp"], abs=1e-6)  # Knapp-Hartung's F
+            assert float(row["p_between_adj"]) >= float(row["p_between"])  # Holm over the three pairs
             result = invoke(runner, db, "compare", "--in-domain", "id", "--between", "family", "--within", "seed",
-                            "--tau2-method", method, "--format", "csv")  # fmt: skip
+                            "--tau2-method", method, "--format", "csv", "--test", "z",
+                            "--adjust-pairs", "none")  # fmt: skip
             assert result.exit_code == 0, result.output
             row = next(r for r in _csv(result.stdout) if (r["task_x"], r["task_y"]) == ("x", "y"))
             expected = reference.filter(
@@ -338,6 +352,6 @@ def test_compare_between_families_within_seeds_from_the_cli(runner, tmp_path):
             assert float(row["q_within"]) == pytest.approx(expected["QE"], abs=1e-6)
         text = invoke(runner, db, "compare", "--in-domain", "id", "--between", "family", "--within", "seed")
         assert text.output.splitlines()[0].split() == [
-            "task_x", "task_y", "groups", "runs", "q_between", "p_between", "tau2_within", "p_within", "verdict",
+            "task_x", "task_y", "groups", "runs", "q_between", "p_between", "p_between_adj", "tau2_within", "verdict",
             "r:olmo", "r:opt",
         ]  # fmt: skip

@@ -241,15 +241,22 @@ def test_sign_matrix_counts_the_signs_of_the_saved_r(table, saved):
 
 
 def test_sign_matrix_hatches_model_dependent_pairs(table):
-    # The verdicts of this analysis as the README lists them (linear, Pearson, effective inference).
+    # The verdicts of this analysis, each pair tested alone with the z test (linear, Pearson, effective inference).
     model_dependent = {frozenset(p) for p in (("arc_easy", "sciq"), ("arc_easy", "winogrande"), ("sciq", "winogrande"))}
     consistent = {frozenset(p) for p in (("arc_easy", "piqa"), ("piqa", "winogrande"))}
-    (ax,) = panels(figures.sign_agreement(compare(table).table))
+    (ax,) = panels(figures.sign_agreement(compare(table, adjust_pairs="none", test="z").table))
     rows, columns = labels(ax.get_yticklabels()), labels(ax.get_xticklabels())
     hatched = {frozenset((rows[int(p.get_y())], columns[int(p.get_x())])) for p in ax.patches if p.get_hatch()}
     assert hatched == model_dependent
     bold = {pair for pair, text in cells(ax, rows, columns).items() if text.get_fontweight() == "bold"}
     assert bold == consistent
+    # three runs, 6 pairs: with the default adjustment over the 12 tests and Knapp-Hartung's t on 2 degrees of
+    # freedom, none of those verdicts stands, and the figure shows none
+    defaults = compare(table).table
+    assert set(defaults["verdict"]) == {"no evidence"}
+    (ax,) = panels(figures.sign_agreement(defaults))
+    assert not any(p.get_hatch() for p in ax.patches)
+    assert not any(t.get_fontweight() == "bold" for t in cells(ax, rows, columns).values())
 
 
 def test_sign_matrix_has_a_panel_per_group(table, saved, analysis_db):

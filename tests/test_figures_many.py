@@ -184,14 +184,17 @@ def test_facets_by_family_and_size_pool_the_seeds(grid, store, saved, tmp_path):
     check_tick_labels(figure)
     check_layout(figure, tmp_path)
     pooled = compare(store.analysis(PLANTED_ANALYSIS), by=["family", "size"], attributes=store).table
+    # Faded where the pooled p, as compare adjusts its verdicts (Holm over every panel's 28 pairs' pooled and
+    # heterogeneity p together, statsmodels here), is at least 0.05.
+    family_p = np.concatenate([pooled["q_p"].to_numpy(), pooled["p_pooled"].to_numpy()])
+    adjusted = multipletests(family_p, method="holm")[1][pooled.height :]
     loosened = 0  # cells the adjustment fades that the raw pooled p would have kept
     for (r, c), ax in by_place.items():
         family, size = sorted(FAMILIES)[r], SIZES[c]
         (mesh,) = [m for m in ax.collections if isinstance(m, QuadMesh)]
-        # Faded where the pooled p, Holm-adjusted over the panel's 28 pairs (statsmodels), is at least 0.05.
-        panel = pooled.filter((pl.col("family") == family) & (pl.col("size") == size))
-        holm = dict(zip(zip(panel["task_x"], panel["task_y"], strict=True),
-                        multipletests(panel["p_pooled"].to_numpy(), method="holm")[1], strict=True))  # fmt: skip
+        inside = ((pooled["family"] == family) & (pooled["size"] == size)).to_numpy()
+        panel = pooled.filter(inside)
+        holm = dict(zip(zip(panel["task_x"], panel["task_y"], strict=True), adjusted[inside], strict=True))
         alphas = np.asarray(mesh.get_alpha())
         for i, j in CELLS:
             x, y = OOD[i + 1], OOD[j]
@@ -211,7 +214,10 @@ def test_facets_by_family_and_size_pool_the_seeds(grid, store, saved, tmp_path):
     assert loosened > 0  # the adjustment is not a no-op on this study
     note = figure.get_supxlabel().replace("\n", " ")
     assert "Panels pool the runs of each family and size: random effects on Fisher z with each run's effective" in note
-    assert "Bold: pooled p < 0.05 (Holm-adjusted within each panel); faded: not significant." in note
+    assert (
+        "Bold: pooled p < 0.05 (Knapp–Hartung t; Holm-adjusted over every pair, with the heterogeneity tests); "
+        "faded: not significant." in note
+    )
     # The planted sign flip: RTE-HANS positive in opt and pythia, negative in llama and qwen, at both sizes.
     i, j = OOD.index("hans") - 1, OOD.index("rte")
     signs = {sorted(FAMILIES)[r]: np.sign(by_place[(r, c)].collections[0].get_array()[i, j]) for r, c in by_place}
@@ -313,7 +319,8 @@ def test_forest_pooled_interval_is_the_saved_comparison(forest, planted_db, runn
         pair = rows[int(math.floor(y))]
         both = pl.col("task_x").is_in(list(pair)) & pl.col("task_y").is_in(list(pair))
         row = compared.filter(both).row(0, named=True)
-        assert (low, high, r) == pytest.approx((row["ci_low"], row["ci_high"], row["r_pooled"]), abs=1e-9)
+        assert (low, high, r) == pytest.approx((row["ci_low_adj"], row["ci_high_adj"], row["r_pooled"]), abs=1e-9)
+        assert (row["ci_low_adj"] > 0 or row["ci_high_adj"] < 0) is (row["p_pooled_adj"] < 0.05)
         assert verdicts[int(math.floor(y))] == row["verdict"]
 
 

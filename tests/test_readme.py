@@ -66,7 +66,7 @@ def test_the_tour_runs_as_written(runner, tour_dir):
     # of a note is an RMS of about 7). Another matplotlib lays text out a pixel apart, so only sizes compare.
     # (The viewer's screenshots are the browser test's: tests/test_serve_browser.py checks those.)
     images = [i for i in re.findall(r"!\[[^\]]*\]\(([^)]+)\)", README) if not i.startswith("docs/viewer-")]
-    assert images == ["docs/pythia-gam.png", "docs/planted-grid.png", "docs/planted-forest.png"]
+    assert images == ["docs/pythia-gam.png", "docs/planted-grid.png", "docs/planted-forest.png", "docs/plan-power.png"]
     import numpy as np
     from PIL import Image
 

@@ -214,7 +214,9 @@ def test_captions_say_what_was_regressed_out_the_residualiser_and_the_test(plant
             assert "in-domain MNLI regressed out (linear residualiser, Pearson)" in text, options
         compared = "compared" in options
         test = (
-            "p of the pooled r, holm-adjusted over pairs" if compared else "effective n of autocorrelated checkpoints"
+            "p of the pooled r: Knapp–Hartung t; Holm-adjusted over every pair, with the heterogeneity tests"
+            if compared
+            else "effective n of autocorrelated checkpoints"
         )
         assert test in table.to_markdown()
 

@@ -12,6 +12,7 @@ import json
 import re
 
 import duckdb
+import numpy as np
 import polars as pl
 import pytest
 from markdown_it import MarkdownIt
@@ -258,17 +259,22 @@ def test_csv_and_json_carry_rows_and_provenance(store, analysis_db, tmp_path):
 
 # -- comparisons and queries ---------------------------------------------------------
 def test_compare_table_marks_pooled_r_by_holm_adjusted_p(store):
+    """The stars are the pooled p as compare adjusted it: Holm over every pair's Q and pooled p (statsmodels here);
+    the interval is the adjusted one the verdict reads."""
     result = compare(store.analysis(PYTHIA_ANALYSIS)).table
-    holm = multipletests(result["p_pooled"].to_numpy(), method="holm")[1]
+    family = np.concatenate([result["q_p"].to_numpy(), result["p_pooled"].to_numpy()])
+    holm = multipletests(family, method="holm")[1][result.height :]
     table = tables.from_analysis(store, PYTHIA_ANALYSIS, compared=True, wide=True)
     header, rows = markdown_rows(table.to_markdown())
-    assert header[:9] == ["Testset X", "Testset Y", "Runs", "Sign agreement", "Pooled r", "95% CI", "I²", "Verdict",
+    assert header[:9] == ["Testset X", "Testset Y", "Runs", "Sign agreement", "Pooled r", "Adj. CI", "I²", "Verdict",
                           RUNS[0]]  # fmt: skip
     assert header[8:] == RUNS
     for cells, row, p in zip(rows, result.iter_rows(named=True), holm, strict=True):
         assert cells[4] == f"{row['r_pooled']:.2f}" + stars(p)
+        assert cells[5] == f"[{row['ci_low_adj']:.2f}, {row['ci_high_adj']:.2f}]"
         assert cells[7] == row["verdict"]
         assert cells[8:] == [f"{row[f'r:{run}']:.2f}" for run in RUNS]
+    assert "Holm-adjusted over every pair, with the heterogeneity tests" in table.to_markdown()
 
 
 def test_compare_by_size_orders_groups_as_numbers(store):

@@ -107,6 +107,7 @@ MODULES = {
     "analyze": "analyze",
     "compare": "analyze",
     "analyses": "analyze",
+    "plan": "plan",
     "export": "export",
     "export-eee": "eee",
     "plot": "plot",

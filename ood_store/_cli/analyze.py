@@ -17,7 +17,7 @@ from ood_store._analysis.residuals import GAM_DF, GAM_MIN_DF, RESIDUALIZERS, SMO
 from ood_store._analysis.results import Result
 from ood_store._analysis.sensitivity import sensitivity_of
 from ood_store._analysis.verdicts import AGREEMENT
-from ood_store._cli.options import alpha_option, choice, inference_option
+from ood_store._cli.options import alpha_option, choice, inference_option, verdict_options
 from ood_store._cli.output import emit, output_options
 
 # table, markdown and latex show a result's summary() (its main columns, rounded) unless --all-columns;
@@ -205,6 +205,7 @@ def analyze(
 )
 @click.option("--within", metavar="ATTR", help="With --between: what tells runs of a group apart (e.g. seed).")
 @choice("--tau2-method", TAU2_METHODS, "PM", "With --between: the estimator of the within-group variance tau².")
+@verdict_options()
 @alpha_option("Significance level of the per-run tests, pooled intervals and heterogeneity tests.")
 @inference_option()
 @_all_columns
@@ -220,6 +221,8 @@ def compare_command(
     between,
     within,
     tau2_method,
+    adjust_pairs,
+    test,
     alpha,
     inference,
     all_columns,
@@ -232,10 +235,14 @@ def compare_command(
     one). For each pair of OOD tasks it pools the runs' r by a random-effects
     meta-analysis on Fisher z and gives a verdict: consistently positive,
     consistently negative, model-dependent, mixed or no evidence (README:
-    "Across runs"). With --between ATTR --within ATTR it asks instead whether
-    r differs between groups of runs (models) beyond the variation within
-    them (seeds): a mixed-effects meta-analysis, Q between groups against tau²
-    within.
+    "Across runs"). The tests behind the verdicts are adjusted over the pairs
+    (--adjust-pairs, Holm by default; ci_low_adj, ci_high_adj and q_p_adj are
+    what the verdicts read) and the pooled estimate is tested by Knapp-Hartung
+    (--test knha) unless --test z. With --between ATTR --within ATTR it asks
+    instead whether r differs between groups of runs (models) beyond the
+    variation within them (seeds): a mixed-effects meta-analysis, the groups
+    tested against tau² within; one run in a group is a model confounded with
+    its seed, and the verdict says so.
 
     \b
     Example:
@@ -259,12 +266,15 @@ def compare_command(
                 alpha=alpha,
                 inference=inference,
                 tau2_method=tau2_method,
+                adjust_pairs=adjust_pairs,
+                test=test,
             )
             emit(shown(groups, output_format, all_columns), output_format, output)
             return
         result = compare(
-            analysed, by=list(by) or None, attributes=store, alpha=alpha, inference=inference, agreement=agreement
-        )
+            analysed, by=list(by) or None, attributes=store, alpha=alpha, inference=inference, agreement=agreement,
+            adjust_pairs=adjust_pairs, test=test,
+        )  # fmt: skip
     emit(shown(result, output_format, all_columns), output_format, output)
 
 

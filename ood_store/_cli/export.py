@@ -13,6 +13,7 @@ from ood_store._cli.options import (
     inference_option,
     order_by_option,
     rename_options,
+    verdict_options,
     width_option,
 )
 from ood_store._export import display, formats, tables
@@ -58,6 +59,7 @@ from ood_store._export import display, formats, tables
 )
 @inference_option("Which adjusted p marks significance: effective (p_eff_adj) or naive (p_adj).")
 @alpha_option("With --compare: the level of the verdicts and pooled intervals.")
+@verdict_options("verdicts of --compare")
 @click.option("--caption", help="Table caption.  [default: says what the analysis is and what the marks mean]")
 @click.option("--label", help="LaTeX label.  [default: tab:partial-correlations]")
 @width_option("page", "LaTeX: the text width the table must fit; export warns when it does not.")
@@ -68,8 +70,8 @@ from ood_store._export import display, formats, tables
 @order_by_option
 @click.pass_obj
 def export(settings, analysis_name, sql, allow_files, compared, by, wide, transpose, compact, output_format, output,
-           digits, mark, inference, alpha, caption, label, width, landscape, split, standalone, rename, rename_file,
-           order_by):  # fmt: skip
+           digits, mark, inference, alpha, adjust_pairs, test, caption, label, width, landscape, split, standalone,
+           rename, rename_file, order_by):  # fmt: skip
     """Export a saved analysis (or its comparison, or any query) as a table for a paper.
 
     LaTeX tables use booktabs, align their numbers and mark significant r by
@@ -106,7 +108,8 @@ def export(settings, analysis_name, sql, allow_files, compared, by, wide, transp
         else:
             table = tables.from_analysis(
                 store, analysis_name, compared=compared, by=by, wide=wide, transpose=transpose, compact=compact,
-                mark=mark, inference=inference, alpha=alpha, order_by=order_by or None, **layout,
+                mark=mark, inference=inference, alpha=alpha, order_by=order_by or None,
+                **({"adjust_pairs": adjust_pairs, "test": test} if compared else {}), **layout,
             )  # fmt: skip
     if output is None:
         text = table.render(output_format, standalone=standalone)

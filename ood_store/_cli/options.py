@@ -12,7 +12,7 @@ FILE = click.Path(dir_okay=False, path_type=Path)
 FOLDER = click.Path(file_okay=False, path_type=Path)
 
 
-def choice(flag: str, choices: tuple[str, ...], default: str, help: str, **kwargs):  # noqa: A002 - click's name
+def choice(flag: str, choices: tuple[str, ...], default: str | None, help: str, **kwargs):  # noqa: A002 - click's name
     """An option whose value is one of ``choices``, its default shown in ``--help``."""
     return click.option(flag, type=click.Choice(choices), default=default, show_default=True, help=help, **kwargs)
 
@@ -33,6 +33,28 @@ def inference_option(help: str = "effective: n_eff and p_eff_adj (autocorrelatio
     from ood_store._analysis.compare import INFERENCE
 
     return choice("--inference", INFERENCE, "effective", help)
+
+
+def verdict_options(what: str = "verdicts"):
+    """``--adjust-pairs`` and ``--test``: how the tests behind compare's ``what`` are adjusted over pairs and made."""
+    from ood_store._analysis.compare import ADJUST_PAIRS, DEFAULT_ADJUST_PAIRS, DEFAULT_TEST
+    from ood_store._analysis.meta import TESTS
+
+    return bundle(
+        choice(
+            "--adjust-pairs",
+            ADJUST_PAIRS,
+            DEFAULT_ADJUST_PAIRS,
+            f"How the tests behind the {what} are adjusted over the pairs (Holm: the chance of any false verdict; "
+            "fdr_bh: the share of false ones).",
+        ),
+        choice(
+            "--test",
+            TESTS,
+            DEFAULT_TEST,
+            "The test of pooled estimates and between groups: Knapp-Hartung (t/F, calibrated with few seeds) or z.",
+        ),
+    )
 
 
 def bundle(*options):

@@ -14,8 +14,10 @@ from ood_store._cli.options import (
     inference_option,
     order_by_option,
     rename_options,
+    verdict_options,
     width_option,
 )
+from ood_store._cli.plan import plan_options as _plan_options
 from ood_store._export import display, figures
 
 _output = click.option(
@@ -33,6 +35,7 @@ _tasks = click.option(
     "--tasks", multiple=True, metavar="TASK[,TASK...]", help="Only these OOD tasks, in this order.  [default: all]"
 )
 _test = bundle(alpha_option(), inference_option())
+_verdicts = verdict_options()
 _no_note = click.option(
     "--no-note", is_flag=True, help="Leave out the note under the figure (say it in the caption instead)."
 )
@@ -124,11 +127,12 @@ def heatmap(settings, analysis_name, run, tasks, alpha, inference, rename, renam
     help="Keep whole display names as titles (by default, less what all share; a run's is its name after the "
     "last /, unless renamed).",
 )
+@_verdicts
 @_no_note
 @_figure_file("6.75in, the full page; less for few runs")
 @click.pass_obj
 def grid(settings, analysis_name, runs, tasks, alpha, inference, rename, rename_file, order_by, ncols, rows, cols,
-         seeds, full_titles, no_note, width, output):  # fmt: skip
+         seeds, full_titles, adjust_pairs, test, no_note, width, output):  # fmt: skip
     """A heatmap per run with one colour bar: do the partial correlations generalise across runs?
 
     Panels wrap into rows for the page, every row with its task labels; with
@@ -139,6 +143,7 @@ def grid(settings, analysis_name, runs, tasks, alpha, inference, rename, rename_
         settings, "grid", output, rename, rename_file, analysis_name=analysis_name, runs=runs or None,
         tasks=tasks or None, alpha=alpha, inference=inference, order_by=order_by or None, ncols=ncols, rows=rows,
         cols=cols, seeds=seeds, short_titles=not full_titles, note=not no_note, width=width,
+        adjust_pairs=adjust_pairs, test=test,
     )  # fmt: skip
 
 
@@ -150,13 +155,14 @@ def grid(settings, analysis_name, runs, tasks, alpha, inference, rename, rename_
     help="Colour each run's points by this run attribute.  [default: family, where runs have one]",
 )
 @_test
+@_verdicts
 @rename_options
 @order_by_option
 @_no_note
 @_figure_file("3.25in, one column")
 @click.pass_obj
-def forest(settings, analysis_name, runs, tasks, color_by, alpha, inference, rename, rename_file, order_by, no_note,
-           width, output):  # fmt: skip
+def forest(settings, analysis_name, runs, tasks, color_by, alpha, inference, adjust_pairs, test, rename, rename_file,
+           order_by, no_note, width, output):  # fmt: skip
     """Per pair of OOD tasks, each run's r as a point and the pooled r with its interval: a forest plot.
 
     The pooled r, its interval and the verdict are those of `ood-store
@@ -165,7 +171,7 @@ def forest(settings, analysis_name, runs, tasks, color_by, alpha, inference, ren
     _from_analysis(
         settings, "forest", output, rename, rename_file, analysis_name=analysis_name, runs=runs or None,
         tasks=tasks or None, color_by=color_by, alpha=alpha, inference=inference, order_by=order_by or None,
-        note=not no_note, width=width,
+        note=not no_note, width=width, adjust_pairs=adjust_pairs, test=test,
     )  # fmt: skip
 
 
@@ -212,11 +218,13 @@ def curves(settings, run, analysis_name, tasks, in_domain, metric, filter_, num_
 )
 @_tasks
 @_test
+@_verdicts
 @rename_options
 @_no_note
 @_figure_file("3.25 for one panel; up to 6.75 for several")
 @click.pass_obj
-def signs(settings, analysis_name, runs, by, tasks, alpha, inference, rename, rename_file, no_note, width, output):
+def signs(settings, analysis_name, runs, by, tasks, alpha, inference, adjust_pairs, test, rename, rename_file, no_note,
+          width, output):  # fmt: skip
     """How many runs agree on the sign of each pair's partial correlation, as a lower-triangle matrix.
 
     Cells count the runs with r > 0 and r < 0; pairs that `compare` calls
@@ -225,7 +233,26 @@ def signs(settings, analysis_name, runs, by, tasks, alpha, inference, rename, re
     _from_analysis(
         settings, "signs", output, rename, rename_file, analysis_name=analysis_name, runs=runs or None,
         by=by or None, tasks=tasks or None, alpha=alpha, inference=inference, note=not no_note, width=width,
+        adjust_pairs=adjust_pairs, test=test,
     )  # fmt: skip
+
+
+@plot.command(name="power")
+@_plan_options
+@_no_note
+@_figure_file("3.25in, one column")
+@click.pass_obj
+def power(settings, no_note, width, output, **kwargs):
+    """The power curves of `ood-store plan` (same options): power against seeds per family, a line per
+    checkpoint count, ±2 Monte Carlo standard errors, the target and the cheapest design that reaches it.
+
+    \b
+    Example:
+      ood-store plot power --effect 0.3 --effect -0.3 --tau 0.2 --ar1 0.6 --checkpoints 12,24,48 -o power.pdf
+    """
+    from ood_store._cli.plan import power_figure
+
+    power_figure(settings, output, width, no_note, **kwargs)
 
 
 COMMANDS = [plot]

@@ -3,8 +3,8 @@
 #
 #   Rscript tests/reference/make_reference.R      (from the repository root; or `make reference`)
 #
-# Tested with R 4.2.2, mgcv 1.8-41, metafor 3.8-1, jsonlite 1.8 (Debian's r-base-core, r-cran-mgcv,
-# r-cran-metafor). Nothing here calls ood-store: the series are read from the lm-eval JSON fixtures with
+# Tested with R 4.2.2, mgcv 1.8-41, metafor 3.8-1, pwr 1.3-0, jsonlite 1.8 (Debian's r-base-core, r-cran-mgcv,
+# r-cran-metafor, r-cran-pwr). Nothing here calls ood-store: the series are read from the lm-eval JSON fixtures with
 # jsonlite, or generated below with R's own random numbers, and written to series.csv so that the Python
 # tests analyse exactly the same numbers. Every number is written with 17 significant digits.
 #
@@ -17,11 +17,17 @@
 #   meta.csv          metafor::rma(yi, vi, method = "PM") per set and pair
 #   subgroups.csv     metafor::rma(yi, vi, mods = ~ factor(family), method = "PM" / "REML"): moderator test etc.
 #   subgroup_means.csv  the same models' per-family estimates (mods = ~ factor(family) - 1)
+#   meta_knha.csv     rma(yi, vi, method = "PM", test = "knha") per set and pair, and confint()'s Q-profile tau^2 interval
+#   subgroups_knha.csv  the planted sets' rma(yi, vi, mods = ~ factor(family), test = "knha"): F test, per-family se,
+#                     and the Q-profile tau^2 interval of the z model
+#   power.csv         closed-form power: pwr::pwr.r.test for one partial correlation, and for the random-effects
+#                     pooled estimate Jackson & Turner's (2017) formula (z test) and the noncentral t (Knapp-Hartung)
 
 suppressPackageStartupMessages({
   library(jsonlite)
   library(mgcv)
   library(metafor)
+  library(pwr)
 })
 
 here <- "tests/reference"
@@ -300,4 +306,99 @@ write_ref(do.call(rbind, mean_rows), "subgroup_means.csv")
 # The planted truth, as the tests state it: the families differ in the planted-between set only.
 xy <- subgroups[subgroups$task_x == "x" & subgroups$task_y == "y", ]
 stopifnot(all(xy$QMp[xy$dataset == "planted-between"] < 0.001), all(xy$QMp[xy$dataset == "planted-seeds"] > 0.05))
+
+# ---------------------------------------------------------------------------------------------------------
+# Knapp-Hartung: the same models with test = "knha"; Q-profile intervals of tau^2 (confint) of the z models
+# ---------------------------------------------------------------------------------------------------------
+
+CI_CONTROL <- list(tol = 1e-12, maxiter = 10000)
+tau2_ci <- function(fit) {
+  ci <- suppressWarnings(confint(fit, control = CI_CONTROL)$random)
+  c(ci["tau^2", "ci.lb"], ci["tau^2", "ci.ub"])
+}
+knha_rows <- list()
+for (key in unique(paste(meta_input$set, meta_input$task_x, meta_input$task_y, sep = "\r"))) {
+  part <- meta_input[paste(meta_input$set, meta_input$task_x, meta_input$task_y, sep = "\r") == key, ]
+  fit <- rma(yi, vi, data = part, method = "PM", test = "knha", control = PM_CONTROL)
+  interval <- tau2_ci(rma(yi, vi, data = part, method = "PM", control = PM_CONTROL))
+  knha_rows[[length(knha_rows) + 1]] <- data.frame(
+    set = part$set[1], task_x = part$task_x[1], task_y = part$task_y[1], k = fit$k, estimate = fit$b[1],
+    se = fit$se, df = fit$ddf, ci_low = fit$ci.lb, ci_high = fit$ci.ub, pval = fit$pval, s2w = fit$s2w,
+    tau2 = fit$tau2, tau2_ci_low = interval[1], tau2_ci_high = interval[2])
+}
+write_ref(do.call(rbind, knha_rows), "meta_knha.csv")
+
+knha_sub <- list()
+for (dataset in unique(planted_input$dataset)) {
+  for (pair in unique(paste(planted_input$task_x, planted_input$task_y))) {
+    part <- planted_input[planted_input$dataset == dataset & paste(planted_input$task_x, planted_input$task_y) == pair, ]
+    part <- part[order(part$run), ]
+    for (method in c("PM", "REML")) {
+      fit <- rma(yi, vi, mods = ~ factor(family), data = part, method = method, test = "knha",
+                 control = CONTROL[[method]])
+      means <- rma(yi, vi, mods = ~ factor(family) - 1, data = part, method = method, test = "knha",
+                   control = CONTROL[[method]])
+      interval <- if (method == "PM") {
+        tau2_ci(rma(yi, vi, mods = ~ factor(family), data = part, method = "PM", control = PM_CONTROL))
+      } else c(NA, NA)
+      families <- sub("factor\\(family\\)", "", rownames(means$b))
+      knha_sub[[length(knha_sub) + 1]] <- data.frame(
+        dataset = dataset, task_x = part$task_x[1], task_y = part$task_y[1], method = method, k = fit$k,
+        QM = fit$QM, QMdf1 = fit$QMdf[1], QMdf2 = fit$QMdf[2], QMp = fit$QMp, s2w = fit$s2w, tau2 = fit$tau2,
+        se_first = means$se[1], se_second = means$se[2], first = families[1], second = families[2],
+        tau2_ci_low = interval[1], tau2_ci_high = interval[2])
+    }
+  }
+}
+write_ref(do.call(rbind, knha_sub), "subgroups_knha.csv")
+
+# ---------------------------------------------------------------------------------------------------------
+# Closed-form power, for the simulations of `ood-store plan` to be checked against
+# ---------------------------------------------------------------------------------------------------------
+# One run: the partial correlation of two series given one control on n checkpoints is distributed as a plain
+# correlation of n - 1 observations, so its power is pwr.r.test(n - 1, r).
+# Pooled over k runs (seeds) with between-run SD tau on Fisher z: each run's z is N(mu, v + tau^2), v = 1 / (n - 4),
+# mu = atanh(r). With equal v the Paule-Mandel and DerSimonian-Laird tau^2 are both max(0, S^2 - v) (S^2 the
+# sample variance of the k values), so the z test rejects when |mean| > z_crit sqrt(max(v, S^2) / k). Jackson &
+# Turner (2017, section 3) integrate that over (k - 1) S^2 / (v + tau^2) ~ chi^2(k - 1), independent of the mean;
+# so does jt_power. Knapp-Hartung's variance is then exactly S^2 / k: the one-sample t test, whose power is the
+# noncentral t. metapower's formula (tau^2 known) is written beside them for comparison.
+
+jt_power <- function(mu, v, tau2, k, alpha) {
+  s2 <- v + tau2
+  sd_mean <- sqrt(s2 / k)
+  crit <- qnorm(1 - alpha / 2)
+  integrand <- function(x) {
+    threshold <- crit * sqrt(pmax(v, s2 * x / (k - 1)) / k)
+    (pnorm((mu - threshold) / sd_mean) + pnorm((-mu - threshold) / sd_mean)) * dchisq(x, k - 1)
+  }
+  integrate(integrand, 0, Inf, rel.tol = 1e-12)$value
+}
+kh_power <- function(mu, v, tau2, k, alpha) {
+  ncp <- mu / sqrt((v + tau2) / k)
+  crit <- qt(1 - alpha / 2, k - 1)
+  pt(crit, k - 1, ncp, lower.tail = FALSE) + pt(-crit, k - 1, ncp)
+}
+known_power <- function(mu, v, tau2, k, alpha) {
+  lambda <- mu / sqrt((v + tau2) / k)
+  crit <- qnorm(1 - alpha / 2)
+  1 - pnorm(crit - lambda) + pnorm(-crit - lambda)
+}
+power_rows <- list()
+for (cfg in list(c(30, 0.3), c(50, 0.25), c(100, 0.2))) {
+  power_rows[[length(power_rows) + 1]] <- data.frame(
+    kind = "pwr.r.test", test = "t", checkpoints = cfg[1], r = cfg[2], tau = 0, runs = 1, alpha = 0.05,
+    power = pwr.r.test(n = cfg[1] - 1, r = cfg[2], sig.level = 0.05)$power, power_known_tau2 = NA)
+}
+for (cfg in list(c(200, 0.3, 0.3, 5), c(200, 0.2, 0.15, 3), c(200, 0.15, 0.1, 8))) {
+  n <- cfg[1]; r <- cfg[2]; tau <- cfg[3]; k <- cfg[4]
+  args <- list(mu = atanh(r), v = 1 / (n - 4), tau2 = tau^2, k = k, alpha = 0.05)
+  power_rows[[length(power_rows) + 1]] <- data.frame(
+    kind = "jackson-turner", test = "z", checkpoints = n, r = r, tau = tau, runs = k, alpha = 0.05,
+    power = do.call(jt_power, args), power_known_tau2 = do.call(known_power, args))
+  power_rows[[length(power_rows) + 1]] <- data.frame(
+    kind = "noncentral-t", test = "knha", checkpoints = n, r = r, tau = tau, runs = k, alpha = 0.05,
+    power = do.call(kh_power, args), power_known_tau2 = do.call(known_power, args))
+}
+write_ref(do.call(rbind, power_rows), "power.csv")
 cat("wrote", length(list.files(here, pattern = "\\.csv$")), "CSV files to", here, "\n")
