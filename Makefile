@@ -14,7 +14,7 @@ TORCH ?= torch==2.13.0
 # installs them from Debian's packages (as root); CI runs it.
 LATEX_PACKAGES := texlive-latex-base texlive-latex-recommended poppler-utils pandoc
 # The library folders, type-checked as the one package they install as.
-PACKAGE_DIRS := evaluate ingest store schema analysis export
+PACKAGE_DIRS := finetune evaluate ingest store schema analysis export
 
 .PHONY: demo test lint typecheck check bench latex reference clean
 

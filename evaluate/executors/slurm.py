@@ -16,7 +16,7 @@ from typing import Any
 
 from ood_store._counts import n
 from ood_store._errors import InputError, OodStoreError, first_line
-from ood_store._evaluate.executors import ExecutorSettings, require_extra
+from ood_store._evaluate.executors import WORKER, ExecutorSettings, require_extra, worker_function
 from ood_store._evaluate.workdir import WorkDir
 from ood_store._names import did_you_mean
 
@@ -58,16 +58,15 @@ class SlurmExecutor:
         }
         return {k: v for k, v in params.items() if v is not None}
 
-    def submit(self, work: WorkDir, attempt: str, units: int, detach: bool) -> SubmititJobs:
-        from ood_store._evaluate import worker
-
+    def submit(self, work: WorkDir, attempt: str, units: int, detach: bool, worker: str = WORKER) -> SubmititJobs:
         per_task = self.settings.units_per_task or DEFAULT_UNITS_PER_TASK
         tasks = max(1, math.ceil(units / per_task))
         cluster = self.cluster
         executor = self.submitit.AutoExecutor(folder=work.jobs / "submitit", cluster=cluster)
         try:
             executor.update_parameters(**self.parameters())
-            jobs = executor.map_array(worker.work, [str(work.path)] * tasks, [attempt] * tasks, [per_task] * tasks)
+            function = worker_function(worker, "slurm")  # requeued at a time limit where the worker says how
+            jobs = executor.map_array(function, [str(work.path)] * tasks, [attempt] * tasks, [per_task] * tasks)
         except Exception as exc:  # sbatch refused the array, or submitit refused a parameter
             raise OodStoreError(f"the Slurm job array could not be submitted: {first_line(exc)}") from None
         array = str(jobs[0].job_id).split("_")[0] if jobs else "?"
