@@ -75,19 +75,19 @@ $(VENV)/.installed-torch: $(VENV)/.created
 	touch $@
 
 $(VENV)/.installed-eval: pyproject.toml $(VENV)/.installed-torch
-	$(PIP) install --quiet -e ".[eval]"
+	$(PIP) install --quiet -e ".[eval,finetune]"
 	touch $@
 
 # every-eval-ever (its validator checks the EEE files the tests export) declares Python >= 3.12;
 # on 3.11 it is installed without its dependencies, which the test extra already brings.
 $(VENV)/.installed-test: pyproject.toml $(VENV)/.installed-eval
-	$(PIP) install --quiet -e ".[eval,test]"
+	$(PIP) install --quiet -e ".[eval,finetune,test]"
 	$(BIN)/python -c 'import sys; sys.exit(sys.version_info < (3, 12))' || \
 		$(PIP) install --quiet --no-deps --ignore-requires-python "every-eval-ever==0.3.0"
 	touch $@
 
 $(VENV)/.installed-lint: pyproject.toml $(VENV)/.installed-test
-	$(PIP) install --quiet -e ".[eval,test,lint]"
+	$(PIP) install --quiet -e ".[eval,finetune,test,lint]"
 	touch $@
 
 clean:

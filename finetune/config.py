@@ -90,7 +90,7 @@ TRAINING_OWN = {
     "save_steps": "the checkpoint schedule decides when to save (`schedule`)",
     "save_total_limit": "every scheduled checkpoint is kept (`keep_checkpoints` says what of it)",
     "resume_from_checkpoint": "a run resumes from its last checkpoint by itself",
-    "seed": "set `seeds` (or `seed`): each is a run of the grid",
+    "seed": "each seed is a run of the grid (seeds = [...] in a study, or the seed option)",
     "data_seed": "set `data_seeds`: the data seed chooses the shots (llmft's rule), not the Trainer",
     "remove_unused_columns": "the training examples are ood-store's",
     "eval_strategy": "the OOD suite is evaluated on the saved checkpoints (or in the loop: `in_loop`)",
@@ -219,10 +219,11 @@ class _Reader:
 
 
 def _located(path: Path | None, given: frozenset[str], where: str, message: str) -> InputError:
-    """An error about the field ``where`` of the file ``path``, or about an argument when it was given as one."""
-    root = where.split(".")[0]
+    """An error about the field ``where`` of the file ``path``, or about an argument (``training.seed``: the key
+    ``seed`` of the argument ``training``) when it was given as one."""
+    root, _, rest = where.partition(".")
     if path is None or (root in given and "[" not in root):
-        return InputError(None, None, message, parameter=where)
+        return InputError(None, rest or None, message, parameter=root)
     return InputError(str(path), where, message)
 
 
@@ -405,9 +406,13 @@ def _variant(reader: _Reader, settings: Mapping[str, Any], where: Any) -> Varian
 
 
 def _model(reader: _Reader, value: str, where: str) -> str:
-    """A folder (relative to the study file) as an absolute path; a hub id as it is."""
+    """A folder (relative to the study file) as an absolute path; a hub id (``org/name``) as it is."""
     local = Path(reader.path_of(value, where))
-    return str(local) if local.exists() else value
+    if local.exists():
+        return str(local)
+    if value.startswith(("/", ".", "~")) or value.count("/") > 1:
+        raise reader.error(where, f"no such model folder: {local}")
+    return value
 
 
 def _name(

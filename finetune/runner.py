@@ -21,6 +21,7 @@ then the study file that ``ood-store evaluate --study`` takes as it is.
 
 from __future__ import annotations
 
+import functools
 import os
 import platform
 import subprocess
@@ -450,9 +451,8 @@ class _Driver:
 
         for p in self.runs:
             unit = _unit(p)
-            result = run_unit(
-                self.work, unit, attempt, self.work.claim(attempt, unit), lambda s, m, p=p: self._step(p, s, m)
-            )
+            hear = functools.partial(self._step, p)
+            result = run_unit(self.work, unit, attempt, self.work.claim(attempt, unit), hear)
             self._finish(p, result.ok, result.error)
 
     def _finish(self, p: _Prepared, ok: bool, error: str | None) -> None:

@@ -41,7 +41,8 @@ import math
 import os
 import shutil
 import time
-from collections.abc import Callable, Iterator
+import warnings
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -82,6 +83,7 @@ def training_arguments(run: RunConfig, output_dir: Path) -> Any:
         defaults.pop("warmup_steps", None)
     if "max_steps" in run.training:
         defaults.pop("num_train_epochs", None)
+    defaults["dataloader_pin_memory"] = torch.cuda.is_available()  # pinned memory is for copies to a GPU
     own = {
         "output_dir": str(output_dir),
         "save_strategy": "no",  # the schedule callback says when
@@ -112,7 +114,10 @@ def expected_steps(args: Any, examples: int) -> int:
 
 
 def train(
-    folder: str | os.PathLike[str], progress: Progress | None = None, keep: str | None = None, callbacks: list = ()
+    folder: str | os.PathLike[str],
+    progress: Progress | None = None,
+    keep: str | None = None,
+    callbacks: Sequence[Any] = (),
 ) -> TrainResult:
     """Train (or resume, or recognise as finished) the run whose folder the runner wrote.
 
@@ -175,7 +180,11 @@ def _quiet() -> Iterator[None]:
     logging.set_verbosity_error()
     logging.disable_progress_bar()
     try:
-        yield
+        with warnings.catch_warnings():
+            # peft corrects this itself for GPT-2's Conv1D layers; transformers' deprecations are peft's to follow
+            warnings.filterwarnings("ignore", message=".*fan_in_fan_out is set to False.*")
+            warnings.filterwarnings("ignore", category=FutureWarning, module="transformers")
+            yield
     finally:
         logging.set_verbosity(verbosity)
         if bars:

@@ -115,6 +115,7 @@ MODULES = {
     "merge": "stores",
     "suite": "suite",
     "demo": "demo",
+    "finetune": "finetune",
 }
 
 
