@@ -84,17 +84,17 @@ LORA_DEFAULTS: dict[str, Any] = {"r": 8}
 
 #: TrainingArguments that ood-store sets itself, and why a study cannot.
 TRAINING_OWN = {
-    "output_dir": "each run's folder is under `output_dir`",
+    "output_dir": "each run's folder is under the study's output_dir",
     "overwrite_output_dir": "runs resume; remove a run's folder to train it again",
-    "save_strategy": "the checkpoint schedule decides when to save (`schedule`)",
-    "save_steps": "the checkpoint schedule decides when to save (`schedule`)",
-    "save_total_limit": "every scheduled checkpoint is kept (`keep_checkpoints` says what of it)",
+    "save_strategy": "the checkpoint schedule decides when to save (schedule)",
+    "save_steps": "the checkpoint schedule decides when to save (schedule)",
+    "save_total_limit": "every scheduled checkpoint is kept (keep_checkpoints says what of it)",
     "resume_from_checkpoint": "a run resumes from its last checkpoint by itself",
     "seed": "each seed is a run of the grid (seeds = [...] in a study, or the seed option)",
-    "data_seed": "set `data_seeds`: the data seed chooses the shots (llmft's rule), not the Trainer",
+    "data_seed": "set data_seeds: the data seed chooses the shots (llmft's rule), not the Trainer",
     "remove_unused_columns": "the training examples are ood-store's",
-    "eval_strategy": "the OOD suite is evaluated on the saved checkpoints (or in the loop: `in_loop`)",
-    "do_eval": "the OOD suite is evaluated on the saved checkpoints (or in the loop: `in_loop`)",
+    "eval_strategy": "the OOD suite is evaluated on the saved checkpoints (or in the loop: in_loop)",
+    "do_eval": "the OOD suite is evaluated on the saved checkpoints (or in the loop: in_loop)",
     "load_best_model_at_end": "every checkpoint is kept; none is 'best'",
 }
 
@@ -254,13 +254,13 @@ def load(path: str | os.PathLike[str] | None = None, **given: Any) -> FinetuneSt
     runs: list[RunConfig] = []
     for index, entry in enumerate(entries, start=1):
         prefix = f"runs[{index}]" if "runs" in top else ""
-        runs.extend(_expand(reader, defaults, dict(entry), prefix))
+        runs.extend(_expand(reader, defaults, dict(entry), prefix, {k: v for k, v in options.items() if k in RUN_KEYS}))
     names: dict[str, RunConfig] = {}
     for run in runs:
         if run.run in names:
             raise reader.error(
-                run.where("name"), f"two runs are named {run.run!r}: set `name` (fields: {', '.join(_NAME_FIELDS)}, "
-                "attributes) to tell them apart",
+                run.where("name"), f"two runs are named {run.run!r}: set the name template (fields: "
+                f"{', '.join(_NAME_FIELDS)}, attributes) to tell them apart",
             )  # fmt: skip
         names[run.run] = run
     tasks = _names(reader, top.get("tasks", ["ood_nli"]), "tasks")
@@ -289,19 +289,29 @@ def load(path: str | os.PathLike[str] | None = None, **given: Any) -> FinetuneSt
 _NAME_FIELDS = ("model", "in_domain", "method", "loss", "shots", "data_seed", "seed", "pattern")
 
 
-def _expand(reader: _Reader, defaults: Mapping[str, Any], entry: dict[str, Any], prefix: str) -> list[RunConfig]:
-    """The runs of one [[runs]] entry: its settings over the top level's, crossed with its grid."""
+def _expand(
+    reader: _Reader, defaults: Mapping[str, Any], entry: dict[str, Any], prefix: str, given: Mapping[str, Any]
+) -> list[RunConfig]:
+    """The runs of one [[runs]] entry: its settings over the top level's (and the arguments over both), crossed
+    with its grid."""
     dot = f"{prefix}." if prefix else ""
     own = {k: v for k, v in entry.items() if k in RUN_KEYS}
     extra = {k: v for k, v in entry.items() if k not in RUN_KEYS}
     for key in extra:
         if key in STUDY_KEYS:
             raise reader.error(f"{dot}{key}", "a key of the study, not of a run: give it at the top level")
-    settings = {**defaults, **own}
+    defaults = dict(defaults)
+    for plural, singular in _GRID.items():  # an argument replaces both spellings of the file's
+        if plural in given or singular in given:
+            for table in (defaults, own):
+                table.pop(plural, None)
+                table.pop(singular, None)
+    settings = {**defaults, **own, **given}
     for name in ("training", "lora", "attributes"):
-        if isinstance(defaults.get(name), Mapping) and isinstance(own.get(name), Mapping):
-            settings[name] = {**defaults[name], **own[name]}
-    fields = {k: (f"{dot}{k}" if k in own else k) for k in settings}
+        parts = [t.get(name) for t in (defaults, own, given) if isinstance(t.get(name), Mapping)]
+        if len(parts) > 1:
+            settings[name] = {k: v for part in parts for k, v in part.items()}
+    fields = {k: (k if k in given else f"{dot}{k}" if k in own else k) for k in settings}
 
     def where(key: str) -> str:
         return fields.get(key, key)
@@ -310,7 +320,7 @@ def _expand(reader: _Reader, defaults: Mapping[str, Any], entry: dict[str, Any],
     for plural, singular in _GRID.items():
         if plural in settings and singular in settings and plural != singular:
             both = [k for k in (plural, singular) if k in own] or [plural, singular]
-            raise reader.error(where(both[0]), f"give `{plural}` or `{singular}`, not both")
+            raise reader.error(where(both[0]), f"give {plural} or {singular}, not both")
         key = plural if plural in settings else singular
         values = settings.get(key, [0] if plural != "shots" else None)
         if values is None:
@@ -387,7 +397,7 @@ def _check_in_domain(reader: _Reader, run: RunConfig, data_dir: str | None) -> N
         shown = ", ".join(t.removeprefix("ood_nli_") for t in SUITE)
         raise reader.error(
             run.where("in_domain"), f"{run.in_domain!r} is not a testset of the ood_nli suite ({shown}); a set of "
-            "your own needs `data_dir` holding its training split as NAME.train.jsonl",
+            "your own needs data_dir, holding its training split as NAME.train.jsonl",
         )  # fmt: skip
     if run.in_domain in TESTSETS:  # a HANS sub-task: not a training set of its own
         raise reader.error(run.where("in_domain"), f"{run.in_domain!r} is a part of HANS, not a training set")

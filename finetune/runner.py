@@ -286,26 +286,27 @@ def _arguments(study: FinetuneStudy, run: RunConfig, folder: Path) -> Any:
     known = {f.name for f in dataclasses.fields(TrainingArguments)}
     for key in run.training:
         if key not in known:
-            path, where = _field(study, run, "training", key)
             hint = did_you_mean(key, sorted(known))
-            raise InputError(path, where, f"not an argument of transformers.TrainingArguments{hint}")
+            raise _key_error(study, run, "training", key, f"not an argument of transformers.TrainingArguments{hint}")
     try:
         return training_arguments(run, folder)
     except (TypeError, ValueError, ImportError) as exc:
         raise _table_error(study, run, "training", exc, "transformers.TrainingArguments") from None
 
 
-def _field(study: FinetuneStudy, run: RunConfig, table: str, key: str) -> tuple[str | None, str | None]:
-    error = study.error(run, table, "")
-    return error.path, f"{error.field or error.parameter}.{key}"
+def _key_error(study: FinetuneStudy, run: RunConfig, table: str, key: str, message: str) -> InputError:
+    """An error about ``key`` of the run's ``table`` (``training``, ``lora``): the file's field, or the argument's."""
+    error = study.error(run, table, message)
+    if error.path is None:
+        return InputError(None, key, message, parameter=error.parameter)
+    return InputError(error.path, f"{error.field}.{key}", message)
 
 
 def _table_error(study: FinetuneStudy, run: RunConfig, table: str, exc: Exception, what: str) -> InputError:
     text = first_line(exc)
     if "unexpected keyword argument" in text:
         key = text.rsplit("'", 2)[-2] if text.count("'") >= 2 else "?"
-        path, where = _field(study, run, table, key)
-        return InputError(path, where, f"not an argument of {what}")
+        return _key_error(study, run, table, key, f"not an argument of {what}")
     return study.error(run, table, f"{what} refused it: {text}")
 
 

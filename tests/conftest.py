@@ -194,6 +194,30 @@ def toy_run(tmp_path_factory) -> dict[str, Path]:
     return {"run": root / "run", "tasks": root / "tasks"}
 
 
+#: The toy training split of the finetuning tests: how many rows (toy.training_rows), and the tasks they evaluate.
+FINETUNE_ROWS = 256
+FINETUNE_TASKS = ("toy_nli", "toy_ood_long", "toy_ood_never")
+
+
+@pytest.fixture(scope="session")
+def finetune_inputs(tmp_path_factory) -> dict[str, Path]:
+    """What a finetuning study of the toy needs, built from code: the base model (the demo's untrained 42k-parameter
+    GPT-2, saved with save_pretrained), a data folder with its training split (toy_nli.train.jsonl: premise,
+    hypothesis, label 0/1) and the toy lm-eval tasks (12 documents each)."""
+    import json
+
+    from ood_store._examples import toy
+
+    root = tmp_path_factory.mktemp("finetune-inputs")
+    tokenizer = toy.build_tokenizer()
+    toy.save_checkpoint(toy.build_model(tokenizer), tokenizer, root / "toy-gpt2")
+    (root / "data").mkdir()
+    rows = "".join(json.dumps(row) + "\n" for row in toy.training_rows(FINETUNE_ROWS))
+    (root / "data" / "toy_nli.train.jsonl").write_text(rows, "utf-8")
+    toy.write_tasks(root / "tasks", toy.toy_sets(12))
+    return {"base": root / "toy-gpt2", "data": root / "data", "tasks": root / "tasks"}
+
+
 # The saved analysis that the export and plot tests read (linear, Pearson, 3 Pythia runs × 6 pairs).
 PYTHIA_ANALYSIS = "pythia-linear"
 PYTHIA_IN_DOMAIN = "lambada_openai"

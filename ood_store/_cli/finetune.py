@@ -139,7 +139,7 @@ def finetune(study, training, lora, attributes, shots, data_seeds, seeds, tasks,
     }
     for key in ("data_dir", "output_dir"):
         if given.get(key) is not None:
-            given[key] = Path(given[key]).resolve()
+            given[key] = str(Path(given[key]).resolve())
     output_dir = given.pop("output_dir")
     executor = given.pop("executor")
     try:
