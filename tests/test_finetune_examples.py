@@ -1,0 +1,129 @@
+"""The training example of a document is what lm-eval scores for it: the same prompt, input tokens and target token.
+
+The independent source is lm-eval itself: its ``hf`` model (``HFLM``, on a toy GPT-2 built from code)
+evaluates the suite's tasks of each prompt variant on the fixture rows (tests/fixtures/nli-suite,
+through evaluate's own task list), and the test records the requests it builds and scores: for each
+document and answer, the context, the continuation and their tokens as ``_loglikelihood_tokens``
+receives them. The example built by ood-store for the same document must have lm-eval's context as
+its prompt, the tokens lm-eval feeds the model as its input (``(context + continuation)[-(max_length +
+1):][:-1]``) and the continuation's one token as its target; for every shipped pattern, and for a
+pattern and verbalizers of one's own; and cut as lm-eval cuts them when the prompt is longer than
+``max_length``.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from conftest import FIXTURES
+from ood_store._evaluate.suite.variant import PATTERNS, Variant
+
+TASKS = ["ood_nli_snli", "ood_nli_mnli", "ood_nli_rte", "ood_nli_hans"]
+VARIANTS = [
+    *[Variant.of(name) for name in PATTERNS],
+    Variant.of("minimal", neutral="no"),
+    Variant.of("Premise: {premise}\nHypothesis: {hypothesis}\nAnswer:", " True,False"),
+]
+
+pytestmark = pytest.mark.xdist_group("finetune-examples")
+
+
+@pytest.fixture(scope="module")
+def toy():
+    """A toy GPT-2 and a tokenizer that has one token for each shipped verbalizer (" True" and " False" too)."""
+    from ood_store._examples import toy
+
+    extra = [f"{p} {v}" for p in ("True or False?", "answer:", "Answer:") for v in ("True", "False", "Yes", "No")]
+    tokenizer = toy.build_tokenizer(toy.toy_texts() + extra * 20, vocab_size=500)
+    return toy.build_model(tokenizer), tokenizer
+
+
+def lm_eval_requests(model, tokenizer, variant: Variant, max_length: int | None = None):
+    """(doc, context, continuation, context tokens, continuation tokens) of every request lm-eval scores."""
+    import lm_eval
+    from lm_eval.models.huggingface import HFLM
+
+    from ood_store._evaluate.tasklist import task_list
+
+    captured: list = []
+    docs: list = []
+    loglikelihood, tokens = HFLM.loglikelihood, HFLM._loglikelihood_tokens
+
+    def record_docs(self, requests, *args, **kwargs):
+        docs.extend(request.doc for request in requests)
+        return loglikelihood(self, requests, *args, **kwargs)
+
+    def record_tokens(self, requests, *args, **kwargs):
+        captured.extend(requests)
+        return tokens(self, requests, *args, **kwargs)
+
+    lm = HFLM(pretrained=model, tokenizer=tokenizer, batch_size=8, max_length=max_length)
+    with task_list(TASKS, data_dir=FIXTURES / "nli-suite", variant=variant) as catalogue:
+        specs = catalogue.task_specs([leaf for name in TASKS for leaf in catalogue.leaves[name]])
+        HFLM.loglikelihood, HFLM._loglikelihood_tokens = record_docs, record_tokens
+        try:
+            lm_eval.simple_evaluate(model=lm, tasks=specs, task_manager=catalogue.manager, verbosity="ERROR")
+        finally:
+            HFLM.loglikelihood, HFLM._loglikelihood_tokens = loglikelihood, tokens
+    assert len(docs) == len(captured) > 0
+    return lm.max_length, [(d, *key, list(c), list(t)) for d, (key, c, t) in zip(docs, captured, strict=True)]
+
+
+@pytest.mark.parametrize("variant", VARIANTS, ids=[v.key or "ood-nli" for v in VARIANTS])
+def test_the_target_token_is_lm_evals_continuation_for_the_same_document(toy, variant):
+    from ood_store._finetune import examples
+
+    model, tokenizer = toy
+    length, requests = lm_eval_requests(model, tokenizer, variant)
+    delimiter, choices = variant.delimiter_and_choices()
+    checked = set()
+    for doc, context, continuation, context_tokens, continuation_tokens in requests:
+        answer = [delimiter + c for c in choices].index(continuation)
+        row = {"premise": doc["premise"], "hypothesis": doc["hypothesis"], "answer": answer}
+        [example], verbalizers = examples.build([row], [0], variant, tokenizer, length)
+        assert example.context == context
+        assert example.input_ids == (context_tokens + continuation_tokens)[-(length + 1) :][:-1]
+        assert [example.target] == continuation_tokens
+        assert verbalizers[answer] == continuation_tokens[0]
+        checked.add((context, answer))
+    # Every document was seen with both answers: the verbalizers of both are lm-eval's.
+    assert len(checked) == len(requests) and len(requests) % 2 == 0
+
+
+def test_a_long_prompt_is_cut_as_lm_eval_cuts_it(toy):
+    from ood_store._finetune import examples
+
+    model, tokenizer = toy
+    variant = Variant.of("eval-harness")
+    length, requests = lm_eval_requests(model, tokenizer, variant, max_length=8)
+    assert length == 8
+    cut = 0
+    for doc, context, continuation, context_tokens, continuation_tokens in requests:
+        answer = [variant.delimiter_and_choices()[0] + c for c in variant.delimiter_and_choices()[1]].index(
+            continuation
+        )
+        row = {"premise": doc["premise"], "hypothesis": doc["hypothesis"], "answer": answer}
+        [example], _ = examples.build([row], [0], variant, tokenizer, length)
+        assert example.input_ids == (context_tokens + continuation_tokens)[-(length + 1) :][:-1]
+        cut += len(context_tokens) > length
+    assert cut == len(requests)  # every prompt of the fixtures is longer than 8 tokens
+    # Cut from the right instead (the paper's truncation side), the prompt's start is kept.
+    doc = requests[0][0]
+    row = {"premise": doc["premise"], "hypothesis": doc["hypothesis"], "answer": 0}
+    [right], _ = examples.build([row], [0], variant, tokenizer, 8, truncation="right")
+    assert right.input_ids == requests[0][3][:8]
+
+
+def test_a_verbalizer_that_is_two_tokens_or_the_other_ones_token_is_refused(toy):
+    from ood_store._finetune import examples
+
+    _, tokenizer = toy
+    row = {"premise": "the cat sat on the mat.", "hypothesis": "the cat sat.", "answer": 0}
+    pieces = tokenizer.convert_ids_to_tokens(tokenizer(" Maybe")["input_ids"])
+    assert len(pieces) > 1
+    with pytest.raises(examples.VerbalizerError) as caught:
+        examples.build([row], [0], Variant.of("minimal", " Yes,Maybe"), tokenizer, 128)
+    assert str(caught.value).startswith(f"' Maybe' is {len(pieces)} tokens (")
+    # Both verbalizers are checked after every prompt, whichever answer the shot has.
+    with pytest.raises(examples.VerbalizerError, match="' Maybe' is"):
+        examples.build([{**row, "answer": 0}], [0], Variant.of("minimal", " Maybe,No"), tokenizer, 128)
