@@ -97,11 +97,10 @@ def test_a_long_prompt_is_cut_as_lm_eval_cuts_it(toy):
     variant = Variant.of("eval-harness")
     length, requests = lm_eval_requests(model, tokenizer, variant, max_length=8)
     assert length == 8
+    delimiter, choices = variant.delimiter_and_choices()
     cut = 0
-    for doc, context, continuation, context_tokens, continuation_tokens in requests:
-        answer = [variant.delimiter_and_choices()[0] + c for c in variant.delimiter_and_choices()[1]].index(
-            continuation
-        )
+    for doc, _, continuation, context_tokens, continuation_tokens in requests:
+        answer = [delimiter + c for c in choices].index(continuation)
         row = {"premise": doc["premise"], "hypothesis": doc["hypothesis"], "answer": answer}
         [example], _ = examples.build([row], [0], variant, tokenizer, length)
         assert example.input_ids == (context_tokens + continuation_tokens)[-(length + 1) :][:-1]
