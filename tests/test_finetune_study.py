@@ -12,7 +12,6 @@ from __future__ import annotations
 import hashlib
 import json
 import tomllib
-from pathlib import Path
 
 import numpy as np
 import pytest
