@@ -56,7 +56,8 @@ class Kill(TrainerCallback):
             os.kill(os.getpid(), signal.SIGKILL)
 
 train = trainer.train
-trainer.train = lambda folder, progress=None, keep=None, callbacks=(): train(folder, progress, keep, [*callbacks, Kill()])
+trainer.train = lambda folder, progress=None, keep=None, callbacks=(): train(folder, progress, keep,
+                                                                            [*callbacks, Kill()])
 sys.exit(main(sys.argv[1:], prog_name="ood-store"))
 """
 
@@ -119,8 +120,9 @@ def test_a_killed_run_resumes_and_ends_with_the_weights_of_an_uninterrupted_one(
 
 
 def test_ctrl_c_says_what_is_saved_and_that_the_same_command_resumes(tmp_path, finetune_inputs, runner, monkeypatch):
-    import ood_store._finetune.trainer as trainer
     from transformers import TrainerCallback
+
+    import ood_store._finetune.trainer as trainer
 
     class Interrupt(TrainerCallback):
         def on_step_end(self, args, state, control, **kwargs):
@@ -142,6 +144,5 @@ def test_ctrl_c_says_what_is_saved_and_that_the_same_command_resumes(tmp_path, f
         f"Interrupted: 0 of 2 runs finished, in {out}.",
         "  toy-full: saved up to checkpoint-4 (step 4 of 12)",
         "  toy-lora: nothing saved yet",
-        "Run the same command again to resume: finished runs are kept, the others continue from their last "
-        "checkpoint.",
+        "Run the same command again to resume: finished runs are kept, the others continue from their last checkpoint.",
     ]
