@@ -34,7 +34,7 @@ def run_lm_eval(
     import lm_eval
     from lm_eval.loggers import EvaluationTracker
 
-    _environment_described_once()
+    environment_described_once()
     options = {**options, "device": options.get("device") or default_device()}
     tracker = EvaluationTracker(output_path=str(folder))
     result = lm_eval.simple_evaluate(
@@ -50,10 +50,10 @@ def run_lm_eval(
     result = dict(result)
     if suite_record:
         result.setdefault("config", {})["ood_nli"] = suite_record
-    return _save(tracker, result, folder)
+    return save(tracker, result, folder)
 
 
-def _environment_described_once() -> None:
+def environment_described_once() -> None:
     """Describe the machine once per process, not once per checkpoint.
 
     lm-eval writes torch's description of the environment into every results
@@ -69,7 +69,7 @@ def _environment_described_once() -> None:
         collect_env.get_pretty_env_info = once
 
 
-def _save(tracker: Any, result: dict[str, Any], folder: Path) -> Path:
+def save(tracker: Any, result: dict[str, Any], folder: Path) -> Path:
     """Write lm-eval's standard layout (results_<ts>.json, samples_<task>_<ts>.jsonl); return the results file."""
     samples = result.pop("samples", None)
     tracker.save_results_aggregated(results=result, samples=samples)

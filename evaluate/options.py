@@ -68,6 +68,18 @@ def batch_size(value: Any) -> int | str:
     raise InputError(None, None, f"expected a positive number, auto or auto:N, got {value!r}", parameter="batch_size")
 
 
+#: The scorers of ``evaluate`` (:mod:`ood_store._evaluate.scorer`); the first is the default and the reference.
+SCORERS = ("lm-eval", "verbalizer")
+
+
+def scorer(value: Any) -> str:
+    """``lm-eval`` (lm-eval's own ``hf`` model, the default) or ``verbalizer``."""
+    text = value.strip().lower() if isinstance(value, str) else None
+    if text not in SCORERS:
+        raise InputError(None, None, f"expected {' or '.join(SCORERS)}, got {value!r}", parameter="scorer")
+    return text
+
+
 def limit(value: Any) -> int | float:
     """Documents per task: a whole number, or a fraction below 1."""
     if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
@@ -101,6 +113,7 @@ _CHECKS = {
     "device": lambda v: text("device", v),
     "dtype": lambda v: text("dtype", v),
     "base_model": lambda v: text("base_model", v),
+    "scorer": scorer,
 }
 
 
