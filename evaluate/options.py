@@ -38,6 +38,7 @@ class EvaluateOptions(TypedDict, total=False):
     num_fewshot: int | None
     limit: int | float | None
     samples: bool | None
+    scorer: str | None
     force: bool
     attributes: Mapping[str, Any] | list[str] | None
     lm_eval_kwargs: Mapping[str, Any] | None

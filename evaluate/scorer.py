@@ -288,12 +288,35 @@ def _quiet_lm_eval() -> Iterator[None]:
         logger.setLevel(level)
 
 
+class TimedHFLM(HFLM):
+    """lm-eval's ``hf`` model as it is, counting the seconds of its forward passes (``forward_seconds``).
+
+    On a GPU each pass is synchronised before the clock stops (lm-eval reads
+    the logits right after anyway), so that the time is the pass's, not that
+    of whatever waits for it next.
+    """
+
+    forward_seconds = 0.0
+
+    def _model_call(self, inps: Any, attn_mask: Any = None, labels: Any = None) -> Any:
+        started = time.perf_counter()
+        logits = super()._model_call(inps, attn_mask, labels)
+        if self.device.type == "cuda":
+            import torch
+
+            torch.cuda.synchronize(self.device)
+        self.forward_seconds += time.perf_counter() - started
+        return logits
+
+
 def hf_model(scorer: str, pretrained: Any, **kwargs: Any) -> HFLM:
-    """lm-eval's ``hf`` model (``lm-eval``) or :class:`VerbalizerLM` (``verbalizer``) with ``HFLM``'s arguments."""
+    """lm-eval's ``hf`` model (``lm-eval``) or :class:`VerbalizerLM` (``verbalizer``) with ``HFLM``'s arguments,
+    as ``simple_evaluate(model="hf", model_args=...)`` makes it (None-valued arguments left out)."""
+    kwargs = {k: v for k, v in kwargs.items() if v is not None}
     if check_scorer(scorer) == "verbalizer":
         return VerbalizerLM(pretrained, **kwargs)
     with _quiet_lm_eval():
-        return HFLM(pretrained, **kwargs)
+        return TimedHFLM(pretrained, **kwargs)
 
 
 # -- tasks ---------------------------------------------------------------------------------------------------
