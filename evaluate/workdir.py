@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ood_store._errors import InputError, OodStoreError
+from ood_store._evaluate.timings import PARTS, Timings
 
 #: A claim whose worker has not touched it for this long (and whose process cannot be
 #: checked because it runs on another host) counts as a dead worker's.
@@ -58,6 +59,8 @@ class Unit:
     samples: bool  # per-sample rows are logged and stored
     attributes: dict[str, Any] | None  # run attributes, set by the collector
     log_to_file: bool  # lm-eval's output goes to lm-eval.log in the unit's folder
+    scorer: str = "lm-eval"  # lm-eval's own hf model, or the verbalizer scorer (ood_store._evaluate.scorer)
+    series: dict[str, Any] | None = None  # what every checkpoint of the run shares (ood_store._evaluate.series)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Unit:
@@ -75,6 +78,7 @@ class UnitStatus:
     seconds: float | None = None  # evaluation time (done, stored) or time so far (running)
     error: str | None = None  # failed: the error; pending: why an earlier attempt did not finish
     error_tail: list[str] = field(default_factory=list)  # failed: the last lines of the traceback and lm-eval's log
+    timings: Timings | None = None  # done, stored: where the evaluation's time went
 
 
 def this_host() -> str:
@@ -252,7 +256,8 @@ class WorkDir:
             if unit.id in stored or (unit.id in done and not refused):
                 marker = self.done(unit.id) or {}
                 state: State = "stored" if unit.id in stored else "done"
-                out.append(UnitStatus(unit, state, marker.get("host"), marker.get("pid"), marker.get("seconds")))
+                host, pid, seconds = marker.get("host"), marker.get("pid"), marker.get("seconds")
+                out.append(UnitStatus(unit, state, host, pid, seconds, timings=Timings.of(marker.get("timings"))))
             else:
                 out.append(self._undone(unit, None if refused else claims.get(unit.id), unit.id in failed))
         return out
@@ -314,8 +319,12 @@ def _not_zombie(pid: int) -> bool:
 
 
 def status_table(statuses: list[UnitStatus]) -> Any:
-    """One row per unit (a Polars DataFrame): unit, run, step, tasks, state, host, seconds, error."""
+    """One row per unit (a Polars DataFrame): unit, run, step, tasks, state, host, seconds, how its model was
+    loaded and the seconds of each part (:mod:`~ood_store._evaluate.timings`; finished units), error."""
     import polars as pl
+
+    def part(s: UnitStatus, name: str) -> float | None:
+        return None if s.timings is None else round(getattr(s.timings, name), 1)
 
     return pl.DataFrame(
         {
@@ -326,10 +335,13 @@ def status_table(statuses: list[UnitStatus]) -> Any:
             "state": [s.state for s in statuses],
             "host": [s.host for s in statuses],
             "seconds": [None if s.seconds is None else round(s.seconds, 1) for s in statuses],
+            "load": [None if s.timings is None else s.timings.load for s in statuses],
+            **{name: [part(s, name) for s in statuses] for name in PARTS},
             "error": [s.error for s in statuses],
         },
         schema={
             "unit": pl.String, "run": pl.String, "step": pl.Int64, "tasks": pl.Int64, "state": pl.String,
-            "host": pl.String, "seconds": pl.Float64, "error": pl.String,
+            "host": pl.String, "seconds": pl.Float64, "load": pl.String, **dict.fromkeys(PARTS, pl.Float64),
+            "error": pl.String,
         },
     )  # fmt: skip
