@@ -308,7 +308,7 @@ def _expand(
                 table.pop(singular, None)
     settings = {**defaults, **own, **given}
     for name in ("training", "lora", "attributes"):
-        parts = [t.get(name) for t in (defaults, own, given) if isinstance(t.get(name), Mapping)]
+        parts: list[Mapping[str, Any]] = [t[name] for t in (defaults, own, given) if isinstance(t.get(name), Mapping)]
         if len(parts) > 1:
             settings[name] = {k: v for part in parts for k, v in part.items()}
     fields = {k: (k if k in given else f"{dot}{k}" if k in own else k) for k in settings}

@@ -75,6 +75,7 @@ class FinetuneReport:
     study_file: Path | None = None
     executor: str = "inline"
     jobs: str | None = None
+    collected: list[Any] = field(default_factory=list)  # in-loop evaluations stored (ood_store._evaluate.collect)
 
     def of(self, status: Status) -> list[RunOutcome]:
         return [r for r in self.runs if r.status == status]
@@ -107,6 +108,7 @@ def finetune(
     *,
     output_dir: str | os.PathLike[str] | None = None,
     executor: str | None = None,
+    store: str | os.PathLike[str] | None = None,
     progress: bool = False,
     **options: Any,
 ) -> FinetuneReport:
@@ -124,6 +126,10 @@ def finetune(
     executor
         ``inline`` (this process, the default), ``local``, ``slurm`` or
         ``ray``, as for ``evaluate``; the study's ``[executor]`` table otherwise.
+    store
+        The store the in-loop evaluation's scores go to (``in_loop``; see
+        :mod:`ood_store._finetune.inloop`): they are stored when the runs end,
+        and ``ood-store collect OUTPUT/lm-eval-results-work`` stores them too.
     progress
         One progress bar over the runs' steps, with an ETA, on standard error when it is a terminal.
     options
@@ -152,8 +158,12 @@ def finetune(
         )  # fmt: skip
     if loaded.keep_checkpoints == "none" and not loaded.in_loop:
         raise loaded.error(None, "keep_checkpoints", "none keeps no checkpoint to evaluate: evaluate in the loop "
-                           "(`in_loop`) or keep the weights")  # fmt: skip
+                           "(in_loop) or keep the weights")  # fmt: skip
+    if loaded.in_loop and store is None:
+        raise InputError(None, None, "the in-loop evaluation needs the store its scores go to", parameter="store")
     prepared = _prepare(loaded, output)
+    if loaded.in_loop:
+        _check_in_loop(loaded)
     backend = None if chosen.name == "inline" else executors.create(chosen)
     if backend is not None:
         backend.check()
@@ -165,16 +175,61 @@ def finetune(
     if todo:
         work.create()
         for p in todo:
-            write_json(work.path / "runs" / f"{_unit(p)}.json", {"run": p.config.run, "folder": str(p.folder)})
+            spec = _in_loop(loaded, output, p, store) if loaded.in_loop else None
+            write_json(work.path / "runs" / f"{_unit(p)}.json", {"run": p.config.run, "folder": str(p.folder),
+                                                                  "in_loop": spec})  # fmt: skip
         driver = _Driver(work, todo, backend, outcomes, report)
         try:
             driver.run(progress)
         except KeyboardInterrupt:
             report.runs = [outcomes.get(p.config.run) or _outcome(p, "pending") for p in prepared]
+            if loaded.in_loop:  # what was scored before Ctrl-C
+                report.collected = _collect_in_loop(output)
             raise FinetuneInterrupted(report) from None
     report.runs = [outcomes.get(p.config.run) or _outcome(p, "complete") for p in prepared]
     report.study_file = write_study_file(loaded, output, report)
+    if loaded.in_loop:
+        report.collected = _collect_in_loop(output)
     return report
+
+
+def _in_loop(study: FinetuneStudy, output: Path, p: _Prepared, store: str | os.PathLike[str] | None) -> dict[str, Any]:
+    from ood_store._evaluate.suite.testsets import expand
+    from ood_store._finetune.inloop import spec_of
+
+    assert store is not None
+    suite = any(expand(t) is not None for t in study.tasks)
+    variant = {k: p.config.variant.record()[k] for k in ("pattern", "verbalizers", "neutral")} if suite else None
+    return spec_of(store, output, study.tasks, study.include_paths, study.data_dir, variant, study.evaluate,
+                   attributes(p.config, p.record))  # fmt: skip
+
+
+def _check_in_loop(study: FinetuneStudy) -> None:
+    """Every task of the study is one the verbalizer scorer can score exactly (else one line naming it)."""
+    from ood_store._evaluate.scorer import refusal, suite_tasks
+    from ood_store._evaluate.suite.testsets import expand
+
+    seen: set[str] = set()
+    for run in study.runs:
+        suite = any(expand(t) is not None for t in study.tasks)
+        key = run.variant.key if suite else ""
+        if key in seen:
+            continue
+        seen.add(key)
+        with suite_tasks(study.tasks, variant=run.variant if suite else None, data_dir=study.data_dir,
+                         include_paths=study.include_paths) as tasks:  # fmt: skip
+            for task in tasks.objects:
+                why = refusal(task)
+                if why:
+                    raise study.error(None, "tasks", f"not scored in the loop: {why}")
+
+
+def _collect_in_loop(output: Path) -> list[Any]:
+    """Store what the in-loop evaluation finished (idempotent: stored units are not stored again)."""
+    from ood_store._evaluate.collect import collect
+
+    work = WorkDir(output / "lm-eval-results-work")
+    return collect(work) if work.exists() else []
 
 
 def require_finetune_extra(methods: set[str] | None = None) -> None:

@@ -57,6 +57,7 @@ from ood_store._errors import OodStoreError
 from ood_store._evaluate.workdir import read_json, write_json
 from ood_store._finetune.config import LORA_DEFAULTS, TRAINING_DEFAULTS, RunConfig
 from ood_store._finetune.folder import DONE, EXAMPLES, INDICES, LOG, MARKER, SCHEDULE, RunFolder
+from ood_store._finetune.inloop import InLoopEvaluation
 
 #: Called with (step, max_steps) when training starts and after every step.
 Progress = Callable[[int, int], None]
@@ -118,11 +119,14 @@ def train(
     progress: Progress | None = None,
     keep: str | None = None,
     callbacks: Sequence[Any] = (),
+    in_loop: dict[str, Any] | None = None,
 ) -> TrainResult:
     """Train (or resume, or recognise as finished) the run whose folder the runner wrote.
 
     ``keep`` overrides the folder's ``keep_checkpoints``; ``callbacks`` are
-    further ``TrainerCallback`` s (the in-loop evaluation).
+    further ``TrainerCallback`` s; ``in_loop`` (see
+    :func:`ood_store._finetune.inloop.spec_of`) scores every checkpoint as it
+    is saved.
     """
     started = time.monotonic()
     run_folder = RunFolder(folder)
@@ -136,12 +140,19 @@ def train(
         return TrainResult(run.run, finished["steps"], finished["checkpoints"], 0.0, None)
     examples = _examples(run_folder, record)
     with _quiet():
-        trainer = _trainer(run, run_folder, examples, record, progress, keep, list(callbacks))
+        trainer = _trainer(run, run_folder, examples, record, progress, keep, list(callbacks), in_loop)
+        evaluation = next((c for c in trainer.callback_handler.callbacks if isinstance(c, InLoopEvaluation)), None)
         run_folder.remove_incomplete()
         if 0 not in run_folder.checkpoints():
             _save(trainer, run_folder, 0)
+        if evaluation is not None:  # the model is step 0's until training starts (or loads a later checkpoint)
+            evaluation.checkpoint_saved(trainer.model, 0)
         resume = run_folder.resumable()
-        trainer.train(resume_from_checkpoint=str(run_folder.checkpoint(resume)) if resume is not None else None)
+        try:
+            trainer.train(resume_from_checkpoint=str(run_folder.checkpoint(resume)) if resume is not None else None)
+        finally:
+            if evaluation is not None:
+                evaluation.close()
     steps = int(trainer.state.max_steps)
     saved = run_folder.checkpoints()
     if keep != "all":
@@ -199,9 +210,13 @@ def _trainer(
     progress: Progress | None,
     keep: str,
     callbacks: list,
+    in_loop: dict[str, Any] | None,
 ) -> Any:
     args = training_arguments(run, folder.path)
     tokenizer = AutoTokenizer.from_pretrained(run.base_model)
+    if in_loop is not None:
+        base = run.base_model if run.method == "lora" else None
+        callbacks = [*callbacks, InLoopEvaluation(in_loop, run.run, folder.path, base, tokenizer)]
     if args.full_determinism:
         transformers.enable_full_determinism(run.seed)
     else:

@@ -90,6 +90,13 @@ def _pairs(values: tuple[str, ...], parameter: str) -> dict[str, Any] | None:
     help="What a finished run keeps of its checkpoints: all (resume state too), weights, none.  [default: weights]",
 )
 @click.option(
+    "--in-loop",
+    is_flag=True,
+    default=None,
+    help="Score every checkpoint as it is saved (the verbalizer scorer) into the store (--db); otherwise evaluate the "
+    "study file afterwards.",
+)
+@click.option(
     "--executor",
     type=click.Choice(NAMES, case_sensitive=False),
     help="Where runs train: inline (here), local (--workers processes), slurm, ray.  [default: inline, or the study's]",
@@ -103,7 +110,9 @@ def _pairs(values: tuple[str, ...], parameter: str) -> dict[str, Any] | None:
 @click.option("--slurm-param", "slurm_params", multiple=True, metavar="KEY=VALUE", help="slurm: an sbatch parameter.")
 @click.option("--ray-address", envvar="RAY_ADDRESS", show_envvar=True, help="ray: the cluster (default: Ray here).")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar; print only problems.")
-def finetune(study, training, lora, attributes, shots, data_seeds, seeds, tasks, include_path, quiet, **options):
+@click.pass_obj
+def finetune(settings, study, training, lora, attributes, shots, data_seeds, seeds, tasks, include_path, quiet,
+             **options):  # fmt: skip
     """Finetune every run of a study few-shot on a pattern, save its checkpoints on a schedule, write the study file.
 
     \b
@@ -143,18 +152,20 @@ def finetune(study, training, lora, attributes, shots, data_seeds, seeds, tasks,
     output_dir = given.pop("output_dir")
     executor = given.pop("executor")
     try:
-        report = run_finetune(study, output_dir=output_dir, executor=executor, progress=not quiet, **given)
+        report = run_finetune(
+            study, output_dir=output_dir, executor=executor, store=settings.db, progress=not quiet, **given
+        )
     except OodStoreError as exc:  # spelled here, where this command's options name what it says (--seed, ...)
         raise click.ClickException(spelled(exc)) from None
     except FinetuneInterrupted as interrupted:
-        _interrupted(interrupted.report)
+        _interrupted(interrupted.report, settings.db)
         raise SystemExit(130) from None
-    _summarise(report, quiet)
+    _summarise(report, quiet, settings.db)
     if report.failed:
         raise SystemExit(1)
 
 
-def _summarise(report: FinetuneReport, quiet: bool) -> None:
+def _summarise(report: FinetuneReport, quiet: bool, db: Path) -> None:
     if report.failed:
         click.echo(f"Failed: {n(len(report.failed), 'run')}:", err=True)
         for outcome in report.failed:
@@ -175,9 +186,17 @@ def _summarise(report: FinetuneReport, quiet: bool) -> None:
             click.echo(f"  {outcome.run}: {_checkpoints(outcome)} ({outcome.seconds:.0f} s)")
     if complete:
         click.echo(f"Already finished: {n(len(complete), 'run')} (remove a run's folder to train it again).")
+    if report.collected:
+        click.echo(_stored(report, db))
     if report.study_file is not None:
         click.echo(f"Evaluate every checkpoint with the prompt it was trained with:\n  ood-store evaluate --study "
                    f"{report.study_file}")  # fmt: skip
+
+
+def _stored(report: FinetuneReport, db: Path) -> str:
+    stored = [c for c in report.collected if c.status != "rejected"]
+    scores = sum(c.scores for c in stored)
+    return f"Evaluated in the loop: {n(len(stored), 'checkpoint')} stored into {db} ({n(scores, 'score')})."
 
 
 def _checkpoints(outcome: RunOutcome) -> str:
@@ -185,7 +204,7 @@ def _checkpoints(outcome: RunOutcome) -> str:
     return f"{outcome.steps} steps, checkpoints at {steps}"
 
 
-def _interrupted(report: FinetuneReport) -> None:
+def _interrupted(report: FinetuneReport, db: Path) -> None:
     finished = [o for o in report.runs if o.status in ("trained", "complete")]
     stopped = f" (stopped {report.jobs})" if report.jobs else ""
     lines = [f"Interrupted{stopped}: {len(finished)} of {n(len(report.runs), 'run')} finished, in {report.output_dir}."]
@@ -195,6 +214,8 @@ def _interrupted(report: FinetuneReport) -> None:
             lines.append(f"  {outcome.run}: saved up to checkpoint-{last} (step {last} of {outcome.steps})")
         else:
             lines.append(f"  {outcome.run}: nothing saved yet")
+    if report.collected:
+        lines.append(_stored(report, db))
     lines.append(
         "Run the same command again to resume: finished runs are kept, the others continue from their last checkpoint."
     )
