@@ -160,9 +160,10 @@ def main() -> None:
             print(f"{method}: {f['steps']} steps in {f['train_runtime_s']:.1f} s of training ({f['wall_s']:.1f} s in "
                   f"all): {f['tokens_per_s']:,.0f} tokens/s, {f['steps_per_s']:.2f} steps/s")  # fmt: skip
             if f["gpu_utilisation_mean"] is not None:
+                used = f"mean {f['gpu_utilisation_mean']:.0f}%, median {f['gpu_utilisation_median']:.0f}%"
                 print(
-                    f"  GPU utilisation: mean {f['gpu_utilisation_mean']:.0f}%, median {f['gpu_utilisation_median']:.0f}%,"
-                    f" max {f['gpu_utilisation_max']:.0f}%; peak memory {f['gpu_memory_peak_mib']:,.0f} MiB"
+                    f"  GPU utilisation: {used}, max {f['gpu_utilisation_max']:.0f}%; peak memory "
+                    f"{f['gpu_memory_peak_mib']:,.0f} MiB"
                 )
             else:
                 print("  GPU utilisation: not measured (no GPU, or no nvidia-smi)")
