@@ -25,6 +25,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -53,11 +55,20 @@ def load_split(in_domain: str, testset: str | None, neutral: str, data_dir: str 
     if testset is None:
         assert data_dir is not None  # checked with the study
         return _own(in_domain, Path(data_dir) / f"{in_domain}.train.jsonl")
-    from datasets import load_dataset
-
     from ood_store._evaluate.suite.configs import ProcessDocs
 
     spec = TESTSETS[testset]
+    with _quiet_datasets():
+        docs, where = _docs(spec, data_dir)
+        cast = ProcessDocs(testset, neutral, where, subset=False)(docs)
+    rows = [{"premise": d["premise"], "hypothesis": d["hypothesis"], "answer": d["answer"]} for d in cast]
+    return TrainingSplit(in_domain, where, rows)
+
+
+def _docs(spec: Any, data_dir: str | None) -> tuple[Any, str]:
+    """The training split of a suite testset as a ``datasets.Dataset``, and where it comes from."""
+    from datasets import load_dataset
+
     if data_dir is not None:
         path = spec.fewshot_file(Path(data_dir))
         if not path.is_file():
@@ -72,9 +83,21 @@ def load_split(in_domain: str, testset: str | None, neutral: str, data_dir: str 
             kwargs["data_files"] = {spec.fewshot_split: kwargs["data_files"][spec.fewshot_split]}
         docs = load_dataset(spec.dataset_path, spec.dataset_name, split=spec.fewshot_split, **kwargs)
         where = f"{spec.source()}:{spec.fewshot_split}"
-    cast = ProcessDocs(testset, neutral, where, subset=False)(docs)
-    rows = [{"premise": d["premise"], "hypothesis": d["hypothesis"], "answer": d["answer"]} for d in cast]
-    return TrainingSplit(in_domain, where, rows)
+    return docs, where
+
+
+@contextmanager
+def _quiet_datasets() -> Iterator[None]:
+    """datasets' progress bars (loading, filtering, mapping) off while a split is read; as they were afterwards."""
+    import datasets
+
+    shown = datasets.is_progress_bar_enabled()
+    datasets.disable_progress_bars()
+    try:
+        yield
+    finally:
+        if shown:
+            datasets.enable_progress_bars()
 
 
 def _own(name: str, path: Path) -> TrainingSplit:

@@ -206,3 +206,28 @@ def test_schedules_from_text_and_tables(text, expected):
 
 def test_the_default_log_schedule_has_24_checkpoints():
     assert len(Schedule().steps(10_000)) == 24
+
+
+def test_the_readme_study_and_the_papers_worked_example_are_valid_studies(tmp_path):
+    """The README's study file and docs/finetune-paper.toml, read as ood-store reads them; their grids by hand."""
+    import re
+
+    root = Path(__file__).resolve().parents[1]
+    section = (root / "README.md").read_text().split("## Finetuning", 1)[1].split("\n## ", 1)[0]
+    [block] = re.findall(r"```toml\n(.*?)```", section, flags=re.DOTALL)
+    study = config.load(write(tmp_path, block))
+    assert len(study.runs) == 12  # 2 models x 2 shot counts x 3 data seeds
+    assert {(r.base_model, r.attributes["size"]) for r in study.runs} == {
+        ("facebook/opt-125m", "125m"), ("facebook/opt-350m", "350m")
+    }  # fmt: skip
+    assert study.output_dir == tmp_path / "runs" and study.runs[0].training["max_steps"] == 400
+
+    paper = config.load(root / "docs" / "finetune-paper.toml")
+    assert len(paper.runs) == 4 * 4 * 10  # 4 models x 4 shot counts x 10 data seeds
+    assert paper.runs[0].run == "OPT-125m-mnli-k16-d0" and paper.in_loop
+    run = paper.runs[0]
+    assert (run.variant.pattern, run.variant.verbalizers, run.variant.neutral) == (
+        "{premise} {hypothesis} ?", (" Yes", " No"), "drop"
+    )  # fmt: skip
+    assert (run.method, run.loss, run.max_length, run.truncation, run.lora) == ("lora", "vocabulary", 128, "right",
+                                                                               {"r": 8})  # fmt: skip

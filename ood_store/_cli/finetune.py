@@ -171,8 +171,8 @@ def _summarise(report: FinetuneReport, quiet: bool, db: Path) -> None:
         for outcome in report.failed:
             click.echo(f"  {outcome.run}: {outcome.error}", err=True)
         click.echo(
-            f"The errors in full: {report.output_dir}/finetune-work/failed/; running the same command again resumes "
-            "each from its last checkpoint.",
+            f"The errors in full: {_shown(report.output_dir)}/finetune-work/failed/; running the same command again "
+            "resumes each from its last checkpoint.",
             err=True,
         )
     if quiet:
@@ -181,22 +181,30 @@ def _summarise(report: FinetuneReport, quiet: bool, db: Path) -> None:
     if trained:
         resumed = [o for o in trained if o.resumed_from is not None]
         again = f" ({len(resumed)} resumed)" if resumed else ""
-        click.echo(f"Finetuned {n(len(trained), 'run')}{again} into {report.output_dir}:")
+        click.echo(f"Finetuned {n(len(trained), 'run')}{again} into {_shown(report.output_dir)}:")
         for outcome in trained:
-            click.echo(f"  {outcome.run}: {_checkpoints(outcome)} ({outcome.seconds:.0f} s)")
+            click.echo(f"  {outcome.run}: {_checkpoints(outcome)}")
     if complete:
         click.echo(f"Already finished: {n(len(complete), 'run')} (remove a run's folder to train it again).")
     if report.collected:
         click.echo(_stored(report, db))
     if report.study_file is not None:
         click.echo(f"Evaluate every checkpoint with the prompt it was trained with:\n  ood-store evaluate --study "
-                   f"{report.study_file}")  # fmt: skip
+                   f"{_shown(report.study_file)}")  # fmt: skip
 
 
 def _stored(report: FinetuneReport, db: Path) -> str:
     stored = [c for c in report.collected if c.status != "rejected"]
     scores = sum(c.scores for c in stored)
     return f"Evaluated in the loop: {n(len(stored), 'checkpoint')} stored into {db} ({n(scores, 'score')})."
+
+
+def _shown(path: Path) -> str:
+    """A path as the user gave it: relative to the working directory when it is inside it."""
+    try:
+        return str(Path(path).resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
 
 
 def _checkpoints(outcome: RunOutcome) -> str:
@@ -207,7 +215,8 @@ def _checkpoints(outcome: RunOutcome) -> str:
 def _interrupted(report: FinetuneReport, db: Path) -> None:
     finished = [o for o in report.runs if o.status in ("trained", "complete")]
     stopped = f" (stopped {report.jobs})" if report.jobs else ""
-    lines = [f"Interrupted{stopped}: {len(finished)} of {n(len(report.runs), 'run')} finished, in {report.output_dir}."]
+    where = _shown(report.output_dir)
+    lines = [f"Interrupted{stopped}: {len(finished)} of {n(len(report.runs), 'run')} finished, in {where}."]
     for outcome in report.of("pending"):
         if outcome.checkpoints:
             last = outcome.checkpoints[-1]
