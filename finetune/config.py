@@ -38,7 +38,7 @@ import string
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from ood_store._errors import InputError
 from ood_store._evaluate.suite.testsets import SUITE, TESTSETS
@@ -535,17 +535,7 @@ def _evaluate_options(reader: _Reader, value: Any) -> dict[str, Any]:
 
 
 def _executor(reader: _Reader, value: Any) -> dict[str, Any]:
-    """The [executor] table (or name) that runs the grid, checked as evaluate checks its own."""
-    from ood_store._evaluate import executors
+    """The [executor] table (or name) that runs the grid, checked by evaluate's own check of study files."""
+    from ood_store._evaluate import study
 
-    if value is None:
-        return {}
-    table = {"name": value} if isinstance(value, str) else value
-    if not isinstance(table, Mapping):
-        raise reader.error("executor", "expected a name (inline, local, slurm, ray) or a table")
-    try:
-        executors.settings(table.get("name"), **{k: v for k, v in table.items() if k != "name"})
-    except InputError as exc:
-        key = "name" if exc.parameter == "executor" else exc.parameter
-        raise reader.error(f"executor.{key}", exc.message) from None
-    return dict(table)
+    return study._executor(value, cast(Any, reader))  # the reader names the file's fields, or the arguments

@@ -17,26 +17,17 @@ import os
 import time
 import traceback
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ood_store._evaluate.workdir import WorkDir, read_json, this_host, write_json
-from ood_store._evaluate.worker import _heartbeat
+from ood_store._evaluate.worker import UnitResult, _heartbeat
 
 #: How often a worker writes how far its run is (seconds).
 PROGRESS_EVERY_S = 1.0
 TAIL_LINES = 12
 #: The claims this process holds: given back when submitit requeues it.
 _HELD: list[Path] = []
-
-
-@dataclass(frozen=True)
-class UnitResult:
-    unit: str
-    ok: bool
-    seconds: float
-    error: str | None = None
 
 
 def spec_file(work: WorkDir, unit_id: str) -> Path:
