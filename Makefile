@@ -48,6 +48,7 @@ bench: $(VENV)/.installed-test
 	$(BIN)/python benchmarks/evaluate_checkpoints.py
 	$(BIN)/python benchmarks/evaluate_cluster.py
 	$(BIN)/python benchmarks/stores.py
+	$(BIN)/python benchmarks/finetune.py
 
 # The R reference values the analysis tests compare with (tests/reference/*.csv), made again from
 # make_reference.R. Needs R with mgcv, metafor and jsonlite (Debian: r-base-core r-cran-mgcv

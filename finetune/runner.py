@@ -176,20 +176,20 @@ def finetune(
         work.create()
         for p in todo:
             spec = _in_loop(loaded, output, p, store) if loaded.in_loop else None
-            write_json(work.path / "runs" / f"{_unit(p)}.json", {"run": p.config.run, "folder": str(p.folder),
-                                                                  "in_loop": spec})  # fmt: skip
+            unit = {"run": p.config.run, "folder": str(p.folder), "keep": loaded.keep_checkpoints, "in_loop": spec}
+            write_json(work.path / "runs" / f"{_unit(p)}.json", unit)
         driver = _Driver(work, todo, backend, outcomes, report)
         try:
             driver.run(progress)
         except KeyboardInterrupt:
             report.runs = [outcomes.get(p.config.run) or _outcome(p, "pending") for p in prepared]
             if loaded.in_loop:  # what was scored before Ctrl-C
-                report.collected = _collect_in_loop(output)
+                report.collected = _collect_in_loop(output, store)
             raise FinetuneInterrupted(report) from None
     report.runs = [outcomes.get(p.config.run) or _outcome(p, "complete") for p in prepared]
     report.study_file = write_study_file(loaded, output, report)
     if loaded.in_loop:
-        report.collected = _collect_in_loop(output)
+        report.collected = _collect_in_loop(output, store)
     return report
 
 
@@ -224,12 +224,12 @@ def _check_in_loop(study: FinetuneStudy) -> None:
                     raise study.error(None, "tasks", f"not scored in the loop: {why}")
 
 
-def _collect_in_loop(output: Path) -> list[Any]:
-    """Store what the in-loop evaluation finished (idempotent: stored units are not stored again)."""
+def _collect_in_loop(output: Path, store: str | os.PathLike[str] | None) -> list[Any]:
+    """Store what the in-loop evaluation finished into ``store`` (idempotent: stored units are not stored again)."""
     from ood_store._evaluate.collect import collect
 
     work = WorkDir(output / "lm-eval-results-work")
-    return collect(work) if work.exists() else []
+    return collect(work, store=store) if work.exists() else []
 
 
 def require_finetune_extra(methods: set[str] | None = None) -> None:

@@ -78,7 +78,7 @@ def run_unit(
     try:
         with _heartbeat(claim):
             hear = progress or _ProgressFile(progress_file(work_dir, unit_id))
-            result = train(spec["folder"], hear, callbacks=callbacks or [], in_loop=spec.get("in_loop"))
+            result = train(spec["folder"], hear, spec.get("keep"), callbacks or [], spec.get("in_loop"))
         seconds = time.monotonic() - started
         work_dir.mark_done(
             unit_id,

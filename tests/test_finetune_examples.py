@@ -126,3 +126,49 @@ def test_a_verbalizer_that_is_two_tokens_or_the_other_ones_token_is_refused(toy)
     # Both verbalizers are checked after every prompt, whichever answer the shot has.
     with pytest.raises(examples.VerbalizerError, match="' Maybe' is"):
         examples.build([{**row, "answer": 0}], [0], Variant.of("minimal", " Maybe,No"), tokenizer, 128)
+
+
+@pytest.mark.parametrize("loss", ["vocabulary", "verbalizers"])
+def test_the_loss_is_the_cross_entropy_at_each_examples_last_position(toy, tmp_path, loss):
+    """The batch's loss (examples of different lengths, padded on the right) against each example alone, by hand:
+    -log softmax of the last position's logits at the target (over the vocabulary, or over the two verbalizers)."""
+    import torch
+    from transformers import TrainingArguments
+
+    from ood_store._finetune import examples
+    from ood_store._finetune.trainer import Collator, VerbalizerTrainer, last_positions
+
+    model, tokenizer = toy
+    rows = [
+        {"premise": "the cat sat on the mat.", "hypothesis": "the cat sat.", "answer": 0},
+        {"premise": "yesterday a man ran in the park, and the dog slept at home.", "hypothesis": "the dog did not "
+         "sleep.", "answer": 1},
+        {"premise": "a child sang.", "hypothesis": "a child did not sing.", "answer": 1},
+    ]  # fmt: skip
+    built, verbalizers = examples.build(rows, [0, 1, 2], Variant.of("ood-nli"), tokenizer, 128)
+    assert len({len(e.input_ids) for e in built}) == 3  # three lengths: the batch is padded
+    batch = Collator(tokenizer.pad_token_id)([e.record() for e in built])
+    assert last_positions(batch["attention_mask"]).tolist() == [len(e.input_ids) - 1 for e in built]
+    args = TrainingArguments(output_dir=str(tmp_path), report_to="none", use_cpu=True)
+    trainer = VerbalizerTrainer(loss, verbalizers, model=model, args=args)
+    with torch.no_grad():
+        got = float(trainer.compute_loss(model, dict(batch)))
+        expected = []
+        for e in built:
+            logits = model(input_ids=torch.tensor([e.input_ids])).logits[0, -1].double()
+            if loss == "verbalizers":
+                logits = logits[list(verbalizers)]
+                index = e.answer
+            else:
+                index = e.target
+            expected.append(-torch.log_softmax(logits, dim=-1)[index].item())
+    assert got == pytest.approx(sum(expected) / len(expected), abs=1e-5)
+
+
+def test_the_last_position_is_found_whichever_side_is_padded():
+    import torch
+
+    from ood_store._finetune.trainer import last_positions
+
+    mask = torch.tensor([[1, 1, 1, 0, 0], [0, 0, 1, 1, 1], [1, 1, 1, 1, 1], [0, 1, 0, 0, 0]])
+    assert last_positions(mask).tolist() == [2, 4, 4, 1]

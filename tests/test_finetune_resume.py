@@ -56,8 +56,9 @@ class Kill(TrainerCallback):
             os.kill(os.getpid(), signal.SIGKILL)
 
 train = trainer.train
-trainer.train = lambda folder, progress=None, keep=None, callbacks=(): train(folder, progress, keep,
-                                                                            [*callbacks, Kill()])
+trainer.train = lambda folder, progress=None, keep=None, callbacks=(), in_loop=None: train(
+    folder, progress, keep, [*callbacks, Kill()], in_loop
+)
 sys.exit(main(sys.argv[1:], prog_name="ood-store"))
 """
 
@@ -130,10 +131,11 @@ def test_ctrl_c_says_what_is_saved_and_that_the_same_command_resumes(tmp_path, f
                 raise KeyboardInterrupt
 
     train = trainer.train
-    monkeypatch.setattr(
-        trainer, "train", lambda folder, progress=None, keep=None, callbacks=(): train(folder, progress, keep,
-                                                                                        [*callbacks, Interrupt()])
-    )  # fmt: skip
+
+    def interrupting(folder, progress=None, keep=None, callbacks=(), in_loop=None):
+        return train(folder, progress, keep, [*callbacks, Interrupt()], in_loop)
+
+    monkeypatch.setattr(trainer, "train", interrupting)
     path = tmp_path / "study.toml"
     path.write_text(STUDY.format(base=finetune_inputs["base"], data=finetune_inputs["data"],
                                  tasks=finetune_inputs["tasks"]), "utf-8")  # fmt: skip
