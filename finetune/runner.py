@@ -229,7 +229,7 @@ def _collect_in_loop(output: Path, store: str | os.PathLike[str] | None) -> list
     from ood_store._evaluate.collect import collect
 
     work = WorkDir(output / "lm-eval-results-work")
-    return collect(work, store=store) if work.exists() else []
+    return collect(work, store=None if store is None else Path(store)) if work.exists() else []
 
 
 def require_finetune_extra(methods: set[str] | None = None) -> None:
