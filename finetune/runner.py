@@ -427,13 +427,19 @@ def _versions() -> dict[str, str | None]:
 
 
 def _git(folder: Path) -> dict[str, Any] | None:
-    """The commit of the git repository holding ``folder`` (the study's project), and whether it has changes."""
+    """The commit of the git repository holding ``folder`` (the study's project), and whether its tracked files
+    have changes not committed (``dirty``); None outside a repository."""
     try:
         commit = subprocess.run(
             ["git", "rev-parse", "HEAD"], cwd=folder, capture_output=True, text=True, timeout=10, check=True
         ).stdout.strip()
         status = subprocess.run(
-            ["git", "status", "--porcelain"], cwd=folder, capture_output=True, text=True, timeout=10, check=True
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=folder,
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=True,
         ).stdout
     except (OSError, subprocess.SubprocessError):
         return None

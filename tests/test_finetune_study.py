@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import subprocess
 import tomllib
 
 import numpy as np
@@ -78,10 +79,14 @@ def study(finetune_inputs, tmp_path_factory):
         ),
         "utf-8",
     )
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.org"]
+    for command in (["init", "-q"], ["add", "study.toml"], ["commit", "-q", "-m", "the study"]):
+        subprocess.run([*git, *command], cwd=root, check=True, capture_output=True)
+    commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, check=True, capture_output=True, text=True)
     out = root / "runs"
     result = CliRunner().invoke(main, ["finetune", str(path), "--output-dir", str(out)])
     assert result.exit_code == 0, result.output
-    return {"path": path, "out": out, "root": root, "output": result.output}
+    return {"path": path, "out": out, "root": root, "output": result.output, "commit": commit.stdout.strip()}
 
 
 @pytest.mark.xdist_group("finetune-study")
@@ -214,6 +219,7 @@ def test_the_run_folder_records_what_defines_the_run(study, finetune_inputs):
     from importlib.metadata import version
 
     assert record["versions"]["transformers"] == version("transformers") and record["versions"]["peft"]
+    assert record["git"] == {"commit": study["commit"], "dirty": False}  # the study's project (its folder's repo)
     assert record["data"] == {"source": str(finetune_inputs["data"] / "toy_nli.train.jsonl"), "rows": 256}
     done = json.loads((study["out"] / "toy-lora-k32-d1" / "finetune-done.json").read_text())
     assert (done["steps"], done["checkpoints"]) == (6, STEPS)
