@@ -24,10 +24,15 @@ length × vocabulary logits; this scorer
   truncation of ``(context + continuation)[-(max_length + 1):][:-1]`` for a
   continuation of one token), and scores each distinct context once, however
   many answers share it;
-* sorts the contexts into buckets of equal length, so that a batch needs no
-  padding and no attention mask, and runs the model to its last position only
-  (transformers' ``logits_to_keep=1``): the language-model head is applied to
-  one position per document instead of every position.
+* sorts the contexts by length and batches neighbours, padded on the right
+  as lm-eval pads them (a causal model's states before the padding do not
+  depend on it), and applies the language-model head only where an answer is
+  scored: the last position of each context (transformers' ``logits_to_keep``),
+  not every position of every row;
+* builds lm-eval's prompts with each Jinja template compiled once: lm-eval's
+  ``utils.apply_template`` compiles the template again for every document
+  (EleutherAI/lm-evaluation-harness#1286), which costs more than a small
+  model's forward pass. The rendering is Jinja's, unchanged.
 
 The head's whole row at that position is still needed: a loglikelihood is the
 answer's logit minus the log-sum-exp over the vocabulary, and lm-eval's
@@ -55,10 +60,11 @@ object once and score as often as needed::
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -163,43 +169,48 @@ class VerbalizerLM(HFLM):
         requests_of_row: list[list[int]] = [[] for _ in contexts]
         for index, row in enumerate(row_of):
             requests_of_row[row].append(index)
-        by_length: dict[int, list[int]] = {}
-        for row, context in enumerate(contexts):
-            by_length.setdefault(len(context), []).append(row)
+        order = sorted(range(len(contexts)), key=lambda row: -len(contexts[row]))  # the longest first
 
         out: list[tuple[float, bool] | None] = [None] * len(requests)
         bar = tqdm(total=len(requests), disable=disable_tqdm or self.rank != 0, desc="Scoring verbalizers")
-        for length in sorted(by_length, reverse=True):  # the longest first: too little memory shows at once
-            bucket = by_length[length]
-            step = override_bs or self._rows_for(length, max(by_length))
-            for start in range(0, len(bucket), step):
-                chunk = bucket[start : start + step]
-                members = [i for row in chunk for i in requests_of_row[row]]
-                position = {row: k for k, row in enumerate(chunk)}
-                inputs = torch.tensor([contexts[row] for row in chunk], dtype=torch.long, device=self.device)
-                at = torch.tensor([position[row_of[i]] for i in members], dtype=torch.long, device=self.device)
-                token = torch.tensor([answer_of[i] for i in members], dtype=torch.long, device=self.device)
-                started = time.perf_counter()
-                logprobs = self._last_logprobs(inputs)
-                greedy = logprobs.argmax(dim=-1)
-                values = logprobs[at, token].tolist()
-                matches = (greedy[at] == token).tolist()
-                self.forward_seconds += time.perf_counter() - started
-                for i, value, match in zip(members, values, matches, strict=True):
-                    answer = (float(value), bool(match))
-                    out[i] = answer
-                    self.cache_hook.add_partial("loglikelihood", requests[i][0], answer)
-                bar.update(len(members))
+        start = 0
+        while start < len(order):
+            width = len(contexts[order[start]])
+            chunk = order[start : start + (override_bs or self._rows_for(width, len(contexts[order[0]])))]
+            start += len(chunk)
+            members = [i for row in chunk for i in requests_of_row[row]]
+            position = {row: k for k, row in enumerate(chunk)}
+            padded = [contexts[row] + (0,) * (width - len(contexts[row])) for row in chunk]  # right, as lm-eval pads
+            inputs = torch.tensor(padded, dtype=torch.long, device=self.device)
+            at = torch.tensor([position[row_of[i]] for i in members], dtype=torch.long, device=self.device)
+            token = torch.tensor([answer_of[i] for i in members], dtype=torch.long, device=self.device)
+            started = time.perf_counter()
+            logprobs = self._last_logprobs(inputs, [len(contexts[row]) - 1 for row in chunk])
+            greedy = logprobs.argmax(dim=-1)
+            values = logprobs[at, token].tolist()
+            matches = (greedy[at] == token).tolist()
+            self.forward_seconds += time.perf_counter() - started
+            for i, value, match in zip(members, values, matches, strict=True):
+                answer = (float(value), bool(match))
+                out[i] = answer
+                self.cache_hook.add_partial("loglikelihood", requests[i][0], answer)
+            bar.update(len(members))
         bar.close()
         return [answer for answer in out if answer is not None]
 
-    def _last_logprobs(self, inputs: Any) -> Any:
-        """Log-probabilities over the vocabulary at the last position of each row (rows of one length)."""
+    def _last_logprobs(self, inputs: Any, last: Sequence[int]) -> Any:
+        """Log-probabilities over the vocabulary at position ``last[i]`` of each row ``i`` of ``inputs``.
+
+        Rows are right-padded: a causal model's states before the padding do
+        not depend on it. The head is applied at the distinct positions of
+        ``last`` only (transformers' ``logits_to_keep``), not at every position.
+        """
         import torch
         import torch.nn.functional as F
 
         if self._keeps_logits is None:
             self._keeps_logits = _takes_logits_to_keep(self.model)
+        rows = torch.arange(len(last), device=self.device)
         with (
             torch.no_grad(),
             torch.autocast(
@@ -209,13 +220,17 @@ class VerbalizerLM(HFLM):
             ),
         ):
             if self._keeps_logits:
-                logits = self.model(inputs, logits_to_keep=1).logits[:, -1, :]
+                kept = sorted(set(last))
+                column = {p: k for k, p in enumerate(kept)}
+                keep = torch.tensor(kept, dtype=torch.long, device=self.device)
+                logits = self.model(inputs, logits_to_keep=keep).logits
+                logits = logits[rows, torch.tensor([column[p] for p in last], device=self.device)]
             else:
-                logits = self.model(inputs).logits[:, -1, :]
+                logits = self.model(inputs).logits[rows, torch.tensor(list(last), device=self.device)]
         return F.log_softmax(logits, dim=-1, dtype=self.softmax_dtype)
 
     def _rows_for(self, length: int, longest: int) -> int:
-        """Rows per forward pass for contexts of ``length`` tokens (``longest``: the run's longest context)."""
+        """Rows per forward pass for contexts of up to ``length`` tokens (``longest``: the longest of all)."""
         if self.batch_size != "auto":
             return int(self.batch_size)
         if self._auto_rows is None or self._auto_rows[1] < longest:
@@ -232,7 +247,8 @@ class VerbalizerLM(HFLM):
         @find_executable_batch_size(starting_batch_size=self.max_batch_size)
         def tried(batch_size: int) -> int:
             for _ in range(2):
-                self._last_logprobs(torch.ones((batch_size, length), dtype=torch.long, device=self.device))
+                inputs = torch.ones((batch_size, length), dtype=torch.long, device=self.device)
+                self._last_logprobs(inputs, [length - 1] * batch_size)
             return batch_size
 
         try:
@@ -274,6 +290,30 @@ def _takes_logits_to_keep(model: Any) -> bool:
         return "logits_to_keep" in inspect.signature(inner.forward).parameters
     except (TypeError, ValueError):
         return False
+
+
+@contextmanager
+def compiled_templates() -> Iterator[None]:
+    """While the block runs, lm-eval renders each Jinja template (``doc_to_text``, ...) compiled once.
+
+    ``lm_eval.utils.apply_template`` compiles its template with
+    ``env.from_string`` for every document (EleutherAI/lm-evaluation-harness#1286);
+    here the same environment's compiled template is kept by its text and
+    rendered as lm-eval renders it.
+    """
+    import lm_eval.utils as utils
+
+    real = utils.apply_template
+    compiled = functools.lru_cache(maxsize=1024)(utils.env.from_string)
+
+    def apply_template(template: str, doc: dict[str, Any]) -> str:
+        return compiled(template).render(**doc)
+
+    utils.apply_template = apply_template
+    try:
+        yield
+    finally:
+        utils.apply_template = real
 
 
 @contextmanager
@@ -441,6 +481,7 @@ def score(
     if task_manager is None:
         raise OodStoreError("score: give the lm-eval TaskManager that knows the tasks (`task_manager`)")
     scorer = "verbalizer" if isinstance(lm, VerbalizerLM) else "lm-eval"
+    templates = compiled_templates() if scorer == "verbalizer" else nullcontext()
     if scorer == "verbalizer":
         for task in tasks:
             why = refusal(task)
@@ -455,10 +496,11 @@ def score(
     started = time.perf_counter()
     try:
         model.eval()
-        result = lm_eval.simple_evaluate(
-            model=lm, model_args=args or None, tasks=list(tasks), task_manager=task_manager,
-            evaluation_tracker=tracker, **options,
-        )  # fmt: skip
+        with templates:
+            result = lm_eval.simple_evaluate(
+                model=lm, model_args=args or None, tasks=list(tasks), task_manager=task_manager,
+                evaluation_tracker=tracker, **options,
+            )  # fmt: skip
     finally:
         if training:
             model.train()
