@@ -47,6 +47,7 @@ bench: $(VENV)/.installed-test
 	$(BIN)/python benchmarks/analysis_partial.py
 	$(BIN)/python benchmarks/evaluate_checkpoints.py
 	$(BIN)/python benchmarks/evaluate_cluster.py
+	$(BIN)/python benchmarks/evaluate_series.py
 	$(BIN)/python benchmarks/stores.py
 
 # The R reference values the analysis tests compare with (tests/reference/*.csv), made again from

@@ -116,6 +116,7 @@ class VerbalizerLM(HFLM):
         self._requests: list[Any] | None = None
         self._auto_rows: tuple[int, int] | None = None  # (rows, at length) found for batch_size=auto
         self.forward_seconds = 0.0  # time in the model's forward passes (and the softmax of their last position)
+        self.forward_tokens = 0  # positions run through the model (rows x padded length)
         self._keeps_logits: bool | None = None
 
     # -- tokenizing: lm-eval's own code, each text encoded once --------------------------------------------
@@ -186,6 +187,7 @@ class VerbalizerLM(HFLM):
             token = torch.tensor([answer_of[i] for i in members], dtype=torch.long, device=self.device)
             started = time.perf_counter()
             logprobs = self._last_logprobs(inputs, [len(contexts[row]) - 1 for row in chunk])
+            self.forward_tokens += inputs.numel()
             greedy = logprobs.argmax(dim=-1)
             values = logprobs[at, token].tolist()
             matches = (greedy[at] == token).tolist()
@@ -331,14 +333,16 @@ def _quiet_lm_eval() -> Iterator[None]:
 class TimedHFLM(HFLM):
     """lm-eval's ``hf`` model as it is, counting the seconds of its forward passes (``forward_seconds``).
 
-    On a GPU each pass is synchronised before the clock stops (lm-eval reads
+    On a GPU each pass is synchronized before the clock stops (lm-eval reads
     the logits right after anyway), so that the time is the pass's, not that
     of whatever waits for it next.
     """
 
     forward_seconds = 0.0
+    forward_tokens = 0  # positions run through the model (rows x padded length)
 
     def _model_call(self, inps: Any, attn_mask: Any = None, labels: Any = None) -> Any:
+        self.forward_tokens += inps.numel()
         started = time.perf_counter()
         logits = super()._model_call(inps, attn_mask, labels)
         if self.device.type == "cuda":
@@ -417,6 +421,7 @@ class Scored:
     tracker: Any = field(repr=False)  # the EvaluationTracker that writes the files
     seconds: float = 0.0  # the whole call of lm-eval
     forward_seconds: float = 0.0  # of which in the model's forward passes
+    forward_tokens: int = 0  # positions run through the model (rows x padded length)
 
     def accuracy(self) -> dict[str, float]:
         """Each task's ``acc`` (filter ``none``), as lm-eval aggregated it."""
@@ -492,7 +497,7 @@ def score(
     tracker = EvaluationTracker(output_path=None)
     model = lm.model
     training = bool(getattr(model, "training", False))
-    forward_before = _forward_seconds(lm)
+    forward_before, tokens_before = _forward_seconds(lm), int(getattr(lm, "forward_tokens", 0) or 0)
     started = time.perf_counter()
     try:
         model.eval()
@@ -517,7 +522,8 @@ def score(
     if suite_record:
         config["ood_nli"] = dict(suite_record)
     tracker.general_config_tracker.model_source = "hf"
-    return Scored(result, samples, scorer, tracker, seconds, _forward_seconds(lm) - forward_before)
+    tokens = int(getattr(lm, "forward_tokens", 0) or 0) - tokens_before
+    return Scored(result, samples, scorer, tracker, seconds, _forward_seconds(lm) - forward_before, tokens)
 
 
 def _forward_seconds(lm: Any) -> float:

@@ -210,13 +210,16 @@ class LoadReport:
 class ModelSession:
     """The model one worker holds for the run it evaluates; see the module documentation.
 
-    ``build(checkpoint, **hflm_kwargs)`` makes lm-eval's model for a fresh
-    load (by default :func:`ood_store._evaluate.scorer.hf_model` with the
-    unit's scorer); every checkpoint goes through :meth:`load`.
+    Every checkpoint goes through :meth:`load`. ``enabled=False`` loads every
+    checkpoint afresh and reads nothing ahead (as before sessions existed);
+    the default is :attr:`reuse`.
     """
 
-    def __init__(self, enabled: bool = True):
-        self.enabled = enabled
+    #: Whether sessions keep models by default (benchmarks/evaluate_series.py turns it off for its baseline).
+    reuse = True
+
+    def __init__(self, enabled: bool | None = None):
+        self.enabled = self.reuse if enabled is None else enabled
         self.held: Loaded | None = None
         self._prefetch: Prefetch | None = None
         self.loads: list[LoadReport] = []

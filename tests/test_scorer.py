@@ -117,7 +117,7 @@ def test_documents_are_the_samples_loglikelihoods_in_choice_order(checkpoint):
     for document in documents:
         sample = next(s for s in scored.samples["ood_nli_rte__gpt-3"] if s["doc_id"] == document.doc_id)
         assert document.loglikelihoods == tuple(r[0][0] for r in sample["resps"])
-        label = rows[document.doc_id]["label"]  # RTE: 0 (entailed) answers with the first verbaliser
+        label = rows[document.doc_id]["label"]  # RTE: 0 (entailed) answers with the first verbalizer
         assert document.target == label
         assert document.acc == float(max(range(2), key=lambda i: document.loglikelihoods[i]) == label)
 

@@ -132,7 +132,7 @@ def evaluated(runs, tmp_path_factory):
             report = store.evaluate(study=study, output_dir=root / "out", work_dir=root / "work")
     markers = {json.loads(p.read_text())["unit"]: json.loads(p.read_text()) for p in (root / "work/done").glob("*")}
     outcomes = {(c.run, c.step): c for c in report.checkpoints}
-    return {"outcomes": outcomes, "loads": loads, "searches": searches, "markers": markers}
+    return {"outcomes": outcomes, "loads": loads, "searches": searches, "markers": markers, "work": root / "work"}
 
 
 def test_a_lora_series_reads_its_base_once_and_scores_as_adapters_loaded_afresh(runs, evaluated):
@@ -250,3 +250,25 @@ def test_the_timings_docstring_examples_run():
 
     result = doctest.testmod(timings)
     assert result.attempted >= 2 and result.failed == 0
+
+
+def test_status_shows_where_the_time_went_as_the_readme_shows_it(evaluated, runner):
+    """The README's illustration of `ood-store status` (its seconds are a machine's): the same columns, and the
+    line that adds the units' timings up, in the same form."""
+    import re
+
+    from ood_store._cli import main
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    shown = readme.split("$ ood-store status lm-eval-results-work\n", 1)[1].split("```", 1)[0].splitlines()
+    result = runner.invoke(main, ["status", str(evaluated["work"])])
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    timed = re.compile(
+        r"Time of \d+ units \([\d,]+ s\): ((loading|forward passes|bookkeeping|writing) \d+%(, |: )){4}"
+        r"(load|compute|overhead|write)-bound\.$"
+    )
+    assert timed.match(shown[1]) and timed.match(lines[1]), lines[1]
+    assert lines[2].split() == shown[2].split()  # the table's columns
+    done = sum(1 for m in evaluated["markers"].values() if m["timings"]["load"])
+    assert lines[1].startswith(f"Time of {done} units (")
