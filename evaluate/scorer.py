@@ -48,7 +48,8 @@ model on every shipped pattern, with and without in-context examples and on
 documents longer than the model's context.
 
 **In-process use** (e.g. evaluation inside a training loop): wrap the model
-object once and score as often as needed::
+object once and score as often as needed (tests/test_scorer.py's
+``test_scoring_leaves_a_training_model_in_training_mode`` does this)::
 
     lm = VerbalizerLM(model, tokenizer=tokenizer, batch_size=64)
     with suite_tasks(["ood_nli"], variant=variant, data_dir=data) as tasks:

@@ -154,21 +154,33 @@ def test_a_task_it_cannot_score_exactly_is_refused_in_one_line(checkpoint, tmp_p
     )
 
 
-def test_scoring_leaves_a_training_model_in_training_mode(checkpoint):
+def test_scoring_leaves_a_training_model_in_training_mode(checkpoint, tmp_path):
+    """The in-process use the scorer module's documentation shows: a model object being trained, scored twice."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from ood_store._evaluate.scorer import VerbalizerLM, score, suite_tasks
+    from ood_store._evaluate.suite.variant import Variant
 
     model = AutoModelForCausalLM.from_pretrained(checkpoint)
     lm = VerbalizerLM(model, tokenizer=AutoTokenizer.from_pretrained(checkpoint), batch_size=8)
     model.train()
-    with suite_tasks(["ood_nli_wnli"], data_dir=SUITE_DATA) as tasks:
-        first = score(lm, tasks, model_args={"pretrained": str(checkpoint)})
+    pretrained = str(tmp_path / "run" / "checkpoint-500")
+    with suite_tasks(["ood_nli_wnli"], variant=Variant.of("minimal"), data_dir=SUITE_DATA) as tasks:
+        first = score(lm, tasks, model_args={"pretrained": pretrained})
         assert model.training
         second = score(lm, tasks, limit=1)
-    assert first.accuracy().keys() == {"ood_nli_wnli"}
-    assert second.results["n-samples"]["ood_nli_wnli"]["effective"] == 1
     assert model.training
+    rows = (SUITE_DATA / "ood_nli_wnli.jsonl").read_text("utf-8").splitlines()
+    assert [d.doc_id for d in first.documents()] == list(range(len(rows)))
+    assert first.accuracy()["ood_nli_wnli__minimal"] == sum(d.acc for d in first.documents()) / len(rows)
+    assert second.results["n-samples"]["ood_nli_wnli__minimal"]["effective"] == 1
+    results = first.write(tmp_path / "out")
+    written = json.loads(results.read_text())
+    assert results.parent.parent == tmp_path / "out" and results.name.startswith("results_")
+    assert written["config"]["model_args"] == {"pretrained": pretrained}
+    assert written["config"]["scorer"] == "verbalizer"
+    samples = list(results.parent.glob("samples_ood_nli_wnli__minimal_*.jsonl"))
+    assert len(samples) == 1 and len(samples[0].read_text().splitlines()) == len(rows)
 
 
 def test_its_files_ingest_to_the_same_store_rows_as_lm_evals_but_for_the_scorer(checkpoint, tmp_path, runner):

@@ -23,7 +23,8 @@ import ood_store
 
 pytestmark = pytest.mark.xdist_group("series")
 TASK = "toy_nli"
-ADAPTERS = 6
+GOOD = (1, 2, 4, 5, 6, 7)  # the steps of the adapters of the run's base; step 3's is of another base
+ADAPTERS = len(GOOD)
 
 
 def lora(base: Path, out: Path, seed: int, **config) -> Path:
@@ -41,17 +42,17 @@ def lora(base: Path, out: Path, seed: int, **config) -> Path:
 
 @pytest.fixture(scope="module")
 def runs(toy_run, tmp_path_factory) -> dict[str, Path]:
-    """Three runs: ``lora`` (6 adapters of the toy run's checkpoint-8, the last of another rank and targets, and a
-    seventh of another base), ``missing`` (an adapter whose base is gone), ``mixed`` (the toy run's full checkpoints,
-    one with a changed config.json, and one of another architecture)."""
+    """Three runs: ``lora`` (6 adapters of the toy run's checkpoint-8, the last of another rank and targets, and
+    one of another base among them, at step 3), ``missing`` (an adapter whose base is gone), ``mixed`` (the toy
+    run's full checkpoints, one with a changed config.json, and one of another architecture)."""
     from transformers import AutoTokenizer, OPTConfig, OPTForCausalLM
 
     root = tmp_path_factory.mktemp("series")
     base = toy_run["run"] / "checkpoint-8"
-    for step in range(1, ADAPTERS):
+    for step in GOOD[:-1]:
         lora(base, root / "lora" / f"checkpoint-{step}", seed=step)
-    lora(base, root / "lora" / f"checkpoint-{ADAPTERS}", seed=ADAPTERS, r=4, target_modules=["c_attn", "c_proj"])
-    lora(toy_run["run"] / "checkpoint-4", root / "lora" / "checkpoint-7", seed=7)  # of another base
+    lora(base, root / "lora" / f"checkpoint-{GOOD[-1]}", seed=GOOD[-1], r=4, target_modules=["c_attn", "c_proj"])
+    lora(toy_run["run"] / "checkpoint-4", root / "lora" / "checkpoint-3", seed=3)  # of another base
 
     gone = lora(base, root / "missing" / "checkpoint-1", seed=11)
     config = json.loads((gone / "adapter_config.json").read_text())
@@ -138,7 +139,7 @@ def evaluated(runs, tmp_path_factory):
 def test_a_lora_series_reads_its_base_once_and_scores_as_adapters_loaded_afresh(runs, evaluated):
     outcomes, markers = evaluated["outcomes"], evaluated["markers"]
     base = str(runs["base"])
-    for step in range(1, ADAPTERS + 1):
+    for step in GOOD:
         outcome = outcomes[("lora", step)]
         assert outcome.status == "evaluated", outcome.error
         adapter = runs["root"] / "lora" / f"checkpoint-{step}"
@@ -146,11 +147,12 @@ def test_a_lora_series_reads_its_base_once_and_scores_as_adapters_loaded_afresh(
         assert_equal_scores(stored_samples(outcome.results_file), expected, f"adapter {step}")
         args = json.loads(Path(outcome.results_file).read_text())["config"]["model_args"]
         assert args == {"pretrained": base, "peft": str(adapter)}  # as if loaded afresh
-    # The base was read once (the other model loads are the mixed run's), adapters swapped onto it.
+    # The base was read once (the other model loads are the mixed run's), adapters swapped onto it, also after
+    # the unit of another base failed (before anything changed the model).
     assert evaluated["loads"].count(base) == 1
-    loads = [markers[outcomes[("lora", s)].unit]["timings"]["load"] for s in range(1, ADAPTERS + 1)]
+    loads = [markers[outcomes[("lora", s)].unit]["timings"]["load"] for s in GOOD]
     assert loads == ["from_pretrained"] + ["adapter_swap"] * (ADAPTERS - 1)
-    assert all(markers[outcomes[("lora", s)].unit]["timings"]["prefetched"] for s in range(2, ADAPTERS + 1))
+    assert all(markers[outcomes[("lora", s)].unit]["timings"]["prefetched"] for s in GOOD[1:])
 
 
 def test_full_checkpoints_loaded_in_place_score_as_checkpoints_loaded_afresh(runs, evaluated):
@@ -182,7 +184,7 @@ def test_a_checkpoint_that_is_not_of_its_runs_model_fails_alone_in_one_line(runs
     outcomes, root = evaluated["outcomes"], runs["root"]
     failed = {key: c.error for key, c in outcomes.items() if c.status == "failed"}
     assert failed == {
-        ("lora", 7): f"{root / 'lora/checkpoint-7'}: an adapter of {runs['other_base']}, but this run's adapters "
+        ("lora", 3): f"{root / 'lora/checkpoint-3'}: an adapter of {runs['other_base']}, but this run's adapters "
         f"are of {runs['base']} ({root / 'lora/checkpoint-1'}): one run is one base model",
         ("missing", 1): f"{root / 'missing/checkpoint-1'}: its base model {root / 'gone'} does not exist "
         "(adapter_config.json's base_model_name_or_path; `base_model` names another)",
