@@ -163,9 +163,12 @@ def measure(root: Path, name: str, out: Path, device: str, dtype: str, batch_siz
 
 
 def child(root: Path, name: str, args: argparse.Namespace, limit: int | None = None) -> dict:
-    """:func:`measure` in a fresh process (what it imports and caches is its own); returns its figures."""
+    """:func:`measure` in a fresh process (what it imports and caches is its own; ``--in-process``: in this one,
+    for the tiny form's test); returns its figures."""
     out = root / "measured" / name
     out.mkdir(parents=True)
+    if args.in_process:
+        return measure(root, name, out, args.device, args.dtype, args.batch_size, limit)
     command = [
         sys.executable, __file__, "--measure", str(root), name, str(out), "--device", args.device, "--dtype",
         args.dtype, "--batch-size", args.batch_size, *(["--limit", str(limit)] if limit else []),
@@ -199,6 +202,7 @@ def main() -> None:
     parser.add_argument("--docs", type=int, default=0, help="rows per testset (default 0: each testset's real size)")
     parser.add_argument("--batch-size", help="the batch size: a number or auto (default: auto on a GPU, else 16)")
     parser.add_argument("--peak-tflops", type=float, help="the device's dense bf16 peak (default: from its name)")
+    parser.add_argument("--in-process", action="store_true", help="measure in this process (for tests)")
     parser.add_argument("--measure", nargs=3, help=argparse.SUPPRESS)  # the child process: ROOT NAME OUT
     parser.add_argument("--limit", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()

@@ -198,7 +198,7 @@ def test_two_local_workers_keep_each_run_to_one_worker_where_they_can(runs, tmp_
     """2 runs, 2 worker processes: each worker reads each run's model at most once (the completion markers say how
     each unit's model was loaded, and by which process), and its first unit of a run is the one it read."""
     study = tmp_path / "study.toml"
-    lora = ", ".join(f'"{runs["root"] / "lora" / f"checkpoint-{s}"}"' for s in range(1, 5))
+    lora = ", ".join(f'"{runs["root"] / "lora" / f"checkpoint-{s}"}"' for s in GOOD[:4])
     full = ", ".join(f'"{runs["root"] / "mixed" / f"checkpoint-{s}"}"' for s in (0, 4, 8))
     study.write_text(
         f'tasks = ["{TASK}"]\ninclude_path = ["{runs["tasks"]}"]\nbatch_size = 8\nlimit = 4\nsamples = false\n'
@@ -262,7 +262,7 @@ def test_status_shows_where_the_time_went_as_the_readme_shows_it(evaluated, runn
     from ood_store._cli import main
 
     readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
-    shown = readme.split("$ ood-store status lm-eval-results-work\n", 1)[1].split("```", 1)[0].splitlines()
+    shown = readme.split("$ ood-store status scorers-work\n", 1)[1].split("```", 1)[0].splitlines()
     result = runner.invoke(main, ["status", str(evaluated["work"])])
     assert result.exit_code == 0, result.output
     lines = result.output.splitlines()
