@@ -47,6 +47,7 @@ bench: $(VENV)/.installed-test
 	$(BIN)/python benchmarks/analysis_partial.py
 	$(BIN)/python benchmarks/evaluate_checkpoints.py
 	$(BIN)/python benchmarks/evaluate_cluster.py
+	$(BIN)/python benchmarks/evaluate_series.py
 	$(BIN)/python benchmarks/stores.py
 	$(BIN)/python benchmarks/finetune.py
 

@@ -52,6 +52,7 @@ def run_lm_eval(
     path = scored.write(folder)
     if timings is not None:
         timings.forward_s += scored.forward_seconds
+        timings.tokens += scored.forward_tokens
         timings.write_s += time.perf_counter() - started
     return path
 

@@ -24,10 +24,15 @@ length × vocabulary logits; this scorer
   truncation of ``(context + continuation)[-(max_length + 1):][:-1]`` for a
   continuation of one token), and scores each distinct context once, however
   many answers share it;
-* sorts the contexts into buckets of equal length, so that a batch needs no
-  padding and no attention mask, and runs the model to its last position only
-  (transformers' ``logits_to_keep=1``): the language-model head is applied to
-  one position per document instead of every position.
+* sorts the contexts by length and batches neighbours, padded on the right
+  as lm-eval pads them (a causal model's states before the padding do not
+  depend on it), and applies the language-model head only where an answer is
+  scored: the last position of each context (transformers' ``logits_to_keep``),
+  not every position of every row;
+* builds lm-eval's prompts with each Jinja template compiled once: lm-eval's
+  ``utils.apply_template`` compiles the template again for every document
+  (EleutherAI/lm-evaluation-harness#1286), which costs more than a small
+  model's forward pass. The rendering is Jinja's, unchanged.
 
 The head's whole row at that position is still needed: a loglikelihood is the
 answer's logit minus the log-sum-exp over the vocabulary, and lm-eval's
@@ -43,7 +48,8 @@ model on every shipped pattern, with and without in-context examples and on
 documents longer than the model's context.
 
 **In-process use** (e.g. evaluation inside a training loop): wrap the model
-object once and score as often as needed::
+object once and score as often as needed (tests/test_scorer.py's
+``test_scoring_leaves_a_training_model_in_training_mode`` does this)::
 
     lm = VerbalizerLM(model, tokenizer=tokenizer, batch_size=64)
     with suite_tasks(["ood_nli"], variant=variant, data_dir=data) as tasks:
@@ -55,10 +61,11 @@ object once and score as often as needed::
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -110,6 +117,7 @@ class VerbalizerLM(HFLM):
         self._requests: list[Any] | None = None
         self._auto_rows: tuple[int, int] | None = None  # (rows, at length) found for batch_size=auto
         self.forward_seconds = 0.0  # time in the model's forward passes (and the softmax of their last position)
+        self.forward_tokens = 0  # positions run through the model (rows x padded length)
         self._keeps_logits: bool | None = None
 
     # -- tokenizing: lm-eval's own code, each text encoded once --------------------------------------------
@@ -163,43 +171,49 @@ class VerbalizerLM(HFLM):
         requests_of_row: list[list[int]] = [[] for _ in contexts]
         for index, row in enumerate(row_of):
             requests_of_row[row].append(index)
-        by_length: dict[int, list[int]] = {}
-        for row, context in enumerate(contexts):
-            by_length.setdefault(len(context), []).append(row)
+        order = sorted(range(len(contexts)), key=lambda row: -len(contexts[row]))  # the longest first
 
         out: list[tuple[float, bool] | None] = [None] * len(requests)
         bar = tqdm(total=len(requests), disable=disable_tqdm or self.rank != 0, desc="Scoring verbalizers")
-        for length in sorted(by_length, reverse=True):  # the longest first: too little memory shows at once
-            bucket = by_length[length]
-            step = override_bs or self._rows_for(length, max(by_length))
-            for start in range(0, len(bucket), step):
-                chunk = bucket[start : start + step]
-                members = [i for row in chunk for i in requests_of_row[row]]
-                position = {row: k for k, row in enumerate(chunk)}
-                inputs = torch.tensor([contexts[row] for row in chunk], dtype=torch.long, device=self.device)
-                at = torch.tensor([position[row_of[i]] for i in members], dtype=torch.long, device=self.device)
-                token = torch.tensor([answer_of[i] for i in members], dtype=torch.long, device=self.device)
-                started = time.perf_counter()
-                logprobs = self._last_logprobs(inputs)
-                greedy = logprobs.argmax(dim=-1)
-                values = logprobs[at, token].tolist()
-                matches = (greedy[at] == token).tolist()
-                self.forward_seconds += time.perf_counter() - started
-                for i, value, match in zip(members, values, matches, strict=True):
-                    answer = (float(value), bool(match))
-                    out[i] = answer
-                    self.cache_hook.add_partial("loglikelihood", requests[i][0], answer)
-                bar.update(len(members))
+        start = 0
+        while start < len(order):
+            width = len(contexts[order[start]])
+            chunk = order[start : start + (override_bs or self._rows_for(width, len(contexts[order[0]])))]
+            start += len(chunk)
+            members = [i for row in chunk for i in requests_of_row[row]]
+            position = {row: k for k, row in enumerate(chunk)}
+            padded = [contexts[row] + (0,) * (width - len(contexts[row])) for row in chunk]  # right, as lm-eval pads
+            inputs = torch.tensor(padded, dtype=torch.long, device=self.device)
+            at = torch.tensor([position[row_of[i]] for i in members], dtype=torch.long, device=self.device)
+            token = torch.tensor([answer_of[i] for i in members], dtype=torch.long, device=self.device)
+            started = time.perf_counter()
+            logprobs = self._last_logprobs(inputs, [len(contexts[row]) - 1 for row in chunk])
+            self.forward_tokens += inputs.numel()
+            greedy = logprobs.argmax(dim=-1)
+            values = logprobs[at, token].tolist()
+            matches = (greedy[at] == token).tolist()
+            self.forward_seconds += time.perf_counter() - started
+            for i, value, match in zip(members, values, matches, strict=True):
+                answer = (float(value), bool(match))
+                out[i] = answer
+                self.cache_hook.add_partial("loglikelihood", requests[i][0], answer)
+            bar.update(len(members))
         bar.close()
         return [answer for answer in out if answer is not None]
 
-    def _last_logprobs(self, inputs: Any) -> Any:
-        """Log-probabilities over the vocabulary at the last position of each row (rows of one length)."""
+    def _last_logprobs(self, inputs: Any, last: Sequence[int]) -> Any:
+        """Log-probabilities over the vocabulary at position ``last[i]`` of each row ``i`` of ``inputs``.
+
+        Rows are right-padded: a causal model's states before the padding do
+        not depend on it. The head is applied at the distinct positions of
+        ``last`` only (transformers' ``logits_to_keep``), not at every position.
+        """
         import torch
         import torch.nn.functional as F
 
         if self._keeps_logits is None:
             self._keeps_logits = _takes_logits_to_keep(self.model)
+        rows = torch.arange(len(last), device=self.device)
         with (
             torch.no_grad(),
             torch.autocast(
@@ -209,13 +223,17 @@ class VerbalizerLM(HFLM):
             ),
         ):
             if self._keeps_logits:
-                logits = self.model(inputs, logits_to_keep=1).logits[:, -1, :]
+                kept = sorted(set(last))
+                column = {p: k for k, p in enumerate(kept)}
+                keep = torch.tensor(kept, dtype=torch.long, device=self.device)
+                logits = self.model(inputs, logits_to_keep=keep).logits
+                logits = logits[rows, torch.tensor([column[p] for p in last], device=self.device)]
             else:
-                logits = self.model(inputs).logits[:, -1, :]
+                logits = self.model(inputs).logits[rows, torch.tensor(list(last), device=self.device)]
         return F.log_softmax(logits, dim=-1, dtype=self.softmax_dtype)
 
     def _rows_for(self, length: int, longest: int) -> int:
-        """Rows per forward pass for contexts of ``length`` tokens (``longest``: the run's longest context)."""
+        """Rows per forward pass for contexts of up to ``length`` tokens (``longest``: the longest of all)."""
         if self.batch_size != "auto":
             return int(self.batch_size)
         if self._auto_rows is None or self._auto_rows[1] < longest:
@@ -232,7 +250,8 @@ class VerbalizerLM(HFLM):
         @find_executable_batch_size(starting_batch_size=self.max_batch_size)
         def tried(batch_size: int) -> int:
             for _ in range(2):
-                self._last_logprobs(torch.ones((batch_size, length), dtype=torch.long, device=self.device))
+                inputs = torch.ones((batch_size, length), dtype=torch.long, device=self.device)
+                self._last_logprobs(inputs, [length - 1] * batch_size)
             return batch_size
 
         try:
@@ -277,6 +296,30 @@ def _takes_logits_to_keep(model: Any) -> bool:
 
 
 @contextmanager
+def compiled_templates() -> Iterator[None]:
+    """While the block runs, lm-eval renders each Jinja template (``doc_to_text``, ...) compiled once.
+
+    ``lm_eval.utils.apply_template`` compiles its template with
+    ``env.from_string`` for every document (EleutherAI/lm-evaluation-harness#1286);
+    here the same environment's compiled template is kept by its text and
+    rendered as lm-eval renders it.
+    """
+    import lm_eval.utils as utils
+
+    real = utils.apply_template
+    compiled = functools.lru_cache(maxsize=1024)(utils.env.from_string)
+
+    def apply_template(template: str, doc: dict[str, Any]) -> str:
+        return compiled(template).render(**doc)
+
+    utils.apply_template = apply_template
+    try:
+        yield
+    finally:
+        utils.apply_template = real
+
+
+@contextmanager
 def _quiet_lm_eval() -> Iterator[None]:
     """lm-eval warns at length when ``HFLM`` is given a model object (as every caller here does on purpose)."""
     logger = logging.getLogger("lm_eval.models.huggingface")
@@ -291,14 +334,16 @@ def _quiet_lm_eval() -> Iterator[None]:
 class TimedHFLM(HFLM):
     """lm-eval's ``hf`` model as it is, counting the seconds of its forward passes (``forward_seconds``).
 
-    On a GPU each pass is synchronised before the clock stops (lm-eval reads
+    On a GPU each pass is synchronized before the clock stops (lm-eval reads
     the logits right after anyway), so that the time is the pass's, not that
     of whatever waits for it next.
     """
 
     forward_seconds = 0.0
+    forward_tokens = 0  # positions run through the model (rows x padded length)
 
     def _model_call(self, inps: Any, attn_mask: Any = None, labels: Any = None) -> Any:
+        self.forward_tokens += inps.numel()
         started = time.perf_counter()
         logits = super()._model_call(inps, attn_mask, labels)
         if self.device.type == "cuda":
@@ -377,6 +422,7 @@ class Scored:
     tracker: Any = field(repr=False)  # the EvaluationTracker that writes the files
     seconds: float = 0.0  # the whole call of lm-eval
     forward_seconds: float = 0.0  # of which in the model's forward passes
+    forward_tokens: int = 0  # positions run through the model (rows x padded length)
 
     def accuracy(self) -> dict[str, float]:
         """Each task's ``acc`` (filter ``none``), as lm-eval aggregated it."""
@@ -441,6 +487,7 @@ def score(
     if task_manager is None:
         raise OodStoreError("score: give the lm-eval TaskManager that knows the tasks (`task_manager`)")
     scorer = "verbalizer" if isinstance(lm, VerbalizerLM) else "lm-eval"
+    templates = compiled_templates() if scorer == "verbalizer" else nullcontext()
     if scorer == "verbalizer":
         for task in tasks:
             why = refusal(task)
@@ -451,14 +498,15 @@ def score(
     tracker = EvaluationTracker(output_path=None)
     model = lm.model
     training = bool(getattr(model, "training", False))
-    forward_before = _forward_seconds(lm)
+    forward_before, tokens_before = _forward_seconds(lm), int(getattr(lm, "forward_tokens", 0) or 0)
     started = time.perf_counter()
     try:
         model.eval()
-        result = lm_eval.simple_evaluate(
-            model=lm, model_args=args or None, tasks=list(tasks), task_manager=task_manager,
-            evaluation_tracker=tracker, **options,
-        )  # fmt: skip
+        with templates:
+            result = lm_eval.simple_evaluate(
+                model=lm, model_args=args or None, tasks=list(tasks), task_manager=task_manager,
+                evaluation_tracker=tracker, **options,
+            )  # fmt: skip
     finally:
         if training:
             model.train()
@@ -475,7 +523,8 @@ def score(
     if suite_record:
         config["ood_nli"] = dict(suite_record)
     tracker.general_config_tracker.model_source = "hf"
-    return Scored(result, samples, scorer, tracker, seconds, _forward_seconds(lm) - forward_before)
+    tokens = int(getattr(lm, "forward_tokens", 0) or 0) - tokens_before
+    return Scored(result, samples, scorer, tracker, seconds, _forward_seconds(lm) - forward_before, tokens)
 
 
 def _forward_seconds(lm: Any) -> float:

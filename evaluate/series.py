@@ -98,19 +98,23 @@ def series_of(checkpoints: Iterable[Checkpoint]) -> dict[str, Any]:
     return out
 
 
+class NotOfRun(OodStoreError):
+    """A checkpoint that is not of its run's model, or an adapter whose base model does not exist."""
+
+
 def check_series(checkpoint: Checkpoint, series: Mapping[str, Any] | None) -> None:
     """Stop with one line when ``checkpoint`` is not of its run's model (see :func:`series_of`)."""
     if not series:
         return
     if checkpoint.is_adapter and series.get("base_model") not in (None, checkpoint.base_model):
-        raise OodStoreError(
+        raise NotOfRun(
             f"{checkpoint.label}: an adapter of {checkpoint.base_model}, but this run's adapters are of "
             f"{series['base_model']} ({series.get('base_of')}): one run is one base model"
         )
     if not checkpoint.is_adapter and not checkpoint.revision and series.get("architecture"):
         found = architecture(checkpoint.model)
         if found is not None and found != series["architecture"]:
-            raise OodStoreError(
+            raise NotOfRun(
                 f"{checkpoint.label}: a checkpoint of {found}, but this run's checkpoints are of "
                 f"{series['architecture']} ({series.get('architecture_of')}): one run is one model"
             )
@@ -210,13 +214,16 @@ class LoadReport:
 class ModelSession:
     """The model one worker holds for the run it evaluates; see the module documentation.
 
-    ``build(checkpoint, **hflm_kwargs)`` makes lm-eval's model for a fresh
-    load (by default :func:`ood_store._evaluate.scorer.hf_model` with the
-    unit's scorer); every checkpoint goes through :meth:`load`.
+    Every checkpoint goes through :meth:`load`. ``enabled=False`` loads every
+    checkpoint afresh and reads nothing ahead (as before sessions existed);
+    the default is :attr:`reuse`.
     """
 
-    def __init__(self, enabled: bool = True):
-        self.enabled = enabled
+    #: Whether sessions keep models by default (benchmarks/evaluate_series.py turns it off for its baseline).
+    reuse = True
+
+    def __init__(self, enabled: bool | None = None):
+        self.enabled = self.reuse if enabled is None else enabled
         self.held: Loaded | None = None
         self._prefetch: Prefetch | None = None
         self.loads: list[LoadReport] = []
@@ -371,9 +378,13 @@ def _copy_in_place(model: Any, tensors: Mapping[str, Any]) -> str | None:
     untied = sorted(n for n in set(state) - set(tensors) if state[n].data_ptr() not in loaded)
     if untied:
         return f"no tensor for {untied[0]}"
+    first: dict[int, str] = {}
     for name, tensor in tensors.items():
         if tuple(tensor.shape) != tuple(state[name].shape):
             return f"{name} has shape {tuple(tensor.shape)}, not {tuple(state[name].shape)}"
+        tied = first.setdefault(state[name].data_ptr(), name)
+        if tied != name and not torch.equal(tensors[tied], tensor):  # which one a fresh load keeps is its business
+            return f"{name} and {tied} are one tensor in the model but differ in the checkpoint"
     with torch.no_grad():
         for name, tensor in tensors.items():
             state[name].copy_(tensor)
@@ -460,7 +471,7 @@ def unit_model(session: ModelSession, unit: Any, checkpoint: Checkpoint, tasks: 
                 raise ScorerRefused(why)
     base = checkpoint.base_model
     if base is not None and _looks_local(base) and not Path(base).expanduser().is_dir():
-        raise OodStoreError(
+        raise NotOfRun(
             f"{checkpoint.label}: its base model {base} does not exist (adapter_config.json's "
             "base_model_name_or_path; `base_model` names another)"
         )

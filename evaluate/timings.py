@@ -11,7 +11,8 @@ loading checkpoints, by the model's arithmetic, or by the Python around it.
   the background while the unit before was scored.
 * ``forward_s``: inside the model's forward passes (lm-eval's
   ``HFLM._model_call``; the verbalizer scorer's passes with their last
-  position's softmax), synchronised on a GPU.
+  position's softmax), synchronized on a GPU; ``tokens``: the positions they
+  ran (rows × padded length), for throughput and FLOP utilization.
 * ``write_s``: lm-eval's results and samples files written, the unit's folder
   renamed into place, the results file's digest.
 * ``bookkeeping_s``: the rest of the unit's wall time: building tasks and
@@ -37,6 +38,7 @@ class Timings:
     load: str | None = None
     prefetched: bool = False  # the checkpoint's tensors were read in the background while the one before was scored
     note: str | None = None  # why a checkpoint of a run was loaded afresh rather than into the loaded model
+    tokens: int = 0  # positions run through the model in its forward passes (rows x padded length)
     load_s: float = 0.0
     forward_s: float = 0.0
     bookkeeping_s: float = 0.0
@@ -50,7 +52,8 @@ class Timings:
     def record(self) -> dict[str, Any]:
         """As the completion marker holds it: seconds to the millisecond."""
         parts = {part: round(getattr(self, part), 3) for part in PARTS}
-        return {"load": self.load, "prefetched": self.prefetched, **({"note": self.note} if self.note else {}), **parts}
+        extra = {"note": self.note} if self.note else {}
+        return {"load": self.load, "prefetched": self.prefetched, **extra, "tokens": self.tokens, **parts}
 
     @classmethod
     def of(cls, record: Mapping[str, Any] | None) -> Timings | None:
@@ -62,10 +65,10 @@ class Timings:
             return None
         load = record.get("load")
         seconds = {k: float(v) for k, v in values.items()}  # type: ignore[arg-type]
-        note = record.get("note")
+        note, tokens = record.get("note"), record.get("tokens")
         return cls(
             load if isinstance(load, str) else None, record.get("prefetched") is True,
-            note if isinstance(note, str) else None, **seconds,
+            note if isinstance(note, str) else None, tokens if isinstance(tokens, int) else 0, **seconds,
         )  # fmt: skip
 
 

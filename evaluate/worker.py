@@ -37,7 +37,7 @@ from ood_store._errors import OodStoreError
 from ood_store._evaluate.checkpoints import Checkpoint
 from ood_store._evaluate.grouping import UnitQueue
 from ood_store._evaluate.harness import output_to, release_memory, require_eval_extra, run_lm_eval
-from ood_store._evaluate.series import ModelSession, unit_model
+from ood_store._evaluate.series import ModelSession, NotOfRun, unit_model
 from ood_store._evaluate.tasklist import TaskObjects
 from ood_store._evaluate.timings import Timings
 from ood_store._evaluate.workdir import HEARTBEAT_S, Unit, WorkDir, this_host
@@ -169,12 +169,23 @@ def run_unit(
                 "finished": time.time(),
             },
         )
-        session.release()  # after a failure the model's state is not known: the next unit loads afresh
+        if not _model_untouched(exc):
+            session.release()  # the model's state is not known: the run's next unit loads it afresh
+        elif upcoming is not None:
+            session.prefetch(Checkpoint(**upcoming.checkpoint))
         return UnitResult(unit.id, False, seconds, error)
     finally:
         if own_session:
             session.close()
         release_memory()
+
+
+def _model_untouched(exc: BaseException) -> bool:
+    """Whether a unit failed before anything changed the model its worker holds (a checkpoint not of its run, a
+    task the verbalizer scorer refuses): the run's next unit can use that model."""
+    from ood_store._evaluate.scorer import ScorerRefused
+
+    return isinstance(exc, NotOfRun | ScorerRefused)
 
 
 def _describe(exc: BaseException) -> str:

@@ -268,6 +268,26 @@ def sql_rows(db: Path, sql: str, *params) -> list[tuple]:
         con.close()
 
 
+# Labels of the suite's testsets that its default neutral scheme drops, per the dataset cards: SNLI's and
+# MNLI's neutral 1 and SNLI's -1 without a gold label, ANLI's neutral 1.
+SUITE_DROPPED = {"ood_nli_snli": {1, -1}, "ood_nli_mnli": {1}, **{f"ood_nli_anli_r{n}": {1} for n in (1, 2, 3)}}
+
+
+def suite_documents(rows: int) -> int:
+    """The documents scored of a generated suite (benchmarks' suite_data) of ``rows`` rows per testset: the
+    fixture rows (tests/fixtures/nli-suite) repeated, less the labels the default neutral scheme drops."""
+    from itertools import cycle, islice
+
+    count = 0
+    for path in sorted((FIXTURES / "nli-suite").glob("ood_nli_*.jsonl")):
+        if path.name.endswith(".train.jsonl"):
+            continue
+        labels = [json.loads(line)["label"] for line in path.read_text("utf-8").splitlines()]
+        dropped = SUITE_DROPPED.get(path.name.removesuffix(".jsonl"), set())
+        count += sum(label not in dropped for label in islice(cycle(labels), rows))
+    return count
+
+
 def benchmark(name: str):
     """The module ``benchmarks/NAME.py``, whose trials a test runs (benchmarks/ joins the import path)."""
     import importlib

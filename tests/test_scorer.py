@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+import ood_store
 from conftest import FIXTURES
 
 SUITE_DATA = FIXTURES / "nli-suite"
@@ -116,7 +117,7 @@ def test_documents_are_the_samples_loglikelihoods_in_choice_order(checkpoint):
     for document in documents:
         sample = next(s for s in scored.samples["ood_nli_rte__gpt-3"] if s["doc_id"] == document.doc_id)
         assert document.loglikelihoods == tuple(r[0][0] for r in sample["resps"])
-        label = rows[document.doc_id]["label"]  # RTE: 0 (entailed) answers with the first verbaliser
+        label = rows[document.doc_id]["label"]  # RTE: 0 (entailed) answers with the first verbalizer
         assert document.target == label
         assert document.acc == float(max(range(2), key=lambda i: document.loglikelihoods[i]) == label)
 
@@ -153,18 +154,91 @@ def test_a_task_it_cannot_score_exactly_is_refused_in_one_line(checkpoint, tmp_p
     )
 
 
-def test_scoring_leaves_a_training_model_in_training_mode(checkpoint):
+def test_scoring_leaves_a_training_model_in_training_mode(checkpoint, tmp_path):
+    """The in-process use the scorer module's documentation shows: a model object being trained, scored twice."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from ood_store._evaluate.scorer import VerbalizerLM, score, suite_tasks
+    from ood_store._evaluate.suite.variant import Variant
 
     model = AutoModelForCausalLM.from_pretrained(checkpoint)
     lm = VerbalizerLM(model, tokenizer=AutoTokenizer.from_pretrained(checkpoint), batch_size=8)
     model.train()
-    with suite_tasks(["ood_nli_wnli"], data_dir=SUITE_DATA) as tasks:
-        first = score(lm, tasks, model_args={"pretrained": str(checkpoint)})
+    pretrained = str(tmp_path / "run" / "checkpoint-500")
+    with suite_tasks(["ood_nli_wnli"], variant=Variant.of("minimal"), data_dir=SUITE_DATA) as tasks:
+        first = score(lm, tasks, model_args={"pretrained": pretrained})
         assert model.training
         second = score(lm, tasks, limit=1)
-    assert first.accuracy().keys() == {"ood_nli_wnli"}
-    assert second.results["n-samples"]["ood_nli_wnli"]["effective"] == 1
     assert model.training
+    rows = (SUITE_DATA / "ood_nli_wnli.jsonl").read_text("utf-8").splitlines()
+    assert [d.doc_id for d in first.documents()] == list(range(len(rows)))
+    assert first.accuracy()["ood_nli_wnli__minimal"] == sum(d.acc for d in first.documents()) / len(rows)
+    assert second.results["n-samples"]["ood_nli_wnli__minimal"]["effective"] == 1
+    results = first.write(tmp_path / "out")
+    written = json.loads(results.read_text())
+    assert results.parent.parent == tmp_path / "out" and results.name.startswith("results_")
+    assert written["config"]["model_args"] == {"pretrained": pretrained}
+    assert written["config"]["scorer"] == "verbalizer"
+    samples = list(results.parent.glob("samples_ood_nli_wnli__minimal_*.jsonl"))
+    assert len(samples) == 1 and len(samples[0].read_text().splitlines()) == len(rows)
+
+
+def test_its_files_ingest_to_the_same_store_rows_as_lm_evals_but_for_the_scorer(checkpoint, tmp_path, runner):
+    """`ood-store evaluate --scorer verbalizer` and the default (lm-eval's hf model), two in-context examples,
+    into two stores: the same rows, loglikelihoods to 1e-5, and the scorer recorded in the evaluation's config."""
+    from conftest import evaluation_rows, sql_rows
+    from ood_store._cli import main
+
+    def evaluate(db: Path, *extra: str) -> None:
+        args = ["--db", str(db), "evaluate", str(checkpoint), "--run", "toy", "--tasks", "ood_nli",
+                "--data-dir", str(SUITE_DATA), "--pattern", "gpt-3", "--num-fewshot", "2", "--batch-size", "4",
+                "--output-dir", str(db.with_suffix("")), "-q", *extra]  # fmt: skip
+        result = runner.invoke(main, args)
+        assert result.exit_code == 0, result.output
+
+    evaluate(tmp_path / "lm-eval.duckdb")
+    evaluate(tmp_path / "verbalizer.duckdb", "--scorer", "verbalizer")
+    expected, got = evaluation_rows(tmp_path / "lm-eval.duckdb"), evaluation_rows(tmp_path / "verbalizer.duckdb")
+    assert len(expected["scores"]) == 10 and len(expected["samples"]) > 20  # every testset, its kept rows
+    assert {k: v for k, v in got.items() if k != "samples"} == {k: v for k, v in expected.items() if k != "samples"}
+    for row, other in zip(got["samples"], expected["samples"], strict=True):  # sorted alike: same keys first
+        assert row[:6] == other[:6] and row[7:] == other[7:]  # all but the loglikelihoods, exactly
+        assert decoded(row[6]) == pytest.approx(decoded(other[6]), abs=1e-5)
+    reference, verbalizer = (
+        json.loads(sql_rows(tmp_path / db, "SELECT config FROM evaluations")[0][0])
+        for db in ("lm-eval.duckdb", "verbalizer.duckdb")
+    )
+    assert verbalizer.pop("scorer") == "verbalizer" and "scorer" not in reference
+    assert verbalizer == reference
+
+
+def decoded(value):
+    return json.loads(value) if isinstance(value, str) else value
+
+
+def test_a_run_whose_answers_are_not_one_token_fails_in_one_line_and_the_others_go_on(checkpoint, tmp_path, runner):
+    from transformers import AutoTokenizer
+
+    from ood_store._cli import main
+
+    tokens = len(AutoTokenizer.from_pretrained(checkpoint)(" Certainly")["input_ids"])  # the first answer, entailed
+    assert tokens > 1
+    study = tmp_path / "study.toml"
+    study.write_text(
+        f'tasks = ["ood_nli_rte"]\ndata_dir = "{SUITE_DATA}"\nbatch_size = 4\nscorer = "verbalizer"\n'
+        f'[[runs]]\nrun = "odd-answers"\ncheckpoints = "{checkpoint}"\n'
+        '[runs.suite]\npattern = "minimal"\nverbalizer = " Certainly,Nevertheless"\n'
+        f'[[runs]]\nrun = "yes-no"\ncheckpoints = "{checkpoint}"\n'
+    )
+    db = tmp_path / "store.duckdb"
+    result = runner.invoke(main, ["--db", str(db), "evaluate", "--study", str(study), "-q"])
+    assert result.exit_code == 1
+    lines = result.output.splitlines()
+    assert lines[:2] == [
+        "Failed: 1 checkpoint:",
+        "  odd-answers final: ood_nli_rte__minimal__v-Certainly-Nevertheless: the verbalizer scorer scores answers "
+        f"of one token after the prompt; ' Certainly' is {tokens} tokens for this model's tokenizer (document 0): "
+        "evaluate it with the lm-eval scorer",
+    ]
+    with ood_store.open(db, read_only=True) as store:
+        assert store.query("SELECT run, task FROM scores").rows() == [("yes-no", "ood_nli_rte")]

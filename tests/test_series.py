@@ -23,7 +23,8 @@ import ood_store
 
 pytestmark = pytest.mark.xdist_group("series")
 TASK = "toy_nli"
-ADAPTERS = 6
+GOOD = (1, 2, 4, 5, 6, 7)  # the steps of the adapters of the run's base; step 3's is of another base
+ADAPTERS = len(GOOD)
 
 
 def lora(base: Path, out: Path, seed: int, **config) -> Path:
@@ -41,17 +42,17 @@ def lora(base: Path, out: Path, seed: int, **config) -> Path:
 
 @pytest.fixture(scope="module")
 def runs(toy_run, tmp_path_factory) -> dict[str, Path]:
-    """Three runs: ``lora`` (6 adapters of the toy run's checkpoint-8, the last of another rank and targets, and a
-    seventh of another base), ``missing`` (an adapter whose base is gone), ``mixed`` (the toy run's full checkpoints,
-    one with a changed config.json, and one of another architecture)."""
+    """Three runs: ``lora`` (6 adapters of the toy run's checkpoint-8, the last of another rank and targets, and
+    one of another base among them, at step 3), ``missing`` (an adapter whose base is gone), ``mixed`` (the toy
+    run's full checkpoints, one with a changed config.json, and one of another architecture)."""
     from transformers import AutoTokenizer, OPTConfig, OPTForCausalLM
 
     root = tmp_path_factory.mktemp("series")
     base = toy_run["run"] / "checkpoint-8"
-    for step in range(1, ADAPTERS):
+    for step in GOOD[:-1]:
         lora(base, root / "lora" / f"checkpoint-{step}", seed=step)
-    lora(base, root / "lora" / f"checkpoint-{ADAPTERS}", seed=ADAPTERS, r=4, target_modules=["c_attn", "c_proj"])
-    lora(toy_run["run"] / "checkpoint-4", root / "lora" / "checkpoint-7", seed=7)  # of another base
+    lora(base, root / "lora" / f"checkpoint-{GOOD[-1]}", seed=GOOD[-1], r=4, target_modules=["c_attn", "c_proj"])
+    lora(toy_run["run"] / "checkpoint-4", root / "lora" / "checkpoint-3", seed=3)  # of another base
 
     gone = lora(base, root / "missing" / "checkpoint-1", seed=11)
     config = json.loads((gone / "adapter_config.json").read_text())
@@ -70,15 +71,19 @@ def runs(toy_run, tmp_path_factory) -> dict[str, Path]:
     return {"root": root, "base": base, "other_base": toy_run["run"] / "checkpoint-4", "tasks": toy_run["tasks"]}
 
 
+_MANAGERS: dict[Path, object] = {}
+
+
 def fresh(model_args: dict, tasks: Path) -> dict[int, tuple[list[float], float]]:
     """lm-eval's own scores of one checkpoint, loaded afresh: document -> (loglikelihoods, acc)."""
     import lm_eval
     from lm_eval.tasks import TaskManager
 
+    if tasks not in _MANAGERS:  # the toy tasks only: indexing lm-eval's 14,000 built-in tasks takes seconds
+        _MANAGERS[tasks] = TaskManager(include_path=[str(tasks)], include_defaults=False)
     result = lm_eval.simple_evaluate(
-        model="hf", model_args=model_args, tasks=[TASK], task_manager=TaskManager(include_path=[str(tasks)]),
-        batch_size=8, device="cpu",
-    )  # fmt: skip
+        model="hf", model_args=model_args, tasks=[TASK], task_manager=_MANAGERS[tasks], batch_size=8, device="cpu"
+    )
     return {s["doc_id"]: ([float(r[0][0]) for r in s["resps"]], s["acc"]) for s in result["samples"][TASK]}
 
 
@@ -128,13 +133,13 @@ def evaluated(runs, tmp_path_factory):
             report = store.evaluate(study=study, output_dir=root / "out", work_dir=root / "work")
     markers = {json.loads(p.read_text())["unit"]: json.loads(p.read_text()) for p in (root / "work/done").glob("*")}
     outcomes = {(c.run, c.step): c for c in report.checkpoints}
-    return {"outcomes": outcomes, "loads": loads, "searches": searches, "markers": markers}
+    return {"outcomes": outcomes, "loads": loads, "searches": searches, "markers": markers, "work": root / "work"}
 
 
 def test_a_lora_series_reads_its_base_once_and_scores_as_adapters_loaded_afresh(runs, evaluated):
     outcomes, markers = evaluated["outcomes"], evaluated["markers"]
     base = str(runs["base"])
-    for step in range(1, ADAPTERS + 1):
+    for step in GOOD:
         outcome = outcomes[("lora", step)]
         assert outcome.status == "evaluated", outcome.error
         adapter = runs["root"] / "lora" / f"checkpoint-{step}"
@@ -142,11 +147,12 @@ def test_a_lora_series_reads_its_base_once_and_scores_as_adapters_loaded_afresh(
         assert_equal_scores(stored_samples(outcome.results_file), expected, f"adapter {step}")
         args = json.loads(Path(outcome.results_file).read_text())["config"]["model_args"]
         assert args == {"pretrained": base, "peft": str(adapter)}  # as if loaded afresh
-    # The base was read once (the other model loads are the mixed run's), adapters swapped onto it.
+    # The base was read once (the other model loads are the mixed run's), adapters swapped onto it, also after
+    # the unit of another base failed (before anything changed the model).
     assert evaluated["loads"].count(base) == 1
-    loads = [markers[outcomes[("lora", s)].unit]["timings"]["load"] for s in range(1, ADAPTERS + 1)]
+    loads = [markers[outcomes[("lora", s)].unit]["timings"]["load"] for s in GOOD]
     assert loads == ["from_pretrained"] + ["adapter_swap"] * (ADAPTERS - 1)
-    assert all(markers[outcomes[("lora", s)].unit]["timings"]["prefetched"] for s in range(2, ADAPTERS + 1))
+    assert all(markers[outcomes[("lora", s)].unit]["timings"]["prefetched"] for s in GOOD[1:])
 
 
 def test_full_checkpoints_loaded_in_place_score_as_checkpoints_loaded_afresh(runs, evaluated):
@@ -178,7 +184,7 @@ def test_a_checkpoint_that_is_not_of_its_runs_model_fails_alone_in_one_line(runs
     outcomes, root = evaluated["outcomes"], runs["root"]
     failed = {key: c.error for key, c in outcomes.items() if c.status == "failed"}
     assert failed == {
-        ("lora", 7): f"{root / 'lora/checkpoint-7'}: an adapter of {runs['other_base']}, but this run's adapters "
+        ("lora", 3): f"{root / 'lora/checkpoint-3'}: an adapter of {runs['other_base']}, but this run's adapters "
         f"are of {runs['base']} ({root / 'lora/checkpoint-1'}): one run is one base model",
         ("missing", 1): f"{root / 'missing/checkpoint-1'}: its base model {root / 'gone'} does not exist "
         "(adapter_config.json's base_model_name_or_path; `base_model` names another)",
@@ -189,26 +195,82 @@ def test_a_checkpoint_that_is_not_of_its_runs_model_fails_alone_in_one_line(runs
 
 
 def test_two_local_workers_keep_each_run_to_one_worker_where_they_can(runs, tmp_path):
-    """2 runs, 2 worker processes: each worker reads each run's model at most once (its completion markers say
-    how each unit's model was loaded, and by which process)."""
+    """2 runs, 2 worker processes: each worker reads each run's model at most once (the completion markers say how
+    each unit's model was loaded, and by which process), and its first unit of a run is the one it read."""
+    study = tmp_path / "study.toml"
+    lora = ", ".join(f'"{runs["root"] / "lora" / f"checkpoint-{s}"}"' for s in GOOD[:4])
+    full = ", ".join(f'"{runs["root"] / "mixed" / f"checkpoint-{s}"}"' for s in (0, 4, 8))
+    study.write_text(
+        f'tasks = ["{TASK}"]\ninclude_path = ["{runs["tasks"]}"]\nbatch_size = 8\nlimit = 4\nsamples = false\n'
+        f'[executor]\nname = "local"\nworkers = 2\n'
+        f'[[runs]]\nrun = "adapters"\ncheckpoints = [{lora}]\n[[runs]]\nrun = "full"\ncheckpoints = [{full}]\n'
+    )
     with ood_store.open(tmp_path / "store.duckdb") as store:
-        report = store.evaluate(
-            study=None, checkpoints=[runs["root"] / "mixed" / f"checkpoint-{s}" for s in (0, 4, 8)], run="full",
-            tasks=[TASK], include_paths=[runs["tasks"]], output_dir=tmp_path / "out", work_dir=tmp_path / "work",
-            executor="local", workers=2, batch_size=8, limit=4, samples=False,
-        )  # fmt: skip
-        assert len(report.evaluated) == 3
-        report = store.evaluate(
-            [runs["root"] / "lora" / f"checkpoint-{s}" for s in range(1, 5)], run="adapters", tasks=[TASK],
-            include_paths=[runs["tasks"]], output_dir=tmp_path / "out", work_dir=tmp_path / "work",
-            executor="local", workers=2, batch_size=8, limit=4, samples=False,
-        )  # fmt: skip
-        assert len(report.evaluated) == 4
-    markers = [json.loads(p.read_text()) for p in (tmp_path / "work" / "done").glob("*.json")]
+        report = store.evaluate(study=study, output_dir=tmp_path / "out", work_dir=tmp_path / "work")
+    assert len(report.evaluated) == 7, [c.error for c in report.failed]
     units = {p.stem: json.loads(p.read_text())["run"] for p in (tmp_path / "work" / "units").glob("*.json")}
-    fresh_loads: dict[tuple[int, str], int] = {}
-    for marker in markers:
-        key = (marker["pid"], units[marker["unit"]])
-        fresh_loads[key] = fresh_loads.get(key, 0) + (marker["timings"]["load"] == "from_pretrained")
-    assert all(count <= 1 for count in fresh_loads.values()), fresh_loads
-    assert all(fresh_loads[(pid, run)] == 1 for pid, run in fresh_loads), fresh_loads  # each worker's first is fresh
+    by_worker: dict[tuple[int, str], list[dict]] = {}
+    for path in (tmp_path / "work" / "done").glob("*.json"):
+        marker = json.loads(path.read_text())
+        by_worker.setdefault((marker["pid"], units[marker["unit"]]), []).append(marker)
+    for (pid, run), markers in by_worker.items():
+        markers.sort(key=lambda m: m["finished"])
+        loads = [m["timings"]["load"] for m in markers]
+        assert loads[0] == "from_pretrained" and "from_pretrained" not in loads[1:], (pid, run, loads)
+
+
+def test_workers_take_the_units_of_one_run_in_a_row(tmp_path):
+    """Three workers, two runs of three units: each starts a run of its own until none is left, then joins the
+    run with the most units left; none comes back to a run it left. The claims are real claim files."""
+    from ood_store._evaluate.grouping import UnitQueue
+    from ood_store._evaluate.workdir import Unit, WorkDir
+
+    work = WorkDir(tmp_path / "work").create()
+    units = [
+        Unit(id=f"{run}.{step}", store="s", run=run, step=step, checkpoint={}, label=f"{run}/{step}", tasks=["t"],
+             leaves=["t"], task_source={}, options={}, dtype=None, output=str(tmp_path / run / str(step)),
+             samples=False, attributes=None, log_to_file=False)
+        for run in ("a", "b") for step in (1, 2, 3)
+    ]  # fmt: skip
+    work.add_units(units)
+    attempt = work.start_attempt([u.id for u in units], "local")
+    one, two, three = (UnitQueue(work, attempt, [u.id for u in units]) for _ in range(3))
+    assert one.take()[0].id == "a.1"
+    assert one.upcoming().id == "a.2"  # its run's next, not claimed
+    assert two.take()[0].id == "b.1"  # a run nobody evaluates
+    assert three.take()[0].id == "a.2"  # every run has a worker: it joins one (a: 2 left, b: 2 left; a first)
+    assert one.take()[0].id == "a.3"  # its own run first
+    assert two.take()[0].id == "b.2"
+    assert one.take()[0].id == "b.3"  # a has nothing left: one joins b, the run with units left
+    assert three.take() is None and two.take() is None and one.upcoming() is None
+
+
+def test_the_timings_docstring_examples_run():
+    import doctest
+
+    from ood_store._evaluate import timings
+
+    result = doctest.testmod(timings)
+    assert result.attempted >= 2 and result.failed == 0
+
+
+def test_status_shows_where_the_time_went_as_the_readme_shows_it(evaluated, runner):
+    """The README's illustration of `ood-store status` (its seconds are a machine's): the same columns, and the
+    line that adds the units' timings up, in the same form."""
+    import re
+
+    from ood_store._cli import main
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    shown = readme.split("$ ood-store status scorers-work\n", 1)[1].split("```", 1)[0].splitlines()
+    result = runner.invoke(main, ["status", str(evaluated["work"])])
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    timed = re.compile(
+        r"Time of \d+ units \([\d,]+ s\): ((loading|forward passes|bookkeeping|writing) \d+%(, |: )){4}"
+        r"(load|compute|overhead|write)-bound\.$"
+    )
+    assert timed.match(shown[1]) and timed.match(lines[1]), lines[1]
+    assert lines[2].split() == shown[2].split()  # the table's columns
+    done = sum(1 for m in evaluated["markers"].values() if m["timings"]["load"])
+    assert lines[1].startswith(f"Time of {done} units (")
