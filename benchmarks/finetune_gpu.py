@@ -4,9 +4,10 @@
     python benchmarks/finetune_gpu.py --model tiny --device cpu --steps 3 --shots 16 --batch 4   # the same, on a CPU
 
 Set-up (not timed): generated NLI rows (the toy's sentences, ood_store._examples.toy, --rows of them) as
-a local training split; a byte-level BPE tokenizer trained from code on them (nothing is downloaded); a
-randomly initialised OPT of the shape --model names (benchmarks/evaluate_gpu.py's shapes: opt-1.3b is
-24 layers, width 2048, 1.3B parameters), saved as the base model.
+a local training split; a byte-level BPE tokenizer trained from code on them, its vocabulary filled up to the shape's
+(benchmarks/evaluate_series.py's; nothing is downloaded); a randomly initialised OPT of the shape
+--model names (benchmarks/evaluate_gpu.py's shapes: opt-1.3b is 24 layers, width 2048, 1.3B
+parameters), saved as the base model.
 
 Timed, each method in a fresh process: `ood_store.finetune` of one run of --shots shots for --steps
 optimizer steps of --batch examples, a log schedule of 5 checkpoints from step 0; on a GPU with bf16
@@ -34,7 +35,8 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from evaluate_gpu import SHAPES, GpuSampler  # noqa: E402
+from evaluate_gpu import SHAPES, VOCAB, GpuSampler  # noqa: E402
+from evaluate_series import padded_tokenizer  # noqa: E402
 
 STUDY = """
 base_model = "{base}"
@@ -70,12 +72,12 @@ def build(root: Path, shape: str, rows: int) -> tuple[Path, Path, int]:
     generated = toy.training_rows(rows)
     (data / "gen_nli.train.jsonl").write_text("".join(json.dumps(r) + "\n" for r in generated), "utf-8")
     texts = [f"{r['premise']} Question: {r['hypothesis']} Yes or No? {('Yes', 'No')[r['label']]}" for r in generated]
-    tokenizer = toy.build_tokenizer(toy.toy_texts() + texts, vocab_size=8192 if shape != "tiny" else 400)
-    dims = dict(SHAPES[shape])
-    dims["vocab_size"] = max(dims["vocab_size"] or 0, len(tokenizer))
+    tokenizer = padded_tokenizer(toy.toy_texts() + texts, VOCAB[shape])  # the shape's vocabulary, as evaluate_gpu's
+    dims = SHAPES[shape]
     config = OPTConfig(
-        **dims, max_position_embeddings=2048, word_embed_proj_dim=dims["hidden_size"], do_layer_norm_before=True,
-        bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id,
+        vocab_size=len(tokenizer), **dims, max_position_embeddings=2048, word_embed_proj_dim=dims["hidden_size"],
+        do_layer_norm_before=True, bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id,
     )  # fmt: skip
     torch.manual_seed(0)
     with torch.device("cuda" if torch.cuda.is_available() else "cpu"):  # initialising 1.3B weights: faster on a GPU
