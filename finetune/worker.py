@@ -20,6 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from ood_store._counts import n
 from ood_store._evaluate.workdir import WorkDir, read_json, this_host, write_json
 from ood_store._evaluate.worker import UnitResult, _heartbeat
 
@@ -152,7 +153,7 @@ def main(argv: list[str] | None = None) -> int:
 
         torch.set_num_threads(int(threads))
     done = work(args.work_dir, args.attempt, args.max_units)
-    print(f"trained {done} runs", flush=True)
+    print(f"trained {n(done, 'run')}", flush=True)
     return 0
 
 

@@ -137,3 +137,17 @@ def test_one_progress_bar_over_runs_and_steps_with_the_time_left(study, tmp_path
     assert any(line.endswith("toy-s0: step 3 of 5") for line in drawn)
     assert any(line.endswith("toy-s1: step 5 of 5") for line in drawn)
     assert all(re.search(r" (-:--:--|\d:\d\d:\d\d)( |$)", line) for line in drawn), drawn
+
+
+def test_local_worker_processes_train_the_runs(study, tmp_path, runner):
+    """``python -m ood_store._finetune.worker`` in a process of its own (the local executor), its log kept."""
+    out = tmp_path / "runs"
+    args = ["finetune", str(study), "--output-dir", str(out), "--executor", "local", "--workers", "1", "--training",
+            "max_steps=3", "--schedule", "manual:1", "-q"]  # fmt: skip
+    result = runner.invoke(main, args)
+    assert result.exit_code == 0, result.output
+    done = json.loads((out / "finetune-work" / "done" / "toy-full.json").read_text())
+    assert (done["steps"], done["checkpoints"]) == (3, [0, 1, 3])
+    assert done["pid"] != os.getpid()
+    [log] = (out / "finetune-work" / "jobs" / "local").glob("*-worker-0.log")
+    assert log.read_text().strip().endswith("trained 1 run")
