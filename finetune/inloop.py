@@ -71,6 +71,7 @@ class InLoopEvaluation(TrainerCallback):
 
     def checkpoint_saved(self, model: Any, step: int) -> None:
         """Score the model as saved at ``step`` and write it as a finished unit (unless it is one already)."""
+        from ood_store._evaluate.harness import output_to
         from ood_store._evaluate.scorer import VerbalizerLM, score, suite_tasks
         from ood_store._evaluate.suite.variant import Variant
 
@@ -78,32 +79,34 @@ class InLoopEvaluation(TrainerCallback):
         if self.work.done(unit.id) is not None:
             return
         started = time.monotonic()
-        if self._tasks is None:
-            variant = self.spec["variant"]
-            self._tasks = self._stack.enter_context(
-                suite_tasks(
-                    self.spec["tasks"],
-                    variant=None if variant is None else Variant(**variant),
-                    data_dir=self.spec["data_dir"],
-                    include_paths=self.spec["include_paths"],
-                    num_fewshot=self.spec["options"].get("num_fewshot"),
-                )
-            )
         training = bool(model.training)
         final = Path(unit.output)
         tmp = final.parent / f".{final.name}.{this_host()}.{os.getpid()}.tmp"
         shutil.rmtree(tmp, ignore_errors=True)
-        try:
-            if self._lm is None:  # lm-eval's hf model over the model object: nothing is loaded or copied
-                batch = self.spec["options"]["batch_size"]
-                self._lm = VerbalizerLM(model, tokenizer=self.tokenizer, batch_size=batch)
-            with _generators_kept():
-                scored = score(
-                    self._lm,
-                    self._tasks,
-                    model_args=Checkpoint(**unit.checkpoint).model_args(),
-                    **{k: v for k, v in unit.options.items() if k not in ("batch_size", "device")},
-                )
+        tmp.mkdir(parents=True)
+        try:  # what lm-eval prints (its log, progress bars, git's complaints) goes to lm-eval.log, as evaluate's
+            with output_to(tmp / "lm-eval.log"):
+                if self._tasks is None:
+                    variant = self.spec["variant"]
+                    self._tasks = self._stack.enter_context(
+                        suite_tasks(
+                            self.spec["tasks"],
+                            variant=None if variant is None else Variant(**variant),
+                            data_dir=self.spec["data_dir"],
+                            include_paths=self.spec["include_paths"],
+                            num_fewshot=self.spec["options"].get("num_fewshot"),
+                        )
+                    )
+                if self._lm is None:  # lm-eval's hf model over the model object: nothing is loaded or copied
+                    batch = self.spec["options"]["batch_size"]
+                    self._lm = VerbalizerLM(model, tokenizer=self.tokenizer, batch_size=batch)
+                with _generators_kept():
+                    scored = score(
+                        self._lm,
+                        self._tasks,
+                        model_args=Checkpoint(**unit.checkpoint).model_args(),
+                        **{k: v for k, v in unit.options.items() if k not in ("batch_size", "device")},
+                    )
         finally:
             model.train(training)
         results = scored.write(tmp)
