@@ -139,13 +139,24 @@ def adapter_weight_file(folder: str | Path) -> Path | None:
     return path if path.is_file() else None
 
 
-def read_tensors(files: Iterable[Path]) -> dict[str, Any]:
-    """Every tensor of these safetensors files, read into CPU memory."""
+def read_tensors(files: Iterable[Path], materialize: bool = False) -> dict[str, Any]:
+    """Every tensor of these safetensors files, on the CPU.
+
+    safetensors maps the file into memory: its bytes are read when a tensor
+    is first used. ``materialize`` reads them now, into memory of their own
+    (pinned where CUDA is, for fast copies to the GPU): what a background
+    read ahead must do, or the copy into the model would read the disk anyway.
+    """
+    import torch
     from safetensors.torch import load_file
 
+    pin = materialize and torch.cuda.is_available()
     tensors: dict[str, Any] = {}
     for path in files:
-        tensors.update(load_file(str(path), device="cpu"))
+        for name, tensor in load_file(str(path), device="cpu").items():
+            if materialize:
+                tensor = torch.empty_like(tensor, pin_memory=pin).copy_(tensor)
+            tensors[name] = tensor
     return tensors
 
 
@@ -176,7 +187,7 @@ class Prefetch:
     def _read(self, files: list[Path]) -> None:
         started = time.perf_counter()
         try:
-            self.tensors = read_tensors(files)
+            self.tensors = read_tensors(files, materialize=True)
         except Exception as exc:  # read again (and failing, reported) when the checkpoint is loaded
             self.error = exc
         self.seconds = time.perf_counter() - started
