@@ -23,7 +23,7 @@ BROWSER_PACKAGES := chromium chromium-driver
 # `make cluster-stop` stops them by PID. CI runs both around `make test`.
 CLUSTER_PACKAGES := slurm-wlm slurmdbd munge mariadb-server
 # The library folders, type-checked as the one package they install as.
-PACKAGE_DIRS := evaluate ingest store schema analysis export serve
+PACKAGE_DIRS := finetune evaluate ingest store schema analysis export serve
 
 .PHONY: demo test lint typecheck tree docs check bench latex browser reference cluster cluster-stop clean
 
@@ -65,10 +65,12 @@ bench: $(VENV)/.installed-test
 	$(BIN)/python benchmarks/analysis_partial.py
 	$(BIN)/python benchmarks/evaluate_checkpoints.py
 	$(BIN)/python benchmarks/evaluate_cluster.py
+	$(BIN)/python benchmarks/evaluate_series.py
 	$(BIN)/python benchmarks/stores.py
 	$(BIN)/python benchmarks/serve_pages.py
 	$(BIN)/python benchmarks/plan_speed.py
 	$(BIN)/python benchmarks/analysis_import.py
+	$(BIN)/python benchmarks/finetune.py
 
 # The R reference values the analysis tests compare with (tests/reference/*.csv), made again from
 # make_reference.R. Needs R with mgcv, metafor, pwr and jsonlite (Debian: r-base-core r-cran-mgcv
@@ -118,23 +120,23 @@ $(VENV)/.installed-torch: $(VENV)/.created
 	touch $@
 
 $(VENV)/.installed-eval: pyproject.toml $(VENV)/.installed-torch
-	$(PIP) install --quiet -e ".[eval]"
+	$(PIP) install --quiet -e ".[eval,finetune]"
 	touch $@
 
 # every-eval-ever (its validator checks the EEE files the tests export) declares Python >= 3.12;
 # on 3.11 it is installed without its dependencies, which the test extra already brings.
 $(VENV)/.installed-test: pyproject.toml $(VENV)/.installed-eval
-	$(PIP) install --quiet -e ".[eval,test]"
+	$(PIP) install --quiet -e ".[eval,finetune,test]"
 	$(BIN)/python -c 'import sys; sys.exit(sys.version_info < (3, 12))' || \
 		$(PIP) install --quiet --no-deps --ignore-requires-python "every-eval-ever==0.3.0"
 	touch $@
 
 $(VENV)/.installed-lint: pyproject.toml $(VENV)/.installed-test
-	$(PIP) install --quiet -e ".[eval,test,lint]"
+	$(PIP) install --quiet -e ".[eval,finetune,test,lint]"
 	touch $@
 
 $(VENV)/.installed-docs: pyproject.toml $(VENV)/.installed-test
-	$(PIP) install --quiet -e ".[eval,test,docs]"
+	$(PIP) install --quiet -e ".[eval,finetune,test,docs]"
 	touch $@
 
 clean:

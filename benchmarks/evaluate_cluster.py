@@ -166,7 +166,7 @@ def measure_overhead(run_dir: Path, tasks_dir: Path, out: Path, reuse: bool) -> 
     timers.wrap(hf.HFLM, "__init__", "model loading")
     timers.wrap(TaskManager, "load", "task building", when=by_name)
     timers.wrap(Task, "build_all_requests", "prompts")
-    timers.wrap(harness, "_save", "file writing")
+    timers.wrap(harness, "save", "file writing")
     timers.wrap(runner, "collect", "ingest")
     timers.wrap(runner, "plan", "planning")
     TaskObjects.reuse = reuse

@@ -1,27 +1,36 @@
-"""Evaluation throughput on a GPU: a randomly initialised model of real size over generated local NLI tasks.
+"""Evaluation on a GPU: documents/s, model FLOP utilization, checkpoint read bandwidth and GPU utilization, for
+lm-eval and the verbalizer scorer, on full checkpoints and on a LoRA series.
 
     python benchmarks/evaluate_gpu.py                                   # a GPU machine: OPT-1.3b's shape, bf16
     python benchmarks/evaluate_gpu.py --model tiny --device cpu --dtype float32 --docs 3   # the same, on a CPU
 
-Set-up (not timed): a randomly initialised OPT of the shape --model names (opt-1.3b: 24 layers, width
-2048, 50,272 vocabulary entries, 1.3B parameters; opt-125m; tiny), saved once in --dtype and linked
-into --checkpoints checkpoint folders (each is loaded afresh, as the checkpoints of a study are); a
-byte-level BPE tokenizer trained from code on the generated texts (nothing is downloaded); and a
---data-dir for the ood_nli suite's 10 testsets, each the suite's fixture rows (tests/fixtures/nli-suite,
-in the datasets' own schemas) repeated, each made distinct by a number, to --docs rows (default 0: each
-testset's real evaluated size, 63,489 rows in all, as the suite's definition gives them). A warm-up
-evaluation of one document per testset builds the datasets cache (kept under the benchmark's own
-folder, never ~/.cache) and the CUDA context.
+Set-up (not timed), with benchmarks/evaluate_series.py's `build`: randomly initialized OPTs of the shape
+--model names (opt-1.3b: 24 layers, width 2048, 50,272 vocabulary entries, 1.3B parameters; opt-125m; tiny),
+--checkpoints full checkpoints each with weights of its own in --dtype (distinct files: each is read from
+the disk, as a study's checkpoints are), and --checkpoints LoRA adapters of the first (rank 8 on q_proj and
+v_proj); a byte-level BPE tokenizer trained from code on the generated texts, its vocabulary filled up to
+the model's (nothing is downloaded); and a --data-dir for the ood_nli suite's 10 testsets, each the suite's
+fixture rows (tests/fixtures/nli-suite, in the datasets' own schemas) repeated to --docs rows (default 0:
+each testset's real evaluated size, 63,489 rows in all, as the suite's definition gives them). A warm-up
+evaluation of one document per testset builds the datasets cache (kept under the benchmark's own folder,
+never ~/.cache) and the CUDA context.
 
-Timed, in a fresh process: `store.evaluate` of every checkpoint on `--tasks ood_nli` (inline: one GPU),
-per-sample rows logged and stored, as `ood-store evaluate` does; lm-eval's forward passes
-(HFLM._model_call, synchronised on CUDA) and model loading (HFLM.__init__) timed by wrapping them.
-Meanwhile this process samples the GPU's utilisation and memory with nvidia-smi every 0.5 s.
+Timed, each in a fresh process, after every checkpoint file has been dropped from the page cache
+(`posix_fadvise(DONTNEED)`, so that loading reads the disk): `store.evaluate` inline (one GPU) of the full
+checkpoints and of the LoRA series, each with --scorer lm-eval and --scorer verbalizer, a run's model kept
+between its checkpoints (ood_store._evaluate.series), per-sample rows logged and stored, as
+`ood-store evaluate` does. Meanwhile this process samples the GPU's utilization and memory with nvidia-smi
+every 0.5 s. The figures come from the units' completion markers (ood_store._evaluate.timings).
 
-Reported: documents evaluated (the stored scores' n_samples), wall seconds, documents/s end to end and
-within the forward passes, model loading per checkpoint, GPU utilisation (mean, median and max of the
-samples taken while evaluating) and peak memory, then one JSON line with every figure. On a CPU the GPU
-figures are null. CI never needs a GPU for this: tests/test_benchmark_gpu.py runs the tiny form on a CPU.
+Reported per measurement: documents, wall seconds, documents/s end to end and within the forward passes;
+model FLOP utilization within the forward passes, 2 x parameters x tokens / forward seconds / the device's
+dense bf16 peak (--peak-tflops, default from the GPU's name: H200 and H100 SXM 989, H100 PCIe 756, A100
+312, L40S 362, L4 121; tokens are the positions the passes ran, padding included); the loads by kind and
+the checkpoint read bandwidth (bytes of the weight files the loads read / their seconds) against the
+disk's own (dd of a checkpoint's weights file, O_DIRECT where the file system allows it, else dropped from
+the page cache first); GPU utilization (mean, median, max of the samples) and peak memory. Then one JSON
+line with every figure. On a CPU the GPU figures are null (and the FLOP utilization too, unless
+--peak-tflops is given). CI never needs a GPU for this: tests/test_benchmark_gpu.py runs the tiny form on a CPU.
 """
 
 from __future__ import annotations
@@ -39,18 +48,24 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from evaluate_cluster import Timers, suite_data  # noqa: E402
+from evaluate_series import build, evaluate, imported  # noqa: E402
 
-RUN = "bench-gpu"
-TASKS = "ood_nli"  # the suite's 10 testsets
 #: Model shapes: OPT's published configurations (facebook/opt-1.3b, opt-125m), and a tiny one for CPUs.
-SHAPES: dict[str, dict[str, int | None]] = {
-    "opt-1.3b": {"hidden_size": 2048, "num_hidden_layers": 24, "num_attention_heads": 32, "ffn_dim": 8192,
-                 "vocab_size": 50272},
-    "opt-125m": {"hidden_size": 768, "num_hidden_layers": 12, "num_attention_heads": 12, "ffn_dim": 3072,
-                 "vocab_size": 50272},
-    "tiny": {"hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 2, "ffn_dim": 64, "vocab_size": None},
-}  # fmt: skip
+SHAPES: dict[str, dict[str, int]] = {
+    "opt-1.3b": {"hidden_size": 2048, "num_hidden_layers": 24, "num_attention_heads": 32, "ffn_dim": 8192},
+    "opt-125m": {"hidden_size": 768, "num_hidden_layers": 12, "num_attention_heads": 12, "ffn_dim": 3072},
+    "tiny": {"hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 2, "ffn_dim": 64},
+}
+VOCAB = {"opt-1.3b": 50272, "opt-125m": 50272, "tiny": 2048}
+#: Dense bf16 peaks (TFLOP/s) from the vendors' data sheets, by a part of the device's name (first match wins).
+PEAK_BF16_TFLOPS = (("H200", 989.0), ("H100 PCIe", 756.0), ("H100", 989.0), ("A100", 312.0), ("L40S", 362.0),
+                    ("L4", 121.0))  # fmt: skip
+MEASUREMENTS = {  # name -> (what is evaluated, scorer)
+    "full-lm-eval": ("full", "lm-eval"),
+    "full-verbalizer": ("full", "verbalizer"),
+    "lora-lm-eval": ("lora", "lm-eval"),
+    "lora-verbalizer": ("lora", "verbalizer"),
+}
 
 
 def real_sizes() -> dict[str, int]:
@@ -60,44 +75,41 @@ def real_sizes() -> dict[str, int]:
     return {t.name: min(t.rows[t.split]) for t in testsets()}
 
 
-def build(root: Path, shape: str, dtype: str, checkpoints: int, docs: int) -> tuple[Path, Path, int]:
-    """The checkpoint folders and the data folder; returns them and the model's parameter count."""
-    import torch
-    from transformers import OPTConfig, OPTForCausalLM
+def peak_tflops(device: str) -> float | None:
+    """The dense bf16 peak of a GPU named ``device`` (None: not in the table, or not a GPU)."""
+    return next((peak for part, peak in PEAK_BF16_TFLOPS if part in device), None)
 
-    from ood_store._examples import toy
 
-    data = suite_data(root / "nli-data", docs or real_sizes())
-    texts = [
-        value
-        for path in sorted(data.glob("*.jsonl"))
-        for line in path.read_text("utf-8").splitlines()
-        for value in json.loads(line).values()
-        if isinstance(value, str)
-    ]
-    tokenizer = toy.build_tokenizer(texts, vocab_size=8192)
-    dims = dict(SHAPES[shape])
-    dims["vocab_size"] = max(dims["vocab_size"] or 0, len(tokenizer))
-    config = OPTConfig(
-        **dims, max_position_embeddings=2048, word_embed_proj_dim=dims["hidden_size"], do_layer_norm_before=True,
-        bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id,
-    )  # fmt: skip
-    torch.manual_seed(0)
-    with torch.device("cuda" if torch.cuda.is_available() else "cpu"):  # initialising 1.3B weights: faster on a GPU
-        model = OPTForCausalLM(config).to(getattr(torch, dtype))
-    params = sum(p.numel() for p in model.parameters())
-    weights = toy.save_checkpoint(model, tokenizer, root / "weights")
-    del model
-    for index in range(checkpoints):  # the same weights under every checkpoint's name, linked, not copied
-        folder = root / "run" / f"checkpoint-{index * 100}"
-        folder.mkdir(parents=True)
-        for file in weights.iterdir():
-            (folder / file.name).symlink_to(file)
-    return root / "run", data, params
+def weight_files(root: Path) -> list[Path]:
+    return sorted(root.glob("full/*/*.safetensors")) + sorted(root.glob("lora/*/*.safetensors"))
+
+
+def drop_from_page_cache(files: list[Path]) -> None:
+    """Written to the disk and dropped from the page cache: the next read of each file reads the disk."""
+    for path in files:
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        finally:
+            os.close(fd)
+
+
+def disk_read(path: Path) -> dict[str, float | str]:
+    """dd's read of ``path``: O_DIRECT where the file system allows it, else after dropping it from the page cache."""
+    size = path.stat().st_size
+    for flags in (["iflag=direct"], []):
+        drop_from_page_cache([path])
+        started = time.perf_counter()
+        done = subprocess.run(["dd", f"if={path}", "of=/dev/null", "bs=64M", *flags], capture_output=True)
+        seconds = time.perf_counter() - started
+        if done.returncode == 0:
+            return {"bytes": size, "seconds": seconds, "how": "O_DIRECT" if flags else "page cache dropped"}
+    raise SystemExit(f"dd could not read {path}: {done.stderr.decode(errors='replace')[-300:]}")
 
 
 class GpuSampler:
-    """nvidia-smi's utilisation (%) and memory used (MiB) of one GPU, every ``every`` seconds, in a thread."""
+    """nvidia-smi's utilization (%) and memory used (MiB) of one GPU, every ``every`` seconds, in a thread."""
 
     def __init__(self, gpu: str, every: float = 0.5):
         self.gpu, self.every = gpu, every
@@ -111,10 +123,10 @@ class GpuSampler:
         while not self._stop.wait(self.every):
             try:
                 line = subprocess.run(query, capture_output=True, text=True, timeout=10).stdout.strip()
-                utilisation, memory = (float(x) for x in line.splitlines()[0].split(","))
+                utilization, memory = (float(x) for x in line.splitlines()[0].split(","))
             except (OSError, ValueError, IndexError, subprocess.TimeoutExpired):
                 continue
-            self.samples.append((utilisation, memory))
+            self.samples.append((utilization, memory))
 
     def __enter__(self) -> GpuSampler:
         self._thread.start()
@@ -135,58 +147,47 @@ class GpuSampler:
         }
 
 
-def measure(run_dir: Path, data: Path, out: Path, device: str, dtype: str, batch_size: str, limit: int | None):
-    """In this (fresh) process: evaluate every checkpoint, timing the forward passes and model loading."""
-    import lm_eval.models.huggingface as hf
+def measure(root: Path, name: str, out: Path, device: str, dtype: str, batch_size: str, limit: int | None) -> dict:
+    """In this (fresh) process: one measurement of MEASUREMENTS (or the warm-up), inline."""
     import torch
 
-    import ood_store
-
+    imported()
+    what, scorer = MEASUREMENTS.get(name, ("full", "lm-eval"))
+    checkpoints = [root / "full" / "checkpoint-100"] if name == "warm-up" else [root / what]
+    figures = evaluate(
+        checkpoints, root / "nli-data", out, keep=True, scorer=scorer, device=device, dtype=dtype,
+        batch_size=batch_size, limit=limit,
+    )  # fmt: skip
     cuda = device.startswith("cuda")
-    real_call = hf.HFLM._model_call
+    return figures | {"torch_peak_memory_mib": torch.cuda.max_memory_allocated() / 2**20 if cuda else None}
 
-    def synced_call(self, *args, **kwargs):  # CUDA runs asynchronously: the forward pass ends when it is synchronised
-        logits = real_call(self, *args, **kwargs)
-        if cuda:
-            torch.cuda.synchronize()
-        return logits
 
-    hf.HFLM._model_call = synced_call
-    timers = Timers()
-    timers.wrap(hf.HFLM, "_model_call", "forward passes")
-    timers.wrap(hf.HFLM, "__init__", "model loading")
+def child(root: Path, name: str, args: argparse.Namespace, limit: int | None = None) -> dict:
+    """:func:`measure` in a fresh process (what it imports and caches is its own; ``--in-process``: in this one,
+    for the tiny form's test); returns its figures."""
+    out = root / "measured" / name
     out.mkdir(parents=True)
-    started = time.perf_counter()
-    with ood_store.open(out / "store.duckdb") as store:
-        report = store.evaluate(
-            [run_dir], run=RUN, tasks=[TASKS], data_dir=data, output_dir=out / "lm-eval", device=device, dtype=dtype,
-            batch_size=batch_size, limit=limit,
-        )  # fmt: skip
-        wall = time.perf_counter() - started
-        documents = store.query("SELECT sum(n_samples) AS n FROM scores WHERE metric = 'acc'")["n"][0]
-    failed = [f"{c.checkpoint}: {c.error}" for c in report.failed]
-    if failed:
-        raise SystemExit("evaluation failed: " + "; ".join(failed))
-    return {
-        "checkpoints": len(report.evaluated),
-        "documents": int(documents),
-        "wall_s": wall,
-        "forward_s": timers.seconds["forward passes"],
-        "model_loading_s": timers.seconds["model loading"],
-        "torch_peak_memory_mib": torch.cuda.max_memory_allocated() / 2**20 if cuda else None,
-    }
-
-
-def child(root: Path, run_dir: Path, data: Path, out: str, args: argparse.Namespace, limit: int | None) -> dict:
-    """:func:`measure` in a fresh process (what it imports and caches is its own); returns its figures."""
+    if args.in_process:
+        return measure(root, name, out, args.device, args.dtype, args.batch_size, limit)
     command = [
-        sys.executable, __file__, "--measure", str(run_dir), str(data), str(root / out), "--device", args.device,
-        "--dtype", args.dtype, "--batch-size", args.batch_size, *(["--limit", str(limit)] if limit else []),
+        sys.executable, __file__, "--measure", str(root), name, str(out), "--device", args.device, "--dtype",
+        args.dtype, "--batch-size", args.batch_size, *(["--limit", str(limit)] if limit else []),
     ]  # fmt: skip
-    result = subprocess.run(command, capture_output=True, text=True)
+    result = subprocess.run(command, capture_output=True, text=True, env=os.environ)
     if result.returncode != 0:
-        raise SystemExit(f"the evaluation failed ({result.returncode}):\n{result.stderr[-3000:]}")
+        raise SystemExit(f"{name} failed ({result.returncode}):\n{result.stderr[-3000:]}")
     return json.loads(result.stdout.splitlines()[-1])
+
+
+def derived(f: dict, params: int, peak: float | None) -> dict:
+    """documents/s, FLOP utilization and read bandwidth of one measurement's figures."""
+    forward = f["forward_s"]
+    return {
+        "documents_per_s": f["documents"] / f["wall_s"],
+        "documents_per_forward_s": f["documents"] / forward if forward else None,
+        "mfu": 2 * params * f["tokens"] / forward / (peak * 1e12) if forward and peak else None,
+        "read_gb_per_s": f["bytes_read"] / f["read_s"] / 1e9 if f["read_s"] else None,
+    }
 
 
 def main() -> None:
@@ -197,66 +198,80 @@ def main() -> None:
     parser.add_argument("--model", choices=sorted(SHAPES), default="opt-1.3b", help="the model's shape")
     parser.add_argument("--dtype", default="bfloat16", help="torch dtype of the weights (default bfloat16)")
     parser.add_argument("--device", default=default_device, help=f"default: {default_device}")
-    parser.add_argument("--checkpoints", type=int, default=2)
+    parser.add_argument("--checkpoints", type=int, default=2, help="full checkpoints, and adapters (default 2)")
     parser.add_argument("--docs", type=int, default=0, help="rows per testset (default 0: each testset's real size)")
-    parser.add_argument("--batch-size", help="lm-eval's batch size: a number or auto (default: 256 on a GPU, else 16)")
-    parser.add_argument("--measure", nargs=3, help=argparse.SUPPRESS)  # the child process: RUN_DIR DATA OUT
+    parser.add_argument("--batch-size", help="the batch size: a number or auto (default: auto on a GPU, else 16)")
+    parser.add_argument("--peak-tflops", type=float, help="the device's dense bf16 peak (default: from its name)")
+    parser.add_argument("--in-process", action="store_true", help="measure in this process (for tests)")
+    parser.add_argument("--measure", nargs=3, help=argparse.SUPPRESS)  # the child process: ROOT NAME OUT
     parser.add_argument("--limit", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
-    args.batch_size = args.batch_size or ("256" if args.device.startswith("cuda") else "16")
+    args.batch_size = args.batch_size or ("auto" if args.device.startswith("cuda") else "16")
     if args.measure:
-        run_dir, data, out = map(Path, args.measure)
-        print(json.dumps(measure(run_dir, data, out, args.device, args.dtype, args.batch_size, args.limit)))
+        root, name, out = args.measure
+        figures = measure(Path(root), name, Path(out), args.device, args.dtype, args.batch_size, args.limit)
+        print(json.dumps(figures))
         return
     with tempfile.TemporaryDirectory(prefix="ood-store-bench-gpu-") as tmp:
         root = Path(tmp)
         os.environ.update(
             HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", TQDM_DISABLE="1", HF_HUB_DISABLE_PROGRESS_BARS="1",
-            HF_DATASETS_CACHE=str(root / "hf-datasets"),
+            HF_DATASETS_DISABLE_PROGRESS_BARS="1", HF_DATASETS_CACHE=str(root / "hf-datasets"),
         )  # fmt: skip
-        run_dir, data, params = build(root, args.model, args.dtype, args.checkpoints, args.docs)
-        where = torch.cuda.get_device_name(0) if args.device.startswith("cuda") else f"CPU ({os.cpu_count()} cores)"
-        rows = sum(
-            len(p.read_text("utf-8").splitlines()) for p in data.glob("ood_nli_*.jsonl") if ".train." not in p.name
-        )
+        rows = args.docs or real_sizes()
+        params = build(root, SHAPES[args.model], VOCAB[args.model], args.checkpoints, {"nli-data": rows}, args.dtype)
+        cuda = args.device.startswith("cuda")
+        where = torch.cuda.get_device_name(0) if cuda else f"CPU ({os.cpu_count()} cores)"
+        peak = args.peak_tflops or (peak_tflops(where) if cuda else None)
+        files = [p for p in (root / "nli-data").glob("*.jsonl") if ".train." not in p.name]
+        documents = sum(len(p.read_text("utf-8").splitlines()) for p in files)
         print(
-            f"{args.checkpoints} checkpoints of a randomly initialised {args.model} ({params / 1e6:,.1f}M parameters, "
-            f"{args.dtype}) x the 10 ood_nli testsets ({rows:,} generated rows), {where}, torch {torch.__version__}, "
-            f"batch size {args.batch_size}",
+            f"{args.checkpoints} checkpoints and {args.checkpoints} LoRA adapters of a randomly initialized "
+            f"{args.model} ({params / 1e6:,.1f}M parameters, {args.dtype}) x the 10 ood_nli testsets ({documents:,} "
+            f"generated rows), {where}, torch {torch.__version__}, batch size {args.batch_size}, peak "
+            f"{peak or '?'} TFLOP/s",
             flush=True,
         )
-        child(root, run_dir, data, "warm-up", args, limit=1)  # the datasets cache, CUDA's start-up: not measured
+        child(root, "warm-up", args, limit=1)  # the datasets cache, CUDA's start-up: not measured
+        disk = disk_read(next(root.glob("full/checkpoint-200/*.safetensors"), weight_files(root)[0]))
         gpu = (os.environ.get("CUDA_VISIBLE_DEVICES") or "0").split(",")[0]
-        sampling = args.device.startswith("cuda") and shutil.which("nvidia-smi") is not None
-        sampler = GpuSampler(gpu)
-        if sampling:
-            with sampler:
-                figures = child(root, run_dir, data, "measured", args, limit=None)
+        sampling = cuda and shutil.which("nvidia-smi") is not None
+        figures = {}
+        for name in MEASUREMENTS:
+            drop_from_page_cache(weight_files(root))
+            sampler = GpuSampler(gpu)
+            if sampling:
+                with sampler:
+                    figures[name] = child(root, name, args)
+            else:
+                figures[name] = child(root, name, args)
+            figures[name] |= sampler.summary() | derived(figures[name], params, peak)
+    disk["gb_per_s"] = disk["bytes"] / disk["seconds"] / 1e9
+    print(f"disk: dd reads a checkpoint's weights at {disk['gb_per_s']:.2f} GB/s ({disk['how']})")
+    for name, f in figures.items():
+        loads = ", ".join(f"{n} {how}" for how, n in sorted(f["loads"].items()))
+        print(f"{name}: evaluated {f['documents']:,} documents ({f['units']} checkpoints) in {f['wall_s']:.1f} s")
+        print(f"  end to end:          {f['documents_per_s']:,.0f} documents/s")
+        if f["documents_per_forward_s"]:
+            print(
+                f"  forward passes only: {f['documents_per_forward_s']:,.0f} documents/s "
+                f"({100 * f['forward_s'] / f['unit_s']:.0f}% of the units' time)"
+            )
+        mfu = f"{100 * f['mfu']:.1f}%" if f["mfu"] is not None else "not known (no peak for this device)"
+        print(f"  FLOP utilization:    {mfu} within the forward passes ({f['tokens']:,} positions)")
+        bandwidth = f"{f['read_gb_per_s']:.2f} GB/s" if f["read_gb_per_s"] else "nothing read"
+        print(f"  loading:             {f['load_s']:.1f} s ({loads}); read {bandwidth} (dd: {disk['gb_per_s']:.2f})")
+        if f["gpu_utilisation_mean"] is not None:
+            print(
+                f"  GPU utilization:     mean {f['gpu_utilisation_mean']:.0f}%, median "
+                f"{f['gpu_utilisation_median']:.0f}%, max {f['gpu_utilisation_max']:.0f}% "
+                f"({f['gpu_samples']} samples); peak memory {f['gpu_memory_peak_mib']:,.0f} MiB"
+            )
         else:
-            figures = child(root, run_dir, data, "measured", args, limit=None)
-    figures |= {"model": args.model, "parameters": params, "dtype": args.dtype, "device": where,
-                "batch_size": args.batch_size}  # fmt: skip
-    figures |= sampler.summary() if sampling else GpuSampler(gpu).summary()
-    figures["documents_per_s"] = figures["documents"] / figures["wall_s"]
-    figures["documents_per_forward_s"] = figures["documents"] / figures["forward_s"] if figures["forward_s"] else None
-    n = figures["checkpoints"]
-    print(f"evaluated {figures['documents']:,} documents ({n} checkpoints) in {figures['wall_s']:.1f} s")
-    print(f"  end to end:          {figures['documents_per_s']:,.0f} documents/s")
-    if figures["documents_per_forward_s"]:
-        print(
-            f"  forward passes only: {figures['documents_per_forward_s']:,.0f} documents/s "
-            f"({100 * figures['forward_s'] / figures['wall_s']:.0f}% of the wall time)"
-        )
-    print(f"  model loading:       {figures['model_loading_s'] / n:.1f} s per checkpoint")
-    if figures["gpu_utilisation_mean"] is not None:
-        print(
-            f"  GPU utilisation:     mean {figures['gpu_utilisation_mean']:.0f}%, median "
-            f"{figures['gpu_utilisation_median']:.0f}%, max {figures['gpu_utilisation_max']:.0f}% "
-            f"({figures['gpu_samples']} samples); peak memory {figures['gpu_memory_peak_mib']:,.0f} MiB"
-        )
-    else:
-        print("  GPU utilisation:     not measured (no GPU, or no nvidia-smi)")
-    print(json.dumps(figures))
+            print("  GPU utilization:     not measured (no GPU, or no nvidia-smi)")
+    summary = {"model": args.model, "parameters": params, "dtype": args.dtype, "device": where,
+               "batch_size": args.batch_size, "peak_tflops": peak, "disk": disk, "measurements": figures}  # fmt: skip
+    print(json.dumps(summary))
 
 
 if __name__ == "__main__":

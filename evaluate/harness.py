@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import os
 import sys
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, redirect_stderr, redirect_stdout
 from pathlib import Path
@@ -12,6 +13,7 @@ from typing import Any
 
 from ood_store._errors import OodStoreError
 from ood_store._evaluate.checkpoints import Checkpoint
+from ood_store._evaluate.timings import Timings
 
 
 def run_lm_eval(
@@ -22,38 +24,50 @@ def run_lm_eval(
     options: dict[str, Any],
     dtype: str | None,
     suite_record: dict[str, Any] | None = None,
+    *,
+    lm: Any = None,
+    timings: Timings | None = None,
 ) -> Path:
-    """Evaluate ``checkpoint`` with lm-eval's ``hf`` model on ``tasks`` (names, config dicts or task objects).
+    """Evaluate ``checkpoint`` with lm-eval on ``tasks`` (names, config dicts or task objects).
 
     lm-eval's results and samples files go to ``folder/<model>/`` (its
-    standard layout). The model is loaded once for all the tasks. ``suite_record`` (the ood_nli suite's
-    prompt variant and task definitions) goes into the results file's
-    ``config`` as ``ood_nli``, and so into ``evaluations.config``. Returns the
-    results file.
+    standard layout). ``lm`` is lm-eval's model holding the checkpoint's
+    weights (from :class:`~ood_store._evaluate.series.ModelSession`; default:
+    lm-eval's ``hf`` model loads it, as ``simple_evaluate(model="hf")`` does).
+    ``suite_record`` (the ood_nli suite's prompt variant and task definitions)
+    goes into the results file's ``config`` as ``ood_nli``, and so into
+    ``evaluations.config``. ``timings`` gets the seconds of the forward passes and
+    of writing the files. Returns the results file.
     """
-    import lm_eval
-    from lm_eval.loggers import EvaluationTracker
+    from ood_store._evaluate.scorer import hf_model, score
 
-    _environment_described_once()
     options = {**options, "device": options.get("device") or default_device()}
-    tracker = EvaluationTracker(output_path=str(folder))
-    result = lm_eval.simple_evaluate(
-        model="hf",
-        model_args=checkpoint.model_args(dtype),
-        tasks=list(tasks),
-        task_manager=manager,
-        evaluation_tracker=tracker,
+    if lm is None:
+        lm = hf_model("lm-eval", **hf_arguments(checkpoint, options, dtype))
+    scored = score(
+        lm, list(tasks), task_manager=manager, model_args=checkpoint.model_args(dtype), suite_record=suite_record,
         **options,
-    )
-    if result is None:  # lm-eval returns None on ranks other than 0
-        raise OodStoreError(f"{checkpoint.label}: lm-eval returned no results")
-    result = dict(result)
-    if suite_record:
-        result.setdefault("config", {})["ood_nli"] = suite_record
-    return _save(tracker, result, folder)
+    )  # fmt: skip
+    started = time.perf_counter()
+    path = scored.write(folder)
+    if timings is not None:
+        timings.forward_s += scored.forward_seconds
+        timings.tokens += scored.forward_tokens
+        timings.write_s += time.perf_counter() - started
+    return path
 
 
-def _environment_described_once() -> None:
+def hf_arguments(checkpoint: Checkpoint, options: dict[str, Any], dtype: str | None) -> dict[str, Any]:
+    """The arguments ``simple_evaluate(model="hf", ...)`` gives lm-eval's ``HFLM`` for this checkpoint."""
+    return {
+        **checkpoint.model_args(dtype),
+        "batch_size": options.get("batch_size"),
+        "max_batch_size": options.get("max_batch_size"),
+        "device": options.get("device") or default_device(),
+    }
+
+
+def environment_described_once() -> None:
     """Describe the machine once per process, not once per checkpoint.
 
     lm-eval writes torch's description of the environment into every results
@@ -69,7 +83,7 @@ def _environment_described_once() -> None:
         collect_env.get_pretty_env_info = once
 
 
-def _save(tracker: Any, result: dict[str, Any], folder: Path) -> Path:
+def save(tracker: Any, result: dict[str, Any], folder: Path) -> Path:
     """Write lm-eval's standard layout (results_<ts>.json, samples_<task>_<ts>.jsonl); return the results file."""
     samples = result.pop("samples", None)
     tracker.save_results_aggregated(results=result, samples=samples)

@@ -38,6 +38,7 @@ class EvaluateOptions(TypedDict, total=False):
     num_fewshot: int | None
     limit: int | float | None
     samples: bool | None
+    scorer: str | None
     force: bool
     attributes: Mapping[str, Any] | list[str] | None
     lm_eval_kwargs: Mapping[str, Any] | None
@@ -66,6 +67,18 @@ def batch_size(value: Any) -> int | str:
         if text == "auto" or (text.startswith("auto:") and text[5:].isdigit()):
             return text
     raise InputError(None, None, f"expected a positive number, auto or auto:N, got {value!r}", parameter="batch_size")
+
+
+#: The scorers of ``evaluate`` (:mod:`ood_store._evaluate.scorer`); the first is the default and the reference.
+SCORERS = ("lm-eval", "verbalizer")
+
+
+def scorer(value: Any) -> str:
+    """``lm-eval`` (lm-eval's own ``hf`` model, the default) or ``verbalizer``."""
+    text = value.strip().lower() if isinstance(value, str) else None
+    if text not in SCORERS:
+        raise InputError(None, None, f"expected {' or '.join(SCORERS)}, got {value!r}", parameter="scorer")
+    return text
 
 
 def limit(value: Any) -> int | float:
@@ -101,6 +114,7 @@ _CHECKS = {
     "device": lambda v: text("device", v),
     "dtype": lambda v: text("dtype", v),
     "base_model": lambda v: text("base_model", v),
+    "scorer": scorer,
 }
 
 

@@ -14,7 +14,7 @@ import hashlib
 import json
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +23,7 @@ import duckdb
 from ood_store import _sqlfiles as sqlfiles
 from ood_store._errors import InputError
 from ood_store._evaluate.checkpoints import Checkpoint, resolve
+from ood_store._evaluate.series import series_of
 from ood_store._evaluate.suite.variant import Variant
 from ood_store._evaluate.tasklist import task_list_of
 from ood_store._evaluate.workdir import Unit
@@ -50,6 +51,7 @@ class RunRequest:
     samples: bool = True
     attributes: dict[str, Any] | None = None
     lm_eval_kwargs: dict[str, Any] = field(default_factory=dict)
+    scorer: str = "lm-eval"  # or the verbalizer scorer (ood_store._evaluate.scorer)
 
     def task_source(self) -> dict[str, Any]:
         """What this run's task list is built from (:func:`~ood_store._evaluate.tasklist.task_list_of`), as plain
@@ -122,6 +124,7 @@ def plan(
         names, leaves, groups, built_in = catalogues[key]
         result.built_in_tasks |= built_in
         done = evaluated(con, request.run, request.num_fewshot)
+        series = series_of(checkpoints)
         pending_any = False
         for checkpoint in checkpoints:
             pending = pending_tasks(names, leaves, groups, checkpoint.step, done, force)
@@ -130,9 +133,8 @@ def plan(
                 result.skipped.append(Skipped(request.run, checkpoint.label, checkpoint.step, held))
                 continue
             pending_any = True
-            result.units.append(
-                _unit(request, checkpoint, pending, leaves, source, store, output_dir, nonce, log_to_file)
-            )
+            unit = _unit(request, checkpoint, pending, leaves, source, store, output_dir, nonce, log_to_file)
+            result.units.append(replace(unit, series=series or None))
         if not pending_any:
             result.complete_runs.append(request)
     return result
@@ -160,6 +162,7 @@ def _unit(
         "dtype": request.dtype,
         "samples": request.samples,
         "nonce": nonce,
+        **({"scorer": request.scorer} if request.scorer != "lm-eval" else {}),  # lm-eval's: the ids of before
     }
     digest = hashlib.sha256(json.dumps(identity, sort_keys=True, default=str).encode()).hexdigest()[:10]
     step = step_name(checkpoint.step)
@@ -182,6 +185,7 @@ def _unit(
         samples=request.samples,
         attributes=request.attributes,
         log_to_file=log_to_file,
+        scorer=request.scorer,
     )
 
 

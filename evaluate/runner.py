@@ -33,10 +33,12 @@ from ood_store._evaluate.executors import JobEnd
 from ood_store._evaluate.harness import require_eval_extra
 from ood_store._evaluate.options import EvaluateOptions
 from ood_store._evaluate.plan import DEFAULT_OUTPUT_DIR, Plan, RunRequest, check_run, plan, run_exists, step_name
+from ood_store._evaluate.series import ModelSession
 from ood_store._evaluate.study import Study
 from ood_store._evaluate.study import load as load_study
 from ood_store._evaluate.suite.variant import Variant
 from ood_store._evaluate.tasklist import TaskObjects
+from ood_store._evaluate.timings import Timings
 from ood_store._evaluate.workdir import NOT_THE_UNITS_FAULT, Claim, Failure, Unit, WorkDir
 from ood_store._evaluate.worker import run_unit
 from ood_store._progress import progress_bar
@@ -49,7 +51,7 @@ POLL_S = 0.5
 #: The keywords of :func:`evaluate` besides ``checkpoints``, ``run`` and ``tasks``.
 KEYWORDS = tuple(EvaluateOptions.__annotations__)
 # Those that define a run's evaluation (as a study's runs have them) and those of the executor.
-_RUN_OPTIONS = ("variant", "base_model", "batch_size", "device", "dtype", "num_fewshot", "limit", "samples")
+_RUN_OPTIONS = ("variant", "base_model", "batch_size", "device", "dtype", "num_fewshot", "limit", "samples", "scorer")
 _EXECUTOR_OPTIONS = ("workers", "units_per_task", "slurm_partition", "gpus_per_task", "timeout_min", "max_parallel",
                      "slurm_params", "ray_address")  # fmt: skip
 
@@ -71,6 +73,7 @@ class CheckpointOutcome:
     unit: str | None = None  # the unit's id in the work folder
     error: str | None = None  # failed: why; pending (after a run that was not interrupted): why it was not evaluated
     job: str | None = None  # the scheduler's job that held the unit when it ended (Slurm: 4242_3)
+    timings: Timings | None = None  # evaluated: where its time went (loading, forward passes, bookkeeping, writing)
 
 
 class _WithStatus:
@@ -180,6 +183,13 @@ def evaluate(
         sees a GPU, else ``cpu``.
     samples
         Log and store per-sample rows (``log_samples``; default true).
+    scorer
+        ``lm-eval`` (lm-eval's own ``hf`` model, the default and the reference)
+        or ``verbalizer``: for tasks whose answers are one token after the
+        prompt (the ood_nli suite), one forward pass per document to its last
+        position, equal to lm-eval's scores and files (see
+        :mod:`ood_store._evaluate.scorer`); a task it cannot score exactly
+        fails its unit, with one line naming it.
     force
         Evaluate (run, step, task) combinations that the store already holds.
     attributes
@@ -372,11 +382,13 @@ class _Driver:
                     self.jobs.close()
 
     def _inline(self, attempt: str) -> None:
-        with TaskObjects() as tasks:
-            for unit in self.units:
+        with TaskObjects() as tasks, ModelSession() as session:
+            for index, unit in enumerate(self.units):
                 if self.work.done(unit.id) is None:
                     self.advance(0, f"{_where(unit)}: evaluating")
-                    result = run_unit(self.work, unit, tasks, attempt, self.work.claim(attempt, unit.id))
+                    claim = self.work.claim(attempt, unit.id)
+                    upcoming = _next_of_run(self.units, index, self.work)
+                    result = run_unit(self.work, unit, tasks, attempt, claim, session=session, upcoming=upcoming)
                     if not result.ok:
                         self._failed(unit, result.error)
                         continue
@@ -460,6 +472,7 @@ class _Driver:
             scores=collected.scores,
             samples=collected.samples,
             seconds=0.0 if marker is None else marker.seconds,
+            timings=None if marker is None else Timings.of(marker.timings),
         )
         self.advance(len(unit.leaves), f"{_where(unit)}: stored")
 
@@ -475,6 +488,14 @@ def _failure(unit: Unit, error: str, claim: Claim | None, attempt: str, end: Job
         host=None if claim is None else claim.host, pid=None if claim is None else claim.pid,
         job=None if claim is None else claim.job, job_state=None if end is None else end.state,
     )  # fmt: skip
+
+
+def _next_of_run(units: list[Unit], index: int, work: WorkDir) -> Unit | None:
+    """The unit after ``units[index]`` that the inline executor will evaluate, if it is of the same run."""
+    for unit in units[index + 1 :]:
+        if work.done(unit.id) is None:
+            return unit if unit.run == units[index].run else None
+    return None
 
 
 def _where(unit: Unit) -> str:

@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 from ood_store._errors import InputError, OodStoreError
+from ood_store._evaluate.timings import PARTS, Timings
 
 #: The version of the work folder's files. 1: the unversioned folders of ood-store 0.1.0 (no
 #: ``format`` field, untyped markers); 2: a ``format`` field in every file, records typed.
@@ -81,6 +82,8 @@ class Unit:
     samples: bool  # per-sample rows are logged and stored
     attributes: dict[str, Any] | None  # run attributes, set by the collector
     log_to_file: bool  # lm-eval's output goes to lm-eval.log in the unit's folder
+    scorer: str = "lm-eval"  # lm-eval's own hf model, or the verbalizer scorer (ood_store._evaluate.scorer)
+    series: dict[str, Any] | None = None  # what every checkpoint of the run shares (ood_store._evaluate.series)
     format: int = FORMAT
 
 
@@ -126,6 +129,8 @@ class Done:
     attempt: str
     seconds: float  # evaluating the unit
     finished: float  # seconds since the epoch
+    scorer: str = "lm-eval"  # what scored the unit (Unit.scorer)
+    timings: dict[str, Any] | None = None  # where its time went (Timings.record(); ood_store._evaluate.timings)
     format: int = FORMAT
 
 
@@ -177,9 +182,12 @@ class UnitStatus:
     error_tail: list[str] = field(default_factory=list)  # failed: the last lines of the traceback and lm-eval's log
     job: str | None = None  # the scheduler's job that ran (or last held) the unit
     job_state: str | None = None  # that job's state, when it ended the unit (CANCELLED, TIMEOUT, ...)
+    timings: Timings | None = None  # done, stored: where the evaluation's time went
 
 
-Record = TypeVar("Record", Unit, Attempt, Claim, Done, Failure, Stored)
+#: A record of the work folder: one of the dataclasses above, or another stage's completion marker
+#: (:attr:`WorkDir.DONE`), each a frozen dataclass with a ``format`` field, checked strictly by pydantic.
+Record = TypeVar("Record")
 
 
 def this_host() -> str:
@@ -194,11 +202,11 @@ def this_job() -> str | None:
     return os.environ.get("SLURM_JOB_ID") or None
 
 
-def _encode(record: Unit | Attempt | Claim | Done | Failure | Stored) -> bytes:
+def _encode(record: Any) -> bytes:
     return (json.dumps(asdict(record), indent=1, sort_keys=True) + "\n").encode()
 
 
-def _write(path: Path, record: Unit | Attempt | Claim | Done | Failure | Stored, *, exclusive: bool = False) -> bool:
+def _write(path: Path, record: Any, *, exclusive: bool = False) -> bool:
     """Write ``record`` to ``path``: atomically (a temporary file, flushed, renamed into place), or, ``exclusive``,
     only if no such file exists yet (``O_EXCL``: atomic on local and shared file systems); whether it was written."""
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -263,8 +271,34 @@ def _other_format(found: Any) -> str:
     )
 
 
+def write_json(path: Path, data: Any) -> None:
+    """Write ``data`` as JSON to ``path`` atomically: a temporary file, flushed to disk, renamed into place (for a
+    stage's own files beside the records, e.g. finetune's run specs and progress)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{this_host()}.{os.getpid()}.tmp")
+    with tmp.open("w", encoding="utf-8") as fh:
+        json.dump(data, fh, indent=1, sort_keys=True, default=str)
+        fh.write("\n")
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+
+
+def read_json(path: Path) -> Any:
+    """The JSON in ``path``, or None when the file does not exist."""
+    try:
+        return json.loads(path.read_text("utf-8"))
+    except FileNotFoundError:
+        return None
+
+
 class WorkDir:
-    """A work folder (see the module documentation for its layout)."""
+    """A work folder (see the module documentation for its layout).
+
+    ``DONE`` is the type of its completion markers: evaluate's :class:`Done`; finetune's folder has its own.
+    """
+
+    DONE: type = Done
 
     def __init__(self, path: str | os.PathLike[str]):
         self.path = Path(path).resolve()
@@ -403,13 +437,14 @@ class WorkDir:
         return latest
 
     # -- markers -------------------------------------------------------------
-    def mark_done(self, marker: Done) -> None:
+    def mark_done(self, marker: Any) -> None:
+        """Write the completion marker (a :attr:`DONE` record) of ``marker.unit``; its failure marker goes."""
         _write(self._file("done", marker.unit), marker)
         self._file("failed", marker.unit).unlink(missing_ok=True)
 
-    def done(self, unit_id: str) -> Done | None:
-        """The completion marker of ``unit_id``, or None."""
-        return _read(self._file("done", unit_id), Done)
+    def done(self, unit_id: str) -> Any:
+        """The completion marker (a :attr:`DONE` record) of ``unit_id``, or None."""
+        return _read(self._file("done", unit_id), self.DONE)
 
     def mark_failed(self, failure: Failure) -> None:
         _write(self._file("failed", failure.unit), failure)
@@ -444,7 +479,8 @@ class WorkDir:
                 if marker is None:
                     out.append(UnitStatus(unit, state))
                 else:
-                    out.append(UnitStatus(unit, state, marker.host, marker.pid, marker.seconds))
+                    timings = Timings.of(marker.timings)
+                    out.append(UnitStatus(unit, state, marker.host, marker.pid, marker.seconds, timings=timings))
             else:
                 out.append(self._undone(unit, None if refused else claims.get(unit.id), failure))
         return out
@@ -497,8 +533,12 @@ def _not_zombie(pid: int) -> bool:
 
 
 def status_table(statuses: list[UnitStatus]) -> Any:
-    """One row per unit (a Polars DataFrame): unit, run, step, tasks, state, host, job, job_state, seconds, error."""
+    """One row per unit (a Polars DataFrame): unit, run, step, tasks, state, host, job, job_state, seconds, how
+    its model was loaded and the seconds of each part (:mod:`~ood_store._evaluate.timings`; finished units), error."""
     import polars as pl
+
+    def part(s: UnitStatus, name: str) -> float | None:
+        return None if s.timings is None else round(getattr(s.timings, name), 1)
 
     return pl.DataFrame(
         {
@@ -511,10 +551,13 @@ def status_table(statuses: list[UnitStatus]) -> Any:
             "job": [s.job for s in statuses],
             "job_state": [s.job_state for s in statuses],
             "seconds": [None if s.seconds is None else round(s.seconds, 1) for s in statuses],
+            "load": [None if s.timings is None else s.timings.load for s in statuses],
+            **{name: [part(s, name) for s in statuses] for name in PARTS},
             "error": [s.error for s in statuses],
         },
         schema={
             "unit": pl.String, "run": pl.String, "step": pl.Int64, "tasks": pl.Int64, "state": pl.String,
-            "host": pl.String, "job": pl.String, "job_state": pl.String, "seconds": pl.Float64, "error": pl.String,
+            "host": pl.String, "job": pl.String, "job_state": pl.String, "seconds": pl.Float64, "load": pl.String,
+            **dict.fromkeys(PARTS, pl.Float64), "error": pl.String,
         },
     )  # fmt: skip

@@ -1,15 +1,18 @@
 """The worker: evaluates units of a work folder with lm-eval; never opens the store.
 
-For each unit it takes (a claim file, so that no two workers take one unit),
-it runs lm-eval on the checkpoint (:mod:`ood_store._evaluate.harness`), writes
+For each unit it takes (a claim file, so that no two workers take one unit;
+the units of one run in a row, :mod:`ood_store._evaluate.grouping`), it runs
+lm-eval on the checkpoint (:mod:`ood_store._evaluate.harness`), writes
 lm-eval's standard files into a hidden temporary folder beside the unit's
 output folder, renames that folder into place, and then writes the unit's
 completion marker (unit id, results file and its SHA-256, lm-eval version,
-host, seconds). A worker that dies leaves a temporary folder and no marker:
-the unit counts as not evaluated. An error in one unit (CUDA out of memory, a
-broken checkpoint) is written to the unit's failure marker and the worker goes
-on with the next one. Task objects are built once per worker and reused for
-every checkpoint.
+host, seconds, and where they went: :mod:`ood_store._evaluate.timings`). A
+worker that dies leaves a temporary folder and no marker: the unit counts as
+not evaluated. An error in one unit (CUDA out of memory, a broken checkpoint)
+is written to the unit's failure marker and the worker goes on with the next
+one. Task objects are built once per worker and reused for every checkpoint;
+the model of a run is loaded once and each checkpoint's weights put into it
+(:mod:`ood_store._evaluate.series`), the next one read while one is scored.
 
 Every executor runs :func:`work`; the ``local`` one as
 ``python -m ood_store._evaluate.worker WORK_DIR ATTEMPT``.
@@ -32,8 +35,11 @@ from pathlib import Path
 
 from ood_store._errors import OodStoreError
 from ood_store._evaluate.checkpoints import Checkpoint
+from ood_store._evaluate.grouping import UnitQueue
 from ood_store._evaluate.harness import output_to, release_memory, require_eval_extra, run_lm_eval
+from ood_store._evaluate.series import ModelSession, NotOfRun, unit_model
 from ood_store._evaluate.tasklist import TaskObjects
+from ood_store._evaluate.timings import Timings
 from ood_store._evaluate.workdir import HEARTBEAT_S, Done, Failure, Unit, WorkDir, this_host
 
 TAIL_LINES = 12
@@ -62,27 +68,43 @@ def work(
     require_eval_extra("a worker")
     work = WorkDir(work_dir)
     count = 0
-    with TaskObjects() as tasks:
-        for unit_id in work.attempt(attempt).units:
-            if (max_units is not None and count >= max_units) or (stop is not None and stop()):
+    queue = UnitQueue(work, attempt, work.attempt(attempt).units)
+    with TaskObjects() as tasks, ModelSession() as session:
+        while max_units is None or count < max_units:
+            if stop is not None and stop():  # Slurm asked the worker to take no new unit
                 break
-            if work.done(unit_id) is not None:
-                continue
-            claim = work.claim(attempt, unit_id)
-            if claim is None:
-                continue
-            run_unit(work, work.unit(unit_id), tasks, attempt, claim)
+            taken = queue.take()
+            if taken is None:
+                break
+            unit, claim = taken
             count += 1
+            upcoming = queue.upcoming() if max_units is None or count < max_units else None
+            run_unit(work, unit, tasks, attempt, claim, session=session, upcoming=upcoming)
     return count
 
 
-def run_unit(work_dir: WorkDir, unit: Unit, tasks: TaskObjects, attempt: str, claim: Path | None) -> UnitResult:
+def run_unit(
+    work_dir: WorkDir,
+    unit: Unit,
+    tasks: TaskObjects,
+    attempt: str,
+    claim: Path | None,
+    *,
+    session: ModelSession | None = None,
+    upcoming: Unit | None = None,
+) -> UnitResult:
     """Evaluate one unit: lm-eval's files renamed into ``unit.output``, then its completion marker.
 
+    ``session`` holds the model of the unit's run between units (default: a
+    fresh load, let go afterwards); ``upcoming`` is the unit this worker
+    expects to take next, whose checkpoint is read while this one is scored.
     Returns how it went; an error of the evaluation is written to the unit's
     failure marker, not raised (interrupts and exits are).
     """
     started = time.monotonic()
+    timings = Timings()
+    own_session = session is None
+    session = ModelSession(enabled=False) if session is None else session
     final = Path(unit.output)
     tmp = final.parent / f".{final.name}.{this_host()}.{os.getpid()}.tmp"
     try:
@@ -92,15 +114,22 @@ def run_unit(work_dir: WorkDir, unit: Unit, tasks: TaskObjects, attempt: str, cl
             with output_to(tmp / "lm-eval.log" if unit.log_to_file else None):  # building tasks prints too
                 catalogue = tasks.task_list(unit.task_source)
                 objects = tasks.objects(unit.task_source, unit.tasks, unit.options)
+                checkpoint = Checkpoint(**unit.checkpoint)
+                lm = unit_model(session, unit, checkpoint, objects, timings)
+                session.prefetch(None if upcoming is None else Checkpoint(**upcoming.checkpoint))
                 results = run_lm_eval(
-                    Checkpoint(**unit.checkpoint),
+                    checkpoint,
                     objects,
                     catalogue.manager,
                     tmp,
                     unit.options,
                     unit.dtype,
                     catalogue.suite_record(unit.tasks),
+                    lm=lm,
+                    timings=timings,
                 )
+                session.keep_batch_size()
+            writing = time.monotonic()
             relative = results.relative_to(tmp)
             if work_dir.done(unit.id) is not None:  # another worker finished it meanwhile: keep theirs
                 shutil.rmtree(tmp, ignore_errors=True)
@@ -108,18 +137,22 @@ def run_unit(work_dir: WorkDir, unit: Unit, tasks: TaskObjects, attempt: str, cl
             if final.exists():  # renamed by a worker that died before writing its marker
                 shutil.rmtree(final)
             os.rename(tmp, final)
+            digest = _sha256(final / relative)
+            timings.write_s += time.monotonic() - writing
             seconds = time.monotonic() - started
             work_dir.mark_done(
                 Done(
                     unit=unit.id,
                     results=str(final / relative),
-                    sha256=_sha256(final / relative),
+                    sha256=digest,
                     lm_eval_version=_version("lm_eval"),
                     host=this_host(),
                     pid=os.getpid(),
                     attempt=attempt,
                     seconds=round(seconds, 3),
                     finished=time.time(),
+                    scorer=unit.scorer,
+                    timings=timings.close(seconds).record(),
                 )
             )
             return UnitResult(unit.id, True, seconds)
@@ -146,9 +179,23 @@ def run_unit(work_dir: WorkDir, unit: Unit, tasks: TaskObjects, attempt: str, cl
                 finished=time.time(),
             )
         )
+        if not _model_untouched(exc):
+            session.release()  # the model's state is not known: the run's next unit loads it afresh
+        elif upcoming is not None:
+            session.prefetch(Checkpoint(**upcoming.checkpoint))
         return UnitResult(unit.id, False, seconds, error)
     finally:
+        if own_session:
+            session.close()
         release_memory()
+
+
+def _model_untouched(exc: BaseException) -> bool:
+    """Whether a unit failed before anything changed the model its worker holds (a checkpoint not of its run, a
+    task the verbalizer scorer refuses): the run's next unit can use that model."""
+    from ood_store._evaluate.scorer import ScorerRefused
+
+    return isinstance(exc, NotOfRun | ScorerRefused)
 
 
 def _describe(exc: BaseException) -> str:

@@ -13,10 +13,10 @@ private (its name starts with ``_``) and may change without notice.
 3
 >>> store.close()
 
-The stages follow the data: evaluate (lm-eval on every checkpoint) → ingest (files in) → the store
-(one DuckDB file) → analysis (partial correlations, comparisons, planning) → export (tables and
-figures for papers). Names are loaded on first use, so ``import ood_store`` is cheap and loads
-neither DuckDB, nor lm-eval, nor matplotlib.
+The stages follow the data: finetune (the checkpoint series) → evaluate (lm-eval on every
+checkpoint) → ingest (files in) → the store (one DuckDB file) → analysis (partial correlations,
+comparisons, planning) → export (tables and figures for papers). Names are loaded on first use,
+so ``import ood_store`` is cheap and loads neither DuckDB, nor lm-eval, nor matplotlib.
 """
 
 from __future__ import annotations
@@ -67,6 +67,7 @@ if TYPE_CHECKING:
     from ood_store._export.tables import compare_table, partial_table, query_table
     from ood_store._export.tables import from_analysis as table_of_analysis
     from ood_store._export.tables import from_query as table_of_query
+    from ood_store._finetune.runner import finetune
     from ood_store._ingest import IngestReport, Overrides
 
 #: Public name -> (private module, name there). Loaded on first use (see the module docstring).
@@ -75,7 +76,8 @@ _LAZY = {
     "Store": ("ood_store._api", "Store"),
     "open": ("ood_store._api", "open"),
     "default_path": ("ood_store._api", "default_path"),
-    # ingest and evaluate
+    # finetune (needs the finetune extra), ingest and evaluate
+    "finetune": ("ood_store._finetune.runner", "finetune"),
     "Overrides": ("ood_store._ingest", "Overrides"),
     "IngestReport": ("ood_store._ingest", "IngestReport"),
     "EvaluateReport": ("ood_store._evaluate.runner", "EvaluateReport"),
@@ -159,6 +161,7 @@ __all__ = [
     "forest",
     "heatmap",
     "heatmap_grid",
+    "finetune",
     "open",
     "pairwise_partial",
     "partial_correlations",

@@ -226,6 +226,30 @@ def toy_run(tmp_path_factory) -> dict[str, Path]:
     return {"run": root / "run", "tasks": root / "tasks"}
 
 
+#: The toy training split of the finetuning tests: how many rows (toy.training_rows), and the tasks they evaluate.
+FINETUNE_ROWS = 256
+FINETUNE_TASKS = ("toy_nli", "toy_ood_long", "toy_ood_never")
+
+
+@pytest.fixture(scope="session")
+def finetune_inputs(tmp_path_factory) -> dict[str, Path]:
+    """What a finetuning study of the toy needs, built from code: the base model (the demo's untrained 42k-parameter
+    GPT-2, saved with save_pretrained), a data folder with its training split (toy_nli.train.jsonl: premise,
+    hypothesis, label 0/1) and the toy lm-eval tasks (12 documents each)."""
+    import json
+
+    from ood_store._examples import toy
+
+    root = tmp_path_factory.mktemp("finetune-inputs")
+    tokenizer = toy.build_tokenizer()
+    toy.save_checkpoint(toy.build_model(tokenizer), tokenizer, root / "toy-gpt2")
+    (root / "data").mkdir()
+    rows = "".join(json.dumps(row) + "\n" for row in toy.training_rows(FINETUNE_ROWS))
+    (root / "data" / "toy_nli.train.jsonl").write_text(rows, "utf-8")
+    toy.write_tasks(root / "tasks", toy.toy_sets(12))
+    return {"base": root / "toy-gpt2", "data": root / "data", "tasks": root / "tasks"}
+
+
 # The saved analysis that the export and plot tests read (linear, Pearson, 3 Pythia runs × 6 pairs).
 PYTHIA_ANALYSIS = "pythia-linear"
 PYTHIA_IN_DOMAIN = "lambada_openai"
@@ -274,6 +298,26 @@ def sql_rows(db: Path, sql: str, *params) -> list[tuple]:
         return con.execute(sql, list(params)).fetchall()
     finally:
         con.close()
+
+
+# Labels of the suite's testsets that its default neutral scheme drops, per the dataset cards: SNLI's and
+# MNLI's neutral 1 and SNLI's -1 without a gold label, ANLI's neutral 1.
+SUITE_DROPPED = {"ood_nli_snli": {1, -1}, "ood_nli_mnli": {1}, **{f"ood_nli_anli_r{n}": {1} for n in (1, 2, 3)}}
+
+
+def suite_documents(rows: int) -> int:
+    """The documents scored of a generated suite (benchmarks' suite_data) of ``rows`` rows per testset: the
+    fixture rows (tests/fixtures/nli-suite) repeated, less the labels the default neutral scheme drops."""
+    from itertools import cycle, islice
+
+    count = 0
+    for path in sorted((FIXTURES / "nli-suite").glob("ood_nli_*.jsonl")):
+        if path.name.endswith(".train.jsonl"):
+            continue
+        labels = [json.loads(line)["label"] for line in path.read_text("utf-8").splitlines()]
+        dropped = SUITE_DROPPED.get(path.name.removesuffix(".jsonl"), set())
+        count += sum(label not in dropped for label in islice(cycle(labels), rows))
+    return count
 
 
 def benchmark(name: str):

@@ -70,7 +70,15 @@ def test_toy_demo_finetunes_evaluates_and_shows_the_scores(runner, tmp_path):
     assert result.exit_code == 0, result.output
     assert result.output.startswith("A TOY run, to show the workflow, not to measure anything")
     assert "evaluated 9 of 9 checkpoints" in result.output
-    assert "ood-store evaluate runs/opt-2.7b-mnli-s1/ --run opt-2.7b-mnli-s1 --tasks ood_nli" in result.output
+    assert "ood-store finetune --base-model facebook/opt-125m --in-domain mnli --pattern minimal" in result.output
+    assert "ood-store evaluate --study runs/study.toml" in result.output
+    # The checkpoints are ood-store finetune's, listed in the study file it wrote for evaluate.
+    import tomllib
+
+    written = tomllib.loads((workdir / "runs" / "study.toml").read_text())
+    [run] = written["runs"]
+    assert run["run"] == "toy-gpt2-nli-s0"
+    assert run["checkpoints"] == [f"toy-gpt2-nli-s0/checkpoint-{s}" for s in range(0, 49, 6)]
     # The printed table against lm-eval's own results files of each checkpoint.
     lines = result.output.splitlines()
     header = next(i for i, line in enumerate(lines) if line.split()[:2] == ["step", "toy_nli"])

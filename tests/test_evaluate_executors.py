@@ -202,7 +202,8 @@ def test_detach_returns_at_once_and_collect_stores_what_the_workers_finished(inl
     assert again.output.splitlines() == ["Stored 0 units: 0 scores, 0 samples.", "3 units: 3 stored."]
     assert evaluation_rows(db) == inline["rows"]
     shown = runner.invoke(main, ["status", str(work)]).output.splitlines()
-    assert shown[0] == "3 units: 3 stored." and len(shown) == 1 + 2 + 3  # the count, a header and rule, 3 units
+    assert shown[0] == "3 units: 3 stored." and shown[1].startswith("Time of 3 units (")
+    assert len(shown) == 2 + 2 + 3  # the count, where the time went, a header and rule, 3 units
 
 
 def _pids(work: Path) -> str:

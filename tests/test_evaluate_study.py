@@ -251,7 +251,8 @@ def test_the_readme_study_file_is_a_valid_study(tmp_path):
     import re
 
     readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
-    [text] = [block for block in re.findall(r"```toml\n(.*?)```", readme, flags=re.DOTALL) if "[[runs]]" in block]
+    section = readme.split("## Running a study on a cluster", 1)[1].split("\n## ", 1)[0]  # not finetuning's study
+    [text] = [block for block in re.findall(r"```toml\n(.*?)```", section, flags=re.DOTALL) if "[[runs]]" in block]
     (tmp_path / "study.toml").write_text(text)
     loaded = study.load(tmp_path / "study.toml")
     assert [r.run for r in loaded.runs] == ["opt-1.3b-mnli-s0", "olmo2-1b-mnli-s0"]

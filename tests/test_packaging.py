@@ -36,7 +36,7 @@ def test_everything_installs_under_ood_store(wheel_names):
 
 
 def test_top_level_folders_map_into_the_package(wheel_names):
-    for folder in ("evaluate", "ingest", "store", "schema", "analysis", "export", "serve"):
+    for folder in ("finetune", "evaluate", "ingest", "store", "schema", "analysis", "export", "serve"):
         sources = sorted(  # sub-packages too (evaluate/executors/, evaluate/suite/): each must be listed
             p.relative_to(ROOT).as_posix()
             for p in (ROOT / folder).rglob("*")
@@ -69,7 +69,7 @@ def test_package_data(wheel_names):
 def test_installed_modules_come_from_the_mapped_folders():
     import importlib
 
-    for folder in ("evaluate", "ingest", "store", "schema", "analysis", "export", "serve"):
+    for folder in ("finetune", "evaluate", "ingest", "store", "schema", "analysis", "export", "serve"):
         module = importlib.import_module(f"ood_store._{folder}")
         assert Path(module.__file__).parent == ROOT / folder
 

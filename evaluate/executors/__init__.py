@@ -20,6 +20,9 @@ from ood_store._errors import InputError, OodStoreError
 from ood_store._evaluate.workdir import WorkDir
 
 NAMES = ("inline", "local", "slurm", "ray")
+#: The module whose ``work(work_dir, attempt, max_units=None)`` workers run unless ``submit`` is given another
+#: (``ood-store finetune`` gives its own): evaluate's.
+WORKER = "ood_store._evaluate.worker"
 
 #: The executors each option applies to.
 OWNERS: dict[str, tuple[str, ...]] = {
@@ -110,8 +113,8 @@ class Executor(Protocol):
         """Stop with one line when the executor cannot run as configured (after planning, before submitting)."""
         ...
 
-    def submit(self, work: WorkDir, attempt: str, units: int, detach: bool) -> Jobs:
-        """Start workers on the ``units`` units of ``attempt``."""
+    def submit(self, work: WorkDir, attempt: str, units: int, detach: bool, worker: str = WORKER) -> Jobs:
+        """Start workers on the ``units`` units of ``attempt``, each running ``work`` of the module ``worker``."""
         ...
 
 
@@ -214,6 +217,15 @@ def create(settings: ExecutorSettings) -> Executor:
 
         return RayExecutor(settings)
     raise OodStoreError(f"the {settings.name} executor runs in this process: it is not created")
+
+
+def worker_function(module: str, cluster: str | None = None) -> Any:
+    """What a worker runs: ``work`` of the module ``module``, or on Slurm its ``slurm_work`` where it has one (a
+    callable with a ``checkpoint`` method, which submitit calls to requeue a job at its time limit or preemption)."""
+    import importlib
+
+    loaded = importlib.import_module(module)
+    return getattr(loaded, "slurm_work", loaded.work) if cluster == "slurm" else loaded.work
 
 
 def require_extra(module: str, executor: str, extra: str) -> Any:

@@ -1,6 +1,6 @@
 """``local``: N worker processes on this machine, e.g. one per GPU.
 
-Each worker is ``python -m ood_store._evaluate.worker WORK_DIR ATTEMPT`` in a
+Each worker is ``python -m ood_store._evaluate.worker WORK_DIR ATTEMPT`` (or the module ``submit`` is given) in a
 session of its own (Ctrl-C reaches the driver, which stops them; with
 ``detach`` they outlive it). With GPUs visible, each worker sees its own
 (``CUDA_VISIBLE_DEVICES``, ``gpus_per_task`` each, round robin); on CPUs the
@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 from ood_store._counts import n
-from ood_store._evaluate.executors import ExecutorSettings, JobEnd
+from ood_store._evaluate.executors import WORKER, ExecutorSettings, JobEnd
 from ood_store._evaluate.workdir import WorkDir
 
 
@@ -62,7 +62,7 @@ class LocalExecutor:
             envs.append(env)
         return envs
 
-    def submit(self, work: WorkDir, attempt: str, units: int, detach: bool) -> LocalJobs:
+    def submit(self, work: WorkDir, attempt: str, units: int, detach: bool, worker: str = WORKER) -> LocalJobs:
         envs = self.worker_environments()[: max(1, units)]
         folder = work.jobs / "local"
         folder.mkdir(parents=True, exist_ok=True)
@@ -72,7 +72,7 @@ class LocalExecutor:
             with log.open("ab") as out:
                 processes.append(
                     subprocess.Popen(
-                        [sys.executable, "-m", "ood_store._evaluate.worker", str(work.path), attempt],
+                        [sys.executable, "-m", worker, str(work.path), attempt],
                         stdin=subprocess.DEVNULL,
                         stdout=out,
                         stderr=subprocess.STDOUT,

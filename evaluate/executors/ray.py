@@ -36,7 +36,7 @@ from urllib.parse import urlsplit
 
 from ood_store._counts import n
 from ood_store._errors import InputError, first_line
-from ood_store._evaluate.executors import ExecutorSettings, JobEnd, require_extra
+from ood_store._evaluate.executors import WORKER, ExecutorSettings, JobEnd, require_extra, worker_function
 from ood_store._evaluate.harness import output_to
 from ood_store._evaluate.workdir import WorkDir
 
@@ -89,9 +89,7 @@ class RayExecutor:
         workers = self.settings.workers or (max(1, int(gpus // per)) if gpus and per else 1)
         return workers, per
 
-    def submit(self, work: WorkDir, attempt: str, units: int, detach: bool) -> RayJobs:
-        from ood_store._evaluate import worker
-
+    def submit(self, work: WorkDir, attempt: str, units: int, detach: bool, worker: str = WORKER) -> RayJobs:
         if detach and self._started:
             raise InputError(
                 None, None, "a Ray instance started here ends with this process: give a cluster to detach from",
@@ -103,10 +101,12 @@ class RayExecutor:
             actor = self.ray.remote(num_gpus=per, num_cpus=1, max_restarts=0)(DetachedWorker)
             for index in range(workers):
                 name = f"ood-store-{attempt}-{index}"
-                actor.options(lifetime="detached", name=name, namespace="ood-store").remote(str(work.path), attempt)
+                actor.options(lifetime="detached", name=name, namespace="ood-store").remote(
+                    str(work.path), attempt, worker
+                )
             refs: list[Any] = []
         else:
-            task = self.ray.remote(num_gpus=per, num_cpus=1, max_retries=0)(worker.work)
+            task = self.ray.remote(num_gpus=per, num_cpus=1, max_retries=0)(worker_function(worker))
             refs = [task.remote(str(work.path), attempt) for _ in range(workers)]
         gpus = f", {per:g} GPU{'' if per == 1 else 's'} each" if per else ""
         where = self.settings.ray_address or "a Ray instance on this machine"
@@ -117,12 +117,12 @@ class RayExecutor:
 class DetachedWorker:
     """A Ray actor that evaluates units in a thread of its own and then ends its process (``detach``)."""
 
-    def __init__(self, work_dir: str, attempt: str):
-        from ood_store._evaluate import worker
+    def __init__(self, work_dir: str, attempt: str, worker: str = WORKER):
+        work = worker_function(worker)
 
         def run() -> None:
             try:
-                worker.work(work_dir, attempt)
+                work(work_dir, attempt)
             finally:
                 os._exit(0)  # the actor's process ends with its work: nothing waits for it
 

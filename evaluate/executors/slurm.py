@@ -33,7 +33,7 @@ from typing import Any
 
 from ood_store._counts import n
 from ood_store._errors import InputError, Note, OodStoreError, first_line
-from ood_store._evaluate.executors import ExecutorSettings, JobEnd, require_extra
+from ood_store._evaluate.executors import WORKER, ExecutorSettings, JobEnd, require_extra, worker_function
 from ood_store._evaluate.executors.slurm_queue import FINAL, ArrayQueue, Poll, run
 from ood_store._evaluate.workdir import WorkDir
 from ood_store._names import did_you_mean
@@ -106,7 +106,9 @@ class SlurmExecutor:
         }
         return {k: v for k, v in params.items() if v is not None}
 
-    def submit(self, work: WorkDir, attempt: str, units: int, detach: bool) -> SlurmArrayJobs | SubmititJobs:
+    def submit(
+        self, work: WorkDir, attempt: str, units: int, detach: bool, worker: str = WORKER
+    ) -> SlurmArrayJobs | SubmititJobs:
         from ood_store._evaluate.executors.slurm_worker import SlurmWorker
 
         per_task = self.settings.units_per_task or DEFAULT_UNITS_PER_TASK
@@ -116,10 +118,14 @@ class SlurmExecutor:
         parameters = self.parameters()
         try:
             executor.update_parameters(**parameters)
-            jobs = executor.map_array(
-                SlurmWorker(parameters["slurm_signal_delay_s"]),
-                [str(work.path)] * tasks, [attempt] * tasks, [per_task] * tasks,
-            )  # fmt: skip
+            # evaluate's worker handles Slurm's signals (SlurmWorker); another stage's worker module (finetune)
+            # brings its own requeueing callable (its slurm_work)
+            function = (
+                SlurmWorker(parameters["slurm_signal_delay_s"])
+                if worker == WORKER
+                else worker_function(worker, "slurm")
+            )
+            jobs = executor.map_array(function, [str(work.path)] * tasks, [attempt] * tasks, [per_task] * tasks)
         except Exception as exc:  # sbatch refused the array, or submitit refused a parameter
             raise OodStoreError(f"the Slurm job array could not be submitted: {first_line(exc)}") from None
         units_each = f"{n(tasks, 'task')} of up to {n(per_task, 'unit')}"

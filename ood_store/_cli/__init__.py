@@ -117,6 +117,7 @@ MODULES = {
     "suite": "suite",
     "serve": "serve",
     "demo": "demo",
+    "finetune": "finetune",
 }
 
 

@@ -76,22 +76,26 @@ def _toy(settings, workdir: Path) -> None:
         os.environ.setdefault("TQDM_DISABLE", "1")
     from ood_store._evaluate.harness import require_eval_extra
     from ood_store._examples.demo import IN_DOMAIN, RUN, DemoSettings, run_demo
+    from ood_store._finetune.runner import require_finetune_extra
 
     require_eval_extra("the demo")
+    require_finetune_extra({"full"})
     toy = DemoSettings()
+    every = toy.steps // (toy.checkpoints - 1)
     click.echo(
         "A TOY run, to show the workflow, not to measure anything: a 42k-parameter GPT-2 and a tokenizer built\n"
-        f"from code, finetuned for {toy.steps} steps on made-up sentences (a hypothesis with 'did not' is not "
-        f"entailed),\ncheckpoints every {toy.save_every} steps, each evaluated with lm-eval on the in-domain toy set "
-        f"(toy_nli) and\nthree out-of-domain styles (toy_ood_*), {toy.docs} documents each, prompt "
-        "'{premise} Question: {hypothesis} Yes or No?'.\n"
+        f"from code, finetuned by `ood-store finetune` for {toy.steps} steps on {toy.shots} made-up sentences (a "
+        "hypothesis with\n'did not' is not entailed) in the prompt '{premise} Question: {hypothesis} Yes or No?', "
+        f"checkpoints every {every}\nsteps from step 0, each evaluated with lm-eval through the study file finetuning "
+        f"wrote, on the in-domain\ntoy set (toy_nli) and three out-of-domain styles (toy_ood_*), {toy.docs} "
+        "documents each, in the same prompt.\n"
     )
     started = time.perf_counter()
     with settings.open() as store:
         result = run_demo(store, workdir, toy, progress=True)
     report = result.report
     click.echo(
-        f"{'Finetuned' if result.trained else 'Reused'} the toy checkpoints in {workdir}/toy-run; evaluated "
+        f"{'Finetuned' if result.trained else 'Reused'} the toy checkpoints in {workdir}/runs/{RUN}; evaluated "
         f"{len(report.evaluated)} of {len(report.checkpoints)} checkpoints into {settings.db} "
         f"({len(report.skipped)} already there) in {time.perf_counter() - started:.0f} s.\n"
     )
@@ -105,10 +109,13 @@ def _toy(settings, workdir: Path) -> None:
     click.echo(render(result.partial.summary().frame, "table"))
     db, prog = settings.db, _program()
     click.echo(
-        "\nThe same on a real run (the ood_nli suite loads from the Hugging Face hub; offline, run\n"
-        f"`{prog} suite export nli-data/` on a connected machine first and add --data-dir nli-data/):\n"
-        f"  {prog} evaluate runs/opt-2.7b-mnli-s1/ --run opt-2.7b-mnli-s1 --tasks ood_nli \\\n"
-        "      --pattern minimal --attr family=OPT --attr size=2.7b --attr in_domain=mnli --attr seed=1\n"
+        f"\nThe demo's finetuning study is {result.study}; the study file finetuning wrote for evaluate is\n"
+        f"{workdir}/runs/study.toml. The same on real runs (models and data load from the Hugging Face hub;\n"
+        f"offline, run `{prog} suite export nli-data/ --fewshot` on a connected machine first, and give\n"
+        "--data-dir nli-data/ to both commands):\n"
+        f"  {prog} finetune --base-model facebook/opt-125m --in-domain mnli --pattern minimal --shots 16 \\\n"
+        "      --data-seed 0 --data-seed 1 --attr family=OPT --attr size=125m --output-dir runs/\n"
+        f"  {prog} evaluate --study runs/study.toml\n"
         f"  {prog} compare --in-domain ood_nli_mnli__minimal --by family     # once several runs are in the store\n"
         "Look around this demo's store:\n"
         f"  {prog} --db {db} runs\n"

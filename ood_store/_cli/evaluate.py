@@ -13,10 +13,12 @@ from ood_store._cli.options import FILE, FOLDER, attr_file_option
 from ood_store._counts import n
 from ood_store._errors import InputError
 from ood_store._evaluate.executors import NAMES
+from ood_store._evaluate.options import SCORERS
 from ood_store._evaluate.plan import run_folder
 from ood_store._evaluate.runner import EvaluateReport, EvaluationInterrupted
 from ood_store._evaluate.suite.labels import NEUTRAL_SCHEMES
 from ood_store._evaluate.suite.variant import PATTERNS, Variant
+from ood_store._evaluate.timings import where_the_time_went
 
 
 @click.command()
@@ -95,6 +97,12 @@ from ood_store._evaluate.suite.variant import PATTERNS, Variant
 @click.option("--batch-size", help="lm-eval batch size: a number, auto or auto:N.  [default: auto]")
 @click.option("--device", help="cuda, cuda:1, mps, cpu, ... (default: cuda where a worker sees a GPU, else cpu).")
 @click.option("--dtype", help="Model dtype, e.g. bfloat16 (default: lm-eval's, auto).")
+@click.option(
+    "--scorer",
+    type=click.Choice(SCORERS, case_sensitive=False),
+    help="lm-eval (lm-eval's hf model, the reference) or verbalizer: for answers of one token after the prompt "
+    "(the ood_nli suite), one forward pass per document, the same scores and files.  [default: lm-eval]",
+)
 @click.option("--num-fewshot", type=click.IntRange(min=0), help="Few-shot examples per prompt.")
 @click.option(
     "--limit",
@@ -260,6 +268,9 @@ def _summarise(report: EvaluateReport, db, quiet: bool, variant: Variant | None)
         where = report.output_dir if study else run_folder(report.output_dir, report.run)
         rebuild = "" if study else f" (ingest {where} --run {report.run} rebuilds)"
         click.echo(f"lm-eval's results, samples and logs: {where}/{rebuild}")
+    went = where_the_time_went(c.timings for c in evaluated)
+    if went:
+        click.echo(went)
 
 
 def _interrupted(report: EvaluateReport, db) -> None:

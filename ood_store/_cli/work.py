@@ -11,6 +11,7 @@ from ood_store._cli.options import FOLDER
 from ood_store._cli.output import emit, output_options
 from ood_store._counts import n
 from ood_store._evaluate.collect import collect as collect_units
+from ood_store._evaluate.timings import where_the_time_went
 from ood_store._evaluate.workdir import UnitStatus, WorkDir, status_table
 
 _WORK_DIR = click.argument("work_dir", type=FOLDER, metavar="WORK_DIR")
@@ -59,6 +60,12 @@ def status(settings, work_dir: Path, output_format: str, output) -> None:
     """Show every unit of an evaluation's work folder: stored, done (not yet stored), running, pending or failed.
 
     \b
+    Finished units show how their model was loaded (from_pretrained,
+    in_place, adapter_swap) and their seconds loading, in forward passes, in
+    lm-eval's bookkeeping and writing files; the line above the table adds
+    them up: whether the evaluation is load-, compute- or overhead-bound.
+
+    \b
     Failed units are shown with the end of their error and of lm-eval's log;
     running the evaluation again retries them, and `ood-store collect` stores
     the done ones.
@@ -70,6 +77,9 @@ def status(settings, work_dir: Path, output_format: str, output) -> None:
         emit(frame, output_format, output)
         return
     click.echo(_summary(Counter(s.state for s in statuses)))
+    went = where_the_time_went(s.timings for s in statuses)
+    if went:
+        click.echo(went)
     shown = frame.drop("error")
     if shown["job"].is_null().all():  # no scheduler's job: local or Ray workers
         shown = shown.drop("job", "job_state")

@@ -15,7 +15,10 @@ import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ood_store._evaluate.suite.variant import Variant
 
 # The two-way NLI format of the ood_nli suite: the prompt, and the answers a
 # model chooses between (label 0 = " Yes" = entailed, 1 = " No").
@@ -226,8 +229,16 @@ def local_task_yaml(name: str, data: Path, *, tag: str | None = None, **fields: 
     return yaml.safe_dump(config | fields, sort_keys=False, allow_unicode=True, width=1000)
 
 
-def write_tasks(folder: Path, sets: Sequence[ToySet]) -> list[str]:
-    """Each set as ``<name>.jsonl`` plus an lm-eval task ``<name>.yaml`` (tag ``toy_demo``); returns the names."""
+def write_tasks(folder: Path, sets: Sequence[ToySet], variant: Variant | None = None) -> list[str]:
+    """Each set as ``<name>.jsonl`` plus an lm-eval task ``<name>.yaml`` (tag ``toy_demo``); returns the names.
+
+    The prompt is the ood_nli suite's ``variant`` (default: its own, ``PROMPT`` with " Yes" / " No"), written as
+    the suite writes it for lm-eval, so that a model finetuned on that variant is evaluated in its prompt.
+    """
+    from ood_store._evaluate.suite.variant import Variant
+
+    variant = variant or Variant()
+    delimiter, choices = variant.delimiter_and_choices()
     folder.mkdir(parents=True, exist_ok=True)
     for toy in sets:
         data = folder / f"{toy.name}.jsonl"
@@ -237,9 +248,9 @@ def write_tasks(folder: Path, sets: Sequence[ToySet]) -> list[str]:
             data.resolve(),
             tag="toy_demo",
             output_type="multiple_choice",
-            doc_to_text="{{premise}} Question: {{hypothesis}} Yes or No?",
-            doc_to_choice=["Yes", "No"],
-            target_delimiter=" ",
+            doc_to_text=variant.jinja(),
+            doc_to_choice=choices,
+            target_delimiter=delimiter,
             doc_to_target="label",
             metric_list=[ACCURACY],
             metadata={"version": 1.0, "description": toy.style},

@@ -1,0 +1,47 @@
+"""benchmarks/evaluate_series.py in its tiny form: every comparison measured, in this process, in seconds.
+
+No figure of speed is checked (a test is no place for timings). What is checked is that each measurement
+evaluates every generated document of every checkpoint, loads its models the way it says (read from the
+completion markers), and that the report states each comparison. The expected document counts come from
+the fixture rows the benchmark repeats (tests/fixtures/nli-suite) and the labels the suite's default
+neutral scheme drops, per the dataset cards (conftest.suite_documents).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from conftest import benchmark
+from conftest import suite_documents as kept
+
+pytestmark = pytest.mark.xdist_group("series")
+
+
+def test_the_series_benchmark_measures_its_three_comparisons_in_its_tiny_form(tmp_path):
+    bench = benchmark("evaluate_series")
+    checkpoints, docs, suite_docs = 2, 1, 2
+    data = {"data-small": docs, "data-suite": suite_docs}
+    params = bench.build(tmp_path, bench.opt_shape(32, 1), 1024, checkpoints, data)
+    assert params > 1024 * 32  # the embeddings alone
+    figures = {name: bench.measure(tmp_path, name, tmp_path / "measured" / name) for name in bench.MEASUREMENTS}
+
+    for what in ("lora", "full"):
+        fresh, kept_model = figures[f"{what}-fresh"], figures[f"{what}-series"]
+        for f in (fresh, kept_model):
+            assert (f["units"], f["documents"]) == (checkpoints, checkpoints * kept(docs))
+            assert f["forward_s"] > 0 and f["load_s"] < f["unit_s"] <= f["wall_s"]
+        assert fresh["loads"] == {"from_pretrained": checkpoints} and fresh["prefetched"] == 0
+        again = "adapter_swap" if what == "lora" else "in_place"
+        assert kept_model["loads"] == {"from_pretrained": 1, again: checkpoints - 1}
+        assert kept_model["prefetched"] == checkpoints - 1  # each later checkpoint was read while one was scored
+    for scorer in ("lm-eval", "verbalizer"):
+        f = figures[f"suite-{scorer}"]
+        assert (f["units"], f["documents"]) == (1, kept(suite_docs))
+        assert f["tokens"] >= f["documents"]  # each document's context ran through the model, one position or more
+
+    lines = bench.report(figures)
+    assert lines[0] == f"(a) LoRA series, {checkpoints} checkpoints:"
+    assert lines[4] == f"(b) full checkpoints, {checkpoints} checkpoints:"
+    assert lines[8] == f"(c) the ood_nli suite, {kept(suite_docs)} documents of one checkpoint:"
+    assert lines[3].startswith("  wall time ") and lines[3].endswith("(target < 10%)")
+    assert lines[-1].startswith("  verbalizer / lm-eval: ") and lines[-1].endswith("target >= 3x)")
