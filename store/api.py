@@ -261,9 +261,11 @@ class Store:
         wandb_map: Sequence[str] = (),
         wandb_step: str | None = None,
         wandb_config: str | os.PathLike[str] | None = None,
+        dry_run: bool = False,
     ) -> IngestReport:
         """Ingest results files (lm-eval, Every Eval Ever, inspect_ai, W&B history), folders or globs;
-        see :func:`ood_store._ingest.ingest`.
+        see :func:`ood_store._ingest.ingest` (``dry_run``: check and plan, write nothing; a read-only
+        store will do).
 
         ``campaign`` names the evaluation campaign of every file (default: the
         folder each file sits in); ``attribute_file`` is a CSV, TOML or YAML
@@ -273,7 +275,8 @@ class Store:
         from ood_store._ingest import Overrides, ingest
         from ood_store._store.attribute_rules import read_attribute_file
 
-        self._require_writable("ingest")
+        if not dry_run:
+            self._require_writable("ingest")
         rules = read_attribute_file(attribute_file) if attribute_file is not None else []
         overrides = overrides or Overrides()
         if campaign is not None:
@@ -289,6 +292,7 @@ class Store:
             wandb_map=wandb_map,
             wandb_step=wandb_step,
             wandb_config=None if wandb_config is None else str(wandb_config),
+            dry_run=dry_run,
         )
         if self._created and not report.ingested:
             self._discard_if_empty = True

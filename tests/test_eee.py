@@ -161,14 +161,14 @@ def test_a_file_against_the_schema_is_rejected_naming_the_field(runner, db, tmp_
     before = table_dump(db)
     result = runner.invoke(main, ["--db", str(db), "ingest", str(path)])
     assert result.exit_code == 1
-    assert f"  {path}: source_metadata.evaluator_relationship: missing (the EEE schema requires it)" in result.output
+    assert f"  {path}: source_metadata.evaluator_relationship: missing (EEE schema 0.3.0 requires it)" in result.output
     assert table_dump(db) == before
 
 
 def test_the_schema_ood_store_checks_against_is_the_packages():
     import every_eval_ever.schemas
 
-    shipped = resources.files("ood_store._ingest").joinpath("eee_eval.schema.json").read_text("utf-8")
+    shipped = resources.files("ood_store._ingest").joinpath("eee-eval-0.3.0.schema.json").read_text("utf-8")
     package = resources.files(every_eval_ever.schemas).joinpath("eval.schema.json").read_text("utf-8")
     assert json.loads(shipped) == json.loads(package)
 
