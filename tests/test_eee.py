@@ -22,12 +22,11 @@ EXAMPLE = next(EXAMPLE_ROOT.rglob("*.json"))
 
 def validate_folder(root: Path) -> list[Path]:
     """Run EEE's validator, with its repository checks, on every file under ``root``; returns them."""
-    files = sorted(root.rglob("*.json"))
+    files = sorted(p for p in root.rglob("*") if p.suffix in (".json", ".jsonl"))
     available = frozenset(f.relative_to(root).as_posix() for f in files)
     for file in files:
-        report = validate_file(
-            file, repo_path=file.relative_to(root).as_posix(), available_files=available, run_semantic_checks=True
-        )
+        report = validate_file(file, repo_path=file.relative_to(root).as_posix(), available_files=available,
+                               read_repo_file=lambda p: (root / p).read_text(), run_semantic_checks=True)  # fmt: skip
         assert report.valid and not report.errors and not report.warnings, (file, report.errors, report.warnings)
     return files
 
@@ -65,7 +64,8 @@ def test_import_of_the_export_gives_the_same_scores(pythia_export, analysis_db, 
         assert sorted(store.query(SCORES).rows(), key=repr) == expected
         assert store.query("SELECT run, family, size FROM runs ORDER BY run").rows() == runs
         steps = store.query("SELECT DISTINCT step FROM evaluations ORDER BY step")["step"].to_list()
-        assert set(store.query("SELECT source_format FROM evaluations")["source_format"]) == {"eee"}
+        # each evaluation's row as the store it came from held it (ood_store.evaluation): read from lm-eval files
+        assert set(store.query("SELECT source_format FROM evaluations")["source_format"]) == {"lm-eval"}
     assert len(steps) == 27 and steps[0] == 0 and steps[-1] == 143000
 
 
@@ -214,9 +214,9 @@ def test_non_finite_scores_follow_the_lm_eval_rule(db, tmp_path):
     assert values[first["evaluation_name"]] is None and values[second["evaluation_name"]] == float("inf")
 
 
-def test_scores_that_are_not_finite_are_left_out_of_the_export_and_counted(runner, tmp_path):
-    """EEE's score is a finite number: a NaN (stored as NULL) or ±Infinity score has no place in a file. The
-    export says how many it left out; the rest comes back on import."""
+def test_scores_that_are_not_finite_are_left_out_of_the_results_and_kept_in_the_record(runner, tmp_path):
+    """EEE's score is a finite number: a NaN (stored as NULL) or ±Infinity score has no place in a file's
+    results. The export says how many it kept in ood_store.evaluation instead; all of them come back."""
     doc = json.loads(LEADERBOARD.read_text())
     doc["results"]["leaderboard_ifeval"]["prompt_level_loose_acc,none"] = float("-inf")
     doc["results"]["leaderboard_musr_murder_mysteries"]["acc_norm,none"] = float("nan")
@@ -227,13 +227,16 @@ def test_scores_that_are_not_finite_are_left_out_of_the_export_and_counted(runne
     assert runner.invoke(main, ["--db", str(db), "ingest", str(source)]).exit_code == 0
     result = runner.invoke(main, ["--db", str(db), "export-eee", str(out)])
     assert result.exit_code == 0, result.output
-    assert result.stderr == "Left out 2 scores that are not finite numbers (EEE holds none).\n"
+    assert result.stderr == (
+        "2 scores not a finite number, which EEE's score cannot hold: kept only in each file's ood_store.evaluation "
+        "record (ood-store reads it back).\n"
+    )
     validate_folder(out)
     with ood_store.open(db, read_only=True) as store:
-        finite = sorted(store.query(SCORES + " WHERE isfinite(value)").rows(), key=repr)
+        every = sorted(store.query(SCORES).rows(), key=repr)
     with ood_store.open(tmp_path / "b.duckdb") as store:
         assert store.ingest([out]).ok
-        assert sorted(store.query(SCORES).rows(), key=repr) == finite
+        assert sorted(store.query(SCORES).rows(), key=repr) == every
     kept = {(r["evaluation_name"], r["metric_config"]["metric_name"]) for r in json.loads(
         next(out.rglob("*.json")).read_text())["evaluation_results"]}  # fmt: skip
     assert ("leaderboard_ifeval", "prompt_level_loose_acc") not in kept
