@@ -24,7 +24,8 @@ COMPARED = {
     "evaluations": "SELECT content_hash, * EXCLUDE (evaluation_id, ingested_at, content_hash) FROM evaluations",
     "evaluation_scores": "SELECT e.content_hash, s.* EXCLUDE (evaluation_id) "
     "FROM evaluation_scores s JOIN evaluations e USING (evaluation_id)",
-    "samples": "SELECT e.content_hash, s.* EXCLUDE (evaluation_id) FROM samples s JOIN evaluations e USING (evaluation_id)",
+    "samples": "SELECT e.content_hash, s.* EXCLUDE (evaluation_id) "
+    "FROM samples s JOIN evaluations e USING (evaluation_id)",
     "runs": "SELECT * EXCLUDE (created_at) FROM runs",
     "checkpoints": "SELECT * FROM checkpoints",
 }
@@ -98,8 +99,8 @@ def test_the_export_and_its_samples_files_validate(round_trip):
     assert len(samples) == with_samples[0]
     # every samples row is in its file (one line per finite per-sample metric, or one when it has none)
     lines = [json.loads(line) for f in samples for line in f.read_text().splitlines()]
-    rows = {(json.loads(line["metadata"]["ood_store.sample"])["task"], line["sample_id"],
-             json.loads(line["metadata"]["ood_store.sample"])["filter"], line["evaluation_id"]) for line in lines}  # fmt: skip
+    kept = [(json.loads(line["metadata"]["ood_store.sample"]), line["evaluation_id"]) for line in lines]
+    rows = {(row["task"], row["doc_id"], row["filter"], evaluation) for row, evaluation in kept}
     assert len(rows) == with_samples[1]
 
 
