@@ -55,8 +55,9 @@ def read_log(
 ) -> EvaluationRecord:
     """Read and validate one inspect_ai log; ``doc`` is a JSON log already parsed. Every problem is an
     InputError naming the file and field."""
-    log = _read(path, shown, doc)
-    if path.suffix.lower() == ".eval" or doc is None:
+    kind = "json" if doc is not None else "eval"  # by content, whatever the file's name ends with
+    log = _read(path, shown, doc, kind)
+    if doc is None:
         _check_header(path, shown)
     spec = log.eval
     if log.status != "success":
@@ -64,7 +65,7 @@ def read_log(
         raise InputError(shown, "status", f"{log.status!r}, not 'success': the evaluation did not finish{error}")
     model_args = dict(spec.model_args or {})
     try:
-        identity = _identity(shown, str(spec.model), _answered_by(path, doc), model_args, overrides)
+        identity = _identity(shown, str(spec.model), _answered_by(path, doc, kind), model_args, overrides)
     except StepTooLong as exc:
         raise InputError(shown, "eval.model_args", f"{exc}; pass `step`") from None
     task = str(getattr(spec, "task_display_name", None) or spec.task).rsplit("/", 1)[-1]
@@ -100,7 +101,7 @@ def read_log(
     )
 
 
-def _read(path: Path, shown: str, doc: dict[str, Any] | None) -> Any:
+def _read(path: Path, shown: str, doc: dict[str, Any] | None, kind: Any) -> Any:
     """The log's header by inspect_ai's reader (the whole JSON log when its header cannot be streamed)."""
     try:
         from inspect_ai.log import read_eval_log
@@ -110,13 +111,13 @@ def _read(path: Path, shown: str, doc: dict[str, Any] | None) -> Any:
             "pip install 'ood-store[inspect]'"
         ) from None  # fmt: skip
     try:
-        return read_eval_log(str(path), header_only=True)
+        return read_eval_log(str(path), header_only=True, format=kind)
     except Exception as exc:  # inspect_ai raises many kinds (zip, JSON, pydantic validation): all are "unreadable"
         if doc is None:
             raise InputError(shown, None, f"inspect_ai cannot read the log: {first_line(exc)}") from None
         header_error = exc
     try:  # a JSON log whose header inspect_ai cannot stream (no "version" first): its whole-log reader
-        return read_eval_log(str(path))
+        return read_eval_log(str(path), format=kind)
     except Exception as exc:
         raise InputError(shown, None, f"inspect_ai cannot read the log: {first_line(exc)} "
                          f"(its header: {first_line(header_error)})") from None  # fmt: skip
@@ -153,7 +154,7 @@ def _check_header(path: Path, shown: str) -> None:
     jsontext.loads(shown, "header.json", data)
 
 
-def _answered_by(path: Path, doc: dict[str, Any] | None) -> str | None:
+def _answered_by(path: Path, doc: dict[str, Any] | None, kind: Any) -> str | None:
     """The model the first sample's output names (``gpt-4o-mini-2024-07-18``), as EEE's converter reads it."""
     if doc is not None:
         samples = doc.get("samples")
@@ -163,10 +164,10 @@ def _answered_by(path: Path, doc: dict[str, Any] | None) -> str | None:
     try:
         from inspect_ai.log import read_eval_log_sample, read_eval_log_sample_summaries
 
-        summaries = read_eval_log_sample_summaries(str(path))
+        summaries = read_eval_log_sample_summaries(str(path), format=kind)
         if not summaries:
             return None
-        sample = read_eval_log_sample(str(path), summaries[0].id, summaries[0].epoch)
+        sample = read_eval_log_sample(str(path), summaries[0].id, summaries[0].epoch, format=kind)
         return sample.output.model if sample.output and isinstance(sample.output.model, str) else None
     except Exception:  # a log without samples (or whose samples inspect_ai cannot read): the header's model
         return None
