@@ -67,7 +67,7 @@ from typing import Any
 from ood_store._errors import InputError
 from ood_store._ingest import eee_samples
 from ood_store._ingest.identity import Identity, Overrides, StepTooLong, identify, parse_model_args, with_flags
-from ood_store._ingest.jsontext import describe, optional_text
+from ood_store._ingest.jsontext import as_object, describe, optional_text
 from ood_store._ingest.limits import MAX_NAME_LENGTH
 from ood_store._ingest.records import EvaluationRecord, Recorded, ScoreRow
 from ood_store._ingest.values import count, optional_score_value, score_value, timestamp
@@ -177,9 +177,8 @@ def producer_of(doc: dict[str, Any]) -> str | None:
     details = (doc.get("model_info") or {}).get("additional_details")
     if isinstance(details, dict) and RUN in details:
         return "ood-store"
-    library = doc.get("eval_library") if isinstance(doc.get("eval_library"), dict) else {}
-    name = library.get("name")
-    source = (doc.get("source_metadata") or {}).get("source_name")
+    name = as_object(doc.get("eval_library")).get("name")
+    source = as_object(doc.get("source_metadata")).get("source_name")
     if name in _LM_EVAL or source == "lm-evaluation-harness":
         return "lm_eval"
     if name == _INSPECT or source == _INSPECT:
@@ -208,7 +207,7 @@ def parse_eee(
             raise InputError(path, "model_info", f"the {what} name is longer than {MAX_NAME_LENGTH:,} characters")
     scores = _scores(path, version, doc["evaluation_results"], producer, overrides)
     scores += _kept_scores(path, kept.get("non_finite"))
-    library = doc.get("eval_library") if isinstance(doc.get("eval_library"), dict) else {}
+    library = as_object(doc.get("eval_library"))
     shots = {row.num_fewshot for row in scores if not row.is_group}
     if producer == "ood-store" and CAMPAIGN in details:
         campaign, campaign_from = details[CAMPAIGN], CAMPAIGN_RECORDED
@@ -343,6 +342,9 @@ def _scores(
         metric_config = result["metric_config"]
         metric_details = _strings(metric_config.get("additional_details"))
         task, metric, filt = _key(result, metric_details, producer)
+        for what, name in (("task", task), ("metric", metric), ("filter", filt)):
+            if len(name) > MAX_NAME_LENGTH:
+                raise InputError(path, where, f"the {what} name is longer than {MAX_NAME_LENGTH:,} characters")
         key = (task, metric, filt)
         if key in seen:
             raise InputError(path, where, f"repeats task {task!r}, metric {metric!r}, filter {filt!r} of "

@@ -40,6 +40,8 @@ from typing import Any
 from ood_store._errors import InputError, first_line
 from ood_store._ingest import jsontext
 from ood_store._ingest.identity import Identity, Overrides, StepTooLong, identify
+from ood_store._ingest.jsontext import as_object
+from ood_store._ingest.limits import MAX_NAME_LENGTH
 from ood_store._ingest.records import EvaluationRecord, ScoreRow
 from ood_store._ingest.values import optional_score_value, score_value, timestamp
 
@@ -69,6 +71,9 @@ def read_log(
     except StepTooLong as exc:
         raise InputError(shown, "eval.model_args", f"{exc}; pass `step`") from None
     task = str(getattr(spec, "task_display_name", None) or spec.task).rsplit("/", 1)[-1]
+    for what, name, where in (("task", task, "eval.task"), ("run", identity.run, "eval.model")):
+        if len(name) > MAX_NAME_LENGTH:
+            raise InputError(shown, where, f"the {what} name is longer than {MAX_NAME_LENGTH:,} characters")
     version = None if spec.task_version is None else str(spec.task_version)
     completed = log.results.completed_samples if log.results else None
     scores = _scores(shown, task, log.results.scores if log.results else [], completed, version, overrides)
@@ -134,8 +139,7 @@ def _version(path: Path, doc: dict[str, Any] | None) -> str:
             return " (.eval)"
     if not isinstance(header, dict):
         return ""
-    spec = header.get("eval") if isinstance(header.get("eval"), dict) else {}
-    packages = spec.get("packages") if isinstance(spec.get("packages"), dict) else {}
+    packages = as_object(as_object(header.get("eval")).get("packages"))
     parts = [f"log format version {header['version']}" if "version" in header else "no log format version"]
     if isinstance(packages.get("inspect_ai"), str):
         parts.append(f"written by inspect_ai {packages['inspect_ai']}")
@@ -158,9 +162,9 @@ def _answered_by(path: Path, doc: dict[str, Any] | None, kind: Any) -> str | Non
     """The model the first sample's output names (``gpt-4o-mini-2024-07-18``), as EEE's converter reads it."""
     if doc is not None:
         samples = doc.get("samples")
-        first = samples[0] if isinstance(samples, list) and samples and isinstance(samples[0], dict) else {}
-        output = first.get("output") if isinstance(first.get("output"), dict) else {}
-        return output.get("model") if isinstance(output.get("model"), str) else None
+        first = as_object(samples[0]) if isinstance(samples, list) and samples else {}
+        model = as_object(first.get("output")).get("model")
+        return model if isinstance(model, str) else None
     try:
         from inspect_ai.log import read_eval_log_sample, read_eval_log_sample_summaries
 
@@ -179,9 +183,9 @@ def _identity(
     provider, _, name = model.partition("/")
     # The model as the provider named it: a bare name (the dated version of an alias); a name that repeats
     # the provider (mockllm's "mockllm/model") names nothing more.
-    refined = bool(answered) and answered not in (name, provider) and not answered.startswith(provider + "/")
-    if refined and name:
-        name = str(answered)
+    refined = answered is not None and answered not in ("", name, provider) and not answered.startswith(provider + "/")
+    if refined and name and answered is not None:
+        name = answered
     args = {key: value for key, value in model_args.items() if isinstance(value, str | int | float)}
     args["pretrained"] = str(model_args.get("model_path") or name or provider)
     named = f"eval.model {model}" + (f" answered as {answered}" if refined else "") + ", less its provider: "
@@ -211,6 +215,8 @@ def _scores(
         scored = [key for key in metrics if names[key] not in (*_STDERRS, *_DISPERSION)] or list(metrics)
         n = getattr(score, "scored_samples", None) or completed
         for key in scored:
+            if len(names[key]) > MAX_NAME_LENGTH or len(filt) > MAX_NAME_LENGTH:
+                raise InputError(shown, f"{where}.metrics", f"a name is longer than {MAX_NAME_LENGTH:,} characters")
             describes_itself = names[key] in (*_STDERRS, *_DISPERSION)
             rows.append(
                 ScoreRow(

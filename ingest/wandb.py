@@ -58,6 +58,7 @@ from typing import Any
 from ood_store._errors import InputError
 from ood_store._ingest.identity import Identity, Overrides
 from ood_store._ingest.jsontext import describe, literal
+from ood_store._ingest.limits import MAX_NAME_LENGTH
 from ood_store._ingest.records import EvaluationRecord, ScoreRow
 from ood_store._ingest.values import count, score_value, timestamp
 
@@ -190,6 +191,9 @@ def read_history(
         raise InputError(shown, None, f"no column is a score by the column patterns ({patterns}); give `wandb_map`")
     targets: dict[tuple[str, str], str] = {}
     for column, target in mapped.items():
+        if max(len(target[0]), len(target[1])) > MAX_NAME_LENGTH:
+            raise InputError(shown, None, f"a task or metric name is longer than {MAX_NAME_LENGTH:,} characters "
+                             f"(column {column[:40]!r}...)")  # fmt: skip
         if target in targets:
             raise InputError(
                 shown, column, f"gives task {target[0]!r}, metric {target[1]!r} as {targets[target]!r} does"
@@ -197,6 +201,8 @@ def read_history(
         targets[target] = column
     steps = _by_step(shown, frame, options.step, mapped, _score_columns(path, shown, data, frame, mapped))
     run = overrides.run or path.name[: -len(path.suffix)]
+    if len(run) > MAX_NAME_LENGTH:
+        raise InputError(shown, None, f"the run name is longer than {MAX_NAME_LENGTH:,} characters")
     attributes = _config(path, shown, options.config)
     campaign = run_id(path) or run
     records = []

@@ -194,9 +194,14 @@ def test_a_csv_without_the_step_column_is_not_a_history(db, runner, tmp_path):
     path.write_text("task,acc\nhans,0.5\n")
     result = runner.invoke(main, ["--db", str(db), "ingest", str(path)])
     assert result.exit_code == 1
-    assert f"  {path}: not a results file ood-store reads" in result.output
+    assert (
+        f'  {path}: not a results file ood-store reads: a CSV file without the step column "_step" (a W&B history '
+        "has it; --wandb-step names another)"
+    ) in result.output.splitlines()
     (tmp_path / "run").mkdir()
     (tmp_path / "run" / "table.csv").write_text("task,acc\nhans,0.5\n")
     (tmp_path / "run" / "h.csv").write_bytes(RUN1.read_bytes())
     found = runner.invoke(main, ["--db", str(db), "ingest", str(tmp_path / "run"), "--run", "r"])
-    assert found.exit_code == 0 and "Skipped 1 file (not results in a format ood-store reads)." in found.output
+    skipped = tmp_path / "run" / "table.csv"
+    assert found.exit_code == 0
+    assert f"Skipped 1 file (not results in a format ood-store reads): {skipped}." in found.output

@@ -54,7 +54,10 @@ def test_package_data(wheel_names):
         "ood_store/_evaluate/suite/variants.sql",
         "ood_store/py.typed",
         "ood_store/_schema/0001_init.sql",
-        "ood_store/_ingest/eee_eval.schema.json",
+        *(
+            f"ood_store/_ingest/eee-eval-{v}.schema.json"
+            for v in ("0.1.0", "0.2.0", "0.2.1", "0.2.2", "0.2.3", "0.3.0")
+        ),
     ):
         assert name in wheel_names
 
