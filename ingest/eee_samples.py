@@ -30,6 +30,7 @@ from ood_store._errors import InputError
 from ood_store._ingest import jsontext
 from ood_store._ingest.jsontext import describe
 from ood_store._ingest.regular import read_regular
+from ood_store._ingest.values import double
 
 SAMPLE = "ood_store.sample"
 SUFFIX = "_samples.jsonl"
@@ -153,15 +154,7 @@ def _list(name: str, field: str, value: Any, item: Any) -> list[Any] | None:
 
 
 def _number(name: str, field: str, value: Any) -> float | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise InputError(name, field, f"expected a number, got {describe(value)}")
-    try:
-        number = float(value)
-    except OverflowError:
-        raise InputError(name, field, f"{str(value)[:20]}... does not fit a DOUBLE") from None
-    return number
+    return None if value is None else double(name, field, value)
 
 
 def _boolean(name: str, field: str, value: Any) -> bool | None:

@@ -7,10 +7,9 @@ from importlib import resources
 from pathlib import Path
 
 import pytest
-from every_eval_ever.validator import validate_file
 
 import ood_store
-from conftest import FIXTURES, PYTHIA_SIZES, V04, pythia_files, table_dump
+from conftest import FIXTURES, PYTHIA_SIZES, V04, pythia_files, table_dump, validate_eee_folder
 from ood_store._cli import main
 from ood_store._export.eee import EeeSource
 
@@ -18,17 +17,6 @@ SCORES = "SELECT run, step, task, num_fewshot, metric, filter, value, stderr, n_
 LEADERBOARD = next((V04 / "csabakecskemeti").rglob("results_*.json"))
 EXAMPLE_ROOT = FIXTURES / "eee"
 EXAMPLE = next(EXAMPLE_ROOT.rglob("*.json"))
-
-
-def validate_folder(root: Path) -> list[Path]:
-    """Run EEE's validator, with its repository checks, on every file under ``root``; returns them."""
-    files = sorted(p for p in root.rglob("*") if p.suffix in (".json", ".jsonl"))
-    available = frozenset(f.relative_to(root).as_posix() for f in files)
-    for file in files:
-        report = validate_file(file, repo_path=file.relative_to(root).as_posix(), available_files=available,
-                               read_repo_file=lambda p: (root / p).read_text(), run_semantic_checks=True)  # fmt: skip
-        assert report.valid and not report.errors and not report.warnings, (file, report.errors, report.warnings)
-    return files
 
 
 @pytest.fixture(scope="module")
@@ -41,7 +29,7 @@ def pythia_export(analysis_db, tmp_path_factory) -> Path:
 
 
 def test_the_pythia_export_validates_with_every_eval_evers_validator(pythia_export, analysis_db):
-    files = validate_folder(pythia_export)
+    files = validate_eee_folder(pythia_export)
     assert len(files) == 81
     with ood_store.open(analysis_db, read_only=True) as store:
         hashes = set(store.query("SELECT content_hash FROM evaluations")["content_hash"])
@@ -101,7 +89,7 @@ def test_shots_filters_and_groups_survive_the_round_trip(tmp_path):
         assert store.ingest([source, V04 / "saucam-PowerBot-8B" / "mmlu.json"]).ok
         expected = sorted(store.query(SCORES).rows(), key=repr)
         store.export_eee(tmp_path / "out")
-    validate_folder(tmp_path / "out")
+    validate_eee_folder(tmp_path / "out")
     with ood_store.open(tmp_path / "b.duckdb") as store:
         assert store.ingest([tmp_path / "out"]).ok
         got = sorted(store.query(SCORES).rows(), key=repr)
@@ -113,7 +101,7 @@ def test_shots_filters_and_groups_survive_the_round_trip(tmp_path):
 
 
 def test_a_hand_made_file_from_the_packages_examples_imports(db):
-    assert validate_folder(EXAMPLE_ROOT) == [EXAMPLE]
+    assert validate_eee_folder(EXAMPLE_ROOT) == [EXAMPLE]
     doc = json.loads(EXAMPLE.read_text())
     with ood_store.open(db) as store:
         report = store.ingest([EXAMPLE])
@@ -231,7 +219,7 @@ def test_scores_that_are_not_finite_are_left_out_of_the_results_and_kept_in_the_
         "2 scores not a finite number, which EEE's score cannot hold: kept only in each file's ood_store.evaluation "
         "record (ood-store reads it back).\n"
     )
-    validate_folder(out)
+    validate_eee_folder(out)
     with ood_store.open(db, read_only=True) as store:
         every = sorted(store.query(SCORES).rows(), key=repr)
     with ood_store.open(tmp_path / "b.duckdb") as store:

@@ -10,10 +10,9 @@ from pathlib import Path
 
 import duckdb
 import pytest
-from every_eval_ever.validator import validate_file
 
 import ood_store
-from conftest import FIXTURES, REAL, V0413
+from conftest import FIXTURES, REAL, V0413, validate_eee_folder
 from ood_store._cli import main
 from ood_store._export.eee import EeeSource
 
@@ -37,18 +36,6 @@ def tables(db: Path) -> dict[str, list[tuple]]:
         return {name: sorted(con.execute(sql).fetchall(), key=repr) for name, sql in COMPARED.items()}
     finally:
         con.close()
-
-
-def validate_folder(root: Path) -> list[Path]:
-    """EEE's validator, with its repository and semantic checks, on every file under ``root`` (aggregate files
-    and samples files, each against the other); returns the files."""
-    files = sorted(p for p in root.rglob("*") if p.is_file())
-    available = frozenset(f.relative_to(root).as_posix() for f in files)
-    for file in files:
-        report = validate_file(file, repo_path=file.relative_to(root).as_posix(), available_files=available,
-                               read_repo_file=lambda p: (root / p).read_text(), run_semantic_checks=True)  # fmt: skip
-        assert report.valid and not report.errors and not report.warnings, (file, report.errors, report.warnings)
-    return files
 
 
 @pytest.fixture(scope="module")
@@ -91,7 +78,7 @@ def test_every_evaluation_column_and_sample_row_survives(round_trip):
 
 
 def test_the_export_and_its_samples_files_validate(round_trip):
-    files = validate_folder(round_trip["export"])
+    files = validate_eee_folder(round_trip["export"])
     samples = [f for f in files if f.name.endswith("_samples.jsonl")]
     con = duckdb.connect(str(round_trip["first"]), read_only=True)
     with_samples = con.execute("SELECT count(DISTINCT evaluation_id), count(*) FROM samples").fetchone()
@@ -135,7 +122,7 @@ def test_third_party_provenance_survives_import_and_export(tmp_path):
         assert store.ingest([EEE_REAL]).ok
         report = store.export_eee(tmp_path / "out", source=EeeSource("mine", "me", "first_party"))
     assert report.imported == len(report.files) == len(list(EEE_REAL.rglob("*.json")))
-    validate_folder(tmp_path / "out")
+    validate_eee_folder(tmp_path / "out")
     exported = {json.loads(f.read_text())["evaluation_id"]: json.loads(f.read_text()) for f in report.files}
     for original_path in EEE_REAL.rglob("*.json"):
         original = json.loads(original_path.read_text())
