@@ -190,8 +190,20 @@ def parse_eee(
     path: str, digest: str, doc: dict[str, Any], overrides: Overrides, file: Path | None = None
 ) -> EvaluationRecord:
     """Validate an EEE file (of any version read) and turn it into one record; ``file`` is where it is,
-    for the samples file beside it."""
+    for the samples file beside it. Every problem is an InputError naming the file, the field and the
+    schema version."""
     version = version_of(path, doc)
+    try:
+        return _parse(path, digest, doc, overrides, file, version)
+    except InputError as exc:
+        if f"EEE schema {version}" in exc.message or exc.path != path:  # (a samples file's names its own)
+            raise
+        raise InputError(exc.path, exc.field, f"{exc.message} (EEE schema {version})") from None
+
+
+def _parse(
+    path: str, digest: str, doc: dict[str, Any], overrides: Overrides, file: Path | None, version: str
+) -> EvaluationRecord:
     validate(path, doc, version)
     producer = producer_of(doc)
     model = doc["model_info"]

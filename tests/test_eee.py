@@ -178,7 +178,9 @@ def test_without_the_eee_extra_an_eee_file_is_one_line_naming_the_extra(runner, 
     monkeypatch.setitem(sys.modules, "jsonschema", None)  # as if not installed: importing it fails
     result = runner.invoke(main, ["--db", str(db), "ingest", str(EXAMPLE)])
     assert result.exit_code == 1
-    expected = f"  {EXAMPLE}: reading Every Eval Ever files needs jsonschema: pip install 'ood-store[eee]'"
+    expected = (
+        f"  {EXAMPLE}: reading Every Eval Ever files needs jsonschema: pip install 'ood-store[eee]' (EEE schema 0.3.0)"
+    )
     assert expected in result.output.splitlines()
 
 
