@@ -16,6 +16,7 @@ import pytest
 import ood_store
 from conftest import FIXTURES, V04, table_dump
 from ood_store._cli import main
+from ood_store._ingest import Overrides
 
 pytestmark = pytest.mark.xdist_group("inspect")
 
@@ -229,3 +230,20 @@ def test_a_dry_run_stores_nothing(runner, tmp_path, inspect_logs):
     assert lines[at + 4] == ("  from      path: checkpoint folder checkpoint-500 of runs/opt-mnli-s1/checkpoint-500")
     assert "Already present: 1 file." in lines
     assert table_dump(db) == before
+
+
+def test_shots_given_fill_only_what_the_files_lack(tmp_path, inspect_logs):
+    """`shots` is the count of scores whose file gives none (an inspect_ai log, a W&B history); an lm-eval
+    file's own counts (3-shot BBH, 5-shot MMLU-Pro, as its n-shot says) are kept."""
+    leaderboard = next((V04 / "csabakecskemeti").rglob("results_*.json"))
+    with ood_store.open(tmp_path / "store.duckdb") as store:
+        report = store.ingest([leaderboard, inspect_logs["step100"], HISTORY], overrides=Overrides(shots=0))
+        assert report.ok, report.rejected
+        rows = store.query("SELECT e.source_format, s.task, s.num_fewshot FROM evaluation_scores s "
+                           "JOIN evaluations e USING (evaluation_id) WHERE NOT s.is_group").rows()  # fmt: skip
+    n_shot = json.loads(leaderboard.read_text())["n-shot"]
+    assert {(task, shots) for fmt, task, shots in rows if fmt == "lm-eval"} == {
+        (task, n_shot[task]) for fmt, task, _ in rows if fmt == "lm-eval"
+    }
+    assert {shots for fmt, _, shots in rows if fmt != "lm-eval"} == {0}
+    assert {fmt for fmt, _, _ in rows} == {"lm-eval", "inspect", "wandb"}
