@@ -222,6 +222,8 @@ def _document(e: dict[str, Any], rows: list[dict[str, Any]], source: EeeSource) 
         e["source_format"] == eee.SOURCE_FORMAT and eee.is_eee(config) and config.get("schema_version") in eee.VERSIONS
     )
     doc = _reissued(e, config) if imported else _own(e, rows, source)
+    if not imported and e["source_format"] == eee.SOURCE_FORMAT:
+        _kept_source(doc, config)
     name = doc["evaluation_id"] if not imported else str(file_uuid(e["content_hash"]))
     model_id, developer = _model_id(e["run"], e["family"])
     model_developer, _, model_name = model_id.partition("/")
@@ -340,6 +342,20 @@ def _source_data(top: Any, name: str) -> dict[str, Any]:
     if isinstance(top, dict):
         return {"dataset_name": name, **top}
     return {"dataset_name": name, "source_type": "other"}
+
+
+def _kept_source(doc: dict[str, Any], config: dict[str, Any]) -> None:
+    """An EEE evaluation ingested before ood-store kept whole documents (its config holds the file's
+    source_metadata and eval_library only): those, instead of ood-store's."""
+    for part in ("source_metadata", "eval_library"):
+        if isinstance(config.get(part), dict):
+            kept = copy.deepcopy(config[part])
+            if part == "source_metadata":
+                kept["additional_details"] = {
+                    **(kept.get("additional_details") or {}),
+                    **doc[part]["additional_details"],
+                }
+            doc[part] = kept
 
 
 def _convention(e: dict[str, Any]) -> dict[str, str]:

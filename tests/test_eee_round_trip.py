@@ -184,3 +184,17 @@ def test_what_eee_cannot_hold_is_said(runner, tmp_path):
     with ood_store.open(tmp_path / "b.duckdb") as store:
         assert store.ingest([out]).ok
         assert sorted(store.query("SELECT * EXCLUDE (evaluation_id) FROM scores").rows(), key=repr) == expected
+
+
+def test_an_eee_evaluation_stored_by_an_older_ood_store_keeps_its_source(tmp_path):
+    """The dump the ood-store of schema 4 wrote holds an EEE file's evaluation from before whole documents were
+    kept (its config: the file's source_metadata, eval_library, model_info): exported, it has that source."""
+    original = json.loads(next((FIXTURES / "eee").rglob("*.json")).read_text())
+    with ood_store.open(tmp_path / "store.duckdb") as store:
+        store.load(FIXTURES / "dump-schema-4" / "store")
+        report = store.export_eee(tmp_path / "out", runs=[original["model_info"]["id"]])
+    validate_eee_folder(tmp_path / "out")
+    [doc] = [json.loads(f.read_text()) for f in report.files]
+    for key in PROVENANCE:
+        assert doc["source_metadata"][key] == original["source_metadata"][key]
+    assert doc["eval_library"] == original["eval_library"]
