@@ -6,6 +6,10 @@ one in turn reads it into an outcome (already present, skipped, rejected with
 the reason) or its validated records, one per evaluation it holds
 (:func:`read_one`); records are written in batches (:class:`Batch`), each in
 one transaction: a file goes in with all its evaluations, or not at all.
+Before a batch is written, evaluations it holds that the store (or an earlier file
+of the batch) already holds in another format are taken out
+(:mod:`~ood_store._ingest.equivalence`); a dry run stops there and reports what
+would be written.
 
 Each file is isolated by construction: any exception while one file is read,
 validated or prepared for the store rejects that file alone. Problems with the
