@@ -174,7 +174,7 @@ def _as_list(value: Any) -> list:
 def producer_of(doc: dict[str, Any]) -> str | None:
     """Which tool wrote an EEE file, where its reading depends on it: ``ood-store``, ``lm_eval``,
     ``inspect_ai`` (EEE's converters), or None."""
-    details = (doc.get("model_info") or {}).get("additional_details")
+    details = as_object(doc.get("model_info")).get("additional_details")
     if isinstance(details, dict) and RUN in details:
         return "ood-store"
     name = as_object(doc.get("eval_library")).get("name")
@@ -363,8 +363,10 @@ def _scores(
                              f"evaluation_results[{seen[key]}] (EEE schema {version})")  # fmt: skip
         seen[key] = index
         score = result["score_details"]
-        uncertainty = score.get("uncertainty") or {}
-        generation = _strings((result.get("generation_config") or {}).get("additional_details"))
+        if not isinstance(score, dict):  # 0.1.0's schema gives score_details no type
+            raise InputError(path, f"{where}.score_details", f"expected an object, got {describe(score)}")
+        uncertainty = as_object(score.get("uncertainty"))
+        generation = _strings(as_object(result.get("generation_config")).get("additional_details"))
         shots = _shots(path, where, generation.get(SHOTS))
         rows.append(
             ScoreRow(
@@ -376,7 +378,7 @@ def _scores(
                 stderr=optional_score_value(
                     path,
                     f"{where}.score_details.uncertainty.standard_error.value",
-                    (uncertainty.get("standard_error") or {}).get("value"),
+                    as_object(uncertainty.get("standard_error")).get("value"),
                 ),
                 n_samples=count(path, f"{where}.score_details.uncertainty.num_samples", uncertainty.get("num_samples")),
                 is_group=metric_details.get(IS_GROUP) == "true",

@@ -232,3 +232,24 @@ def test_the_datastore_layout_copied_elsewhere_keeps_its_campaign(tmp_path):
         campaigns = store.query("SELECT campaign FROM evaluations").rows()
     assert len(report.ingested) == 1 and len(report.present) == 1
     assert campaigns == [(json.loads(HAL.read_text())["source_metadata"]["source_name"],)]
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        # 0.1.0's schema gives score_details no type: a number there passes it, and is refused by ingest
+        (lambda doc: doc["evaluation_results"][1].__setitem__("score_details", 0.51),
+         "evaluation_results[1].score_details: expected an object, got float (EEE schema 0.1.0)"),
+        (lambda doc: doc.__setitem__("model_info", ["Goekdeniz-Guelmez/josie-7b-v6.0-step2000"]),
+         'model_info: expected "object", got a list (EEE schema 0.1.0)'),
+    ],
+)  # fmt: skip
+def test_what_an_old_schema_lets_through_is_still_one_line(runner, tmp_path, edit, message):
+    """Found by benchmarks/reliability.py's full run (EEE: wrong types): these were internal errors."""
+    doc = json.loads(JOSIE_010.read_text())
+    edit(doc)
+    path = tmp_path / JOSIE_010.name
+    path.write_text(json.dumps(doc))
+    result = runner.invoke(main, ["--db", str(tmp_path / "store.duckdb"), "ingest", str(path)])
+    assert result.exit_code == 1
+    assert result.output.splitlines()[-1] == f"  {path}: {message}"
