@@ -226,7 +226,7 @@ def identify(
     is_adapter = any(k in args for k in ("peft", "delta")) and overrides.model is None
 
     run, step, source = evaluated, None, "model"
-    named = "--model " if overrides.model else label.get(named_by or "", "model_name ")
+    named = "`model` " if overrides.model else label.get(named_by or "", "model_name ")
     evidence = f"{named}{evaluated}" if evaluated else ""
     folder_step = checkpoint_step(_basename(evaluated)) if evaluated else None
     if step_in(revision) is not None:
@@ -246,7 +246,7 @@ def with_flags(identity: Identity, overrides: Overrides) -> Identity:
     if overrides.run is None and overrides.step is None:
         return identity
     source = "flags" if overrides.run is not None and overrides.step is not None else identity.source + "+flags"
-    flags = " ".join(f"--{k} {v}" for k, v in (("run", overrides.run), ("step", overrides.step)) if v is not None)
+    flags = " ".join(f"`{k}` {v}" for k, v in (("run", overrides.run), ("step", overrides.step)) if v is not None)
     return Identity(
         overrides.run if overrides.run is not None else identity.run,
         overrides.step if overrides.step is not None else identity.step,

@@ -507,7 +507,7 @@ def _records(candidate: Candidate, shown: str, data: bytes, digest: str, read: _
 def _campaign(absolute: Path, record: EvaluationRecord, overrides: Overrides) -> tuple[str | None, str]:
     """The campaign of a record and the rule that gave it (ood_store._ingest.identity's table)."""
     if overrides.campaign is not None:
-        return overrides.campaign, "--campaign"
+        return overrides.campaign, "`campaign`"
     if record.campaign_from != "folder":  # the format's own rule (EEE's source, W&B's run)
         return record.campaign, record.campaign_from
     return campaign_of(absolute.parent.parts, record.identity, record.model_name), "folder"

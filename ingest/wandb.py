@@ -326,7 +326,7 @@ def _record(
             revision=None,
             base_model=None,
             source="field+flags" if overrides.run else "field",
-            evidence=f"{'--run' if overrides.run else 'file name'} {run}, step column {options.step}",
+            evidence=f"{'`run`' if overrides.run else 'file name'} {run}, step column {options.step}",
         ),
         model_type=None,
         model_name=overrides.model,

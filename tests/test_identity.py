@@ -236,5 +236,5 @@ def test_flags_are_named_in_the_evidence():
     got = ident("pretrained=runs/a/checkpoint-5", run="opt-mnli-seed1")
     assert (got.source, got.evidence) == (
         "path+flags",
-        "checkpoint folder checkpoint-5 of runs/a/checkpoint-5; --run opt-mnli-seed1",
+        "checkpoint folder checkpoint-5 of runs/a/checkpoint-5; `run` opt-mnli-seed1",
     )

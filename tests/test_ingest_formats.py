@@ -232,6 +232,28 @@ def test_a_dry_run_stores_nothing(runner, tmp_path, inspect_logs):
     assert table_dump(db) == before
 
 
+def test_a_dry_run_names_the_flags_that_gave_run_model_and_campaign(runner, tmp_path):
+    """The library says which parameter gave what (`run`, `model`, `campaign`); the command line names its flags."""
+    args = ["--run", "my-run", "--step", "7", "--model", "org/my-model", "--campaign", "mine"]
+    result = runner.invoke(main, ["--db", str(tmp_path / "s.duckdb"), "ingest", "--dry-run", str(RESULTS), *args])
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    at = lines.index(str(RESULTS))
+    assert lines[at + 2 : at + 6] == [
+        "  run       my-run",
+        "  step      7",
+        "  from      flags: --run my-run --step 7",
+        "  campaign  mine (--campaign)",
+    ]
+    history = runner.invoke(main, ["--db", str(tmp_path / "s.duckdb"), "ingest", "--dry-run", str(HISTORY),
+                                   "--run", "opt-s1", "--wandb-step", "train/global_step"])  # fmt: skip
+    assert history.exit_code == 0, history.output
+    assert "  from      field+flags: --run opt-s1, step column train/global_step" in history.output.splitlines()
+    model = runner.invoke(main, ["--db", str(tmp_path / "s.duckdb"), "ingest", "--dry-run", str(RESULTS),
+                                 "--model", "org/my-model"])  # fmt: skip
+    assert "  from      model: --model org/my-model" in model.output.splitlines(), model.output
+
+
 def test_shots_given_fill_only_what_the_files_lack(tmp_path, inspect_logs):
     """`shots` is the count of scores whose file gives none (an inspect_ai log, a W&B history); an lm-eval
     file's own counts (3-shot BBH, 5-shot MMLU-Pro, as its n-shot says) are kept."""

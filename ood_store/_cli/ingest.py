@@ -215,12 +215,13 @@ def _planned_lines(outcome: FileOutcome) -> list[tuple[str, str]]:
         step = f"{n(len(steps), 'step')}, {steps[0]:,} to {steps[-1]:,}" if steps else "none"
     else:
         step = "none (a final model)" if outcome.step is None else f"{outcome.step:,}"
+    identity_from = str(outcome.identity_from)
     return [
         ("format", outcome.detected or ""),
         ("run", outcome.run or ""),
         ("step", step),
-        ("from", f"{outcome.identity_from}: {outcome.evidence}" if outcome.evidence else str(outcome.identity_from)),
-        ("campaign", f"{_campaign(outcome.campaign)} ({outcome.campaign_from})"),
+        ("from", f"{outcome.identity_from}: {spelled(outcome.evidence)}" if outcome.evidence else identity_from),
+        ("campaign", f"{_campaign(outcome.campaign)} ({spelled(outcome.campaign_from or '')})"),
         (
             "scores",
             f"{outcome.scores:,}" + (f" in {n(outcome.evaluations, 'evaluation')}" if outcome.evaluations > 1 else ""),
