@@ -17,6 +17,10 @@ PYTHIA = REAL / "pythia-v1"
 #: The 27 zero-shot files of Pythia-160M, the small store of the store trials.
 PYTHIA_160M = PYTHIA / "pythia-160m" / "zero-shot"
 V0413 = FIXTURES / "lm-eval-0.4.13" / "out"
+#: Real files of the other formats ingest reads: Every Eval Ever (every version), inspect_ai logs, W&B histories.
+EEE_REAL = FIXTURES / "eee-real"
+INSPECT_REAL = FIXTURES / "inspect-real"
+WANDB = FIXTURES / "wandb"
 #: The ``ood-store`` command of the interpreter running the benchmark.
 OOD_STORE = str(Path(sys.executable).parent / "ood-store")
 

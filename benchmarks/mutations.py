@@ -1,4 +1,4 @@
-"""Broken copies of the repository's real lm-eval files, by class, for ``benchmarks/reliability.py``.
+"""Broken copies of the repository's real results files, by class, for ``benchmarks/reliability.py``.
 
 Each class writes one *item*: a folder holding a copy of one real results file
 (with its samples files when the source has them), broken in one way, or a
@@ -14,9 +14,14 @@ cannot be listed). It says what ``ingest`` must do with it:
 
 The sources are the repository's real lm-eval files (tests/fixtures/lm-eval-real,
 tests/fixtures/lm-eval-0.4.13: Pythia v0.3, lm-eval 0.4 results, and results
-with their per-sample files). Each copy gets a key of its own in ``config``
-(so that no two copies have the same content) before it is broken. Everything
-is seeded: the same generator writes the same bytes.
+with their per-sample files), and of the other formats ingest reads: the Every
+Eval Ever datastore's files of every schema version (tests/fixtures/eee-real),
+inspect_ai logs as ``.json`` and ``.eval`` (tests/fixtures/inspect-real) and the
+W&B histories as CSV and Parquet (tests/fixtures/wandb). Each copy gets a mark of
+its own (a key in lm-eval's ``config``, in EEE's ``model_info.additional_details``,
+in an inspect_ai log's ``eval.metadata``; a W&B history's file name, which names
+its run) so that no two copies are the same evaluation, before it is broken.
+Everything is seeded: the same generator writes the same bytes.
 """
 
 from __future__ import annotations
@@ -32,7 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from common import REAL, V0413
+from common import EEE_REAL, INSPECT_REAL, REAL, V0413, WANDB
 
 # Results files without their samples (the evaleval file's samples are its folder source's).
 RESULTS_SOURCES = sorted(REAL.rglob("*.json"))
@@ -64,7 +69,8 @@ class Item:
     folder: Path
     source: Path  # the fixture results file it copies (for the reference scores)
     samples: dict[str, int] = field(default_factory=dict)  # task -> lines, of the samples files left intact
-    planted: tuple[str, str, str, str, float | None] | None = None  # task, metric, filter, column, value
+    # task, metric, filter, column, value (and the step, in a history of many)
+    planted: tuple[str, str, str, str, float | None] | tuple[str, str, str, str, float | None, int] | None = None
     results_mutated: bool = False  # its results file is broken (else it holds its source's scores)
     broken_samples: tuple[str, int] | None = None  # the broken samples file's task and lines, as broken
 
@@ -555,6 +561,340 @@ DISK_KINDS: list[tuple[str, str, Callable[[random.Random, Item], None]]] = [
     ("folder that cannot be listed", BAD, unreadable_folder),
 ]
 
+# --- the other formats: Every Eval Ever, inspect_ai logs, W&B histories ------------------------------
+
+# Every EEE version ingest reads, as the datastore published it (each class picks among them).
+EEE_SOURCES = sorted(EEE_REAL.rglob("*.json"))
+INSPECT_JSON_SOURCES = sorted(INSPECT_REAL.glob("*.json"))
+INSPECT_EVAL_SOURCES = sorted(INSPECT_REAL.glob("*.eval"))
+WANDB_CSV = WANDB / "opt-125m-mnli-s1" / "history.csv"
+WANDB_PARQUET = WANDB / "opt-125m-mnli-s2.parquet"
+FUTURE_VERSIONS = ["0.4.0", "1.0.0", "0.0.1", "0.2.9", "", "v0.3.0"]
+
+
+def _eee_doc(source: Path, item: Item) -> dict[str, Any]:
+    doc = json.loads(source.read_text())
+    doc["model_info"].setdefault("additional_details", {})["reliability_copy"] = item.name
+    return doc
+
+
+def _eee_scores(doc: dict[str, Any]) -> list[tuple[dict, str, str, str, str]]:
+    """(score_details, "score", task, metric, filter) of each result, as ingest names a third party's."""
+    return [
+        (r["score_details"], "score", r["evaluation_name"], r["metric_config"].get("metric_name") or "score", "none")
+        for r in doc["evaluation_results"]
+    ]
+
+
+def e_too_large_score(rng: random.Random, doc: dict, item: Item) -> bytes:
+    holder, key, *_ = rng.choice(_eee_scores(doc))
+    holder[key] = MARK
+    return with_literal(doc, rng.choice(TOO_LARGE))
+
+
+def e_non_finite_score(rng: random.Random, doc: dict, item: Item) -> bytes:
+    holder, key, task, metric, filt = rng.choice(_eee_scores(doc))
+    literal = rng.choice(list(NON_FINITE))
+    holder[key] = MARK
+    item.planted = (task, metric, filt, "value", NON_FINITE[literal])
+    return with_literal(doc, literal)
+
+
+def e_long_name(rng: random.Random, doc: dict, item: Item) -> bytes:
+    length = rng.choice([1001, 5000, 100_000])
+    if rng.random() < 0.5:
+        rng.choice(doc["evaluation_results"])["evaluation_name"] = "t" * length
+    else:
+        doc["model_info"]["id"] = f"org/{'m' * length}"
+    return json.dumps(doc).encode()
+
+
+def e_version(rng: random.Random, doc: dict, item: Item) -> bytes:
+    doc["schema_version"] = rng.choice(FUTURE_VERSIONS)
+    return json.dumps(doc).encode()
+
+
+EEE_KINDS: list[tuple[str, str, Callable[[random.Random, dict, Item], bytes]]] = [
+    ("EEE: truncated", BAD, truncated),
+    ("EEE: invalid JSON", BAD, invalid_json),
+    ("EEE: number beyond DOUBLE in a score", BAD, e_too_large_score),
+    ("EEE: number beyond DOUBLE anywhere", BAD, too_large_anywhere),
+    ("EEE: nested too deep", BAD, too_deep),
+    ("EEE: lone surrogate", BAD, surrogate),
+    ("EEE: bytes not UTF-8", BAD, bad_utf8),
+    ("EEE: name too long", BAD, e_long_name),
+    ("EEE: a version ood-store does not read", BAD, e_version),
+    ("EEE: deleted keys", ANY, deleted_key),
+    ("EEE: wrong types", ANY, wrong_type),
+    ("EEE: NaN or Infinity in a score", STORE, e_non_finite_score),
+    ("EEE: good files (intact copies, every version)", STORE, intact),
+]
+
+
+def eee_item(rng: random.Random, item: Item, mutate: Callable[[random.Random, dict, Item], bytes]) -> None:
+    """An EEE class: a copy of one of the datastore's files (its samples file beside, where it has one)."""
+    item.source = rng.choice(EEE_SOURCES)
+    item.folder.mkdir(parents=True)
+    samples = item.source.with_name(f"{item.source.stem}_samples.jsonl")
+    if samples.exists():
+        shutil.copyfile(samples, item.folder / samples.name)
+    (item.folder / item.source.name).write_bytes(mutate(rng, _eee_doc(item.source, item), item))
+    item.results_mutated = mutate is not intact
+
+
+def _inspect_doc(doc: dict[str, Any], item: Item) -> dict[str, Any]:
+    metadata = doc["eval"].get("metadata")
+    doc["eval"]["metadata"] = {**(metadata if isinstance(metadata, dict) else {}), "reliability_copy": item.name}
+    return doc
+
+
+def _inspect_scores(doc: dict[str, Any]) -> list[tuple[dict, str, str, str, str]]:
+    """(metric, "value", task, metric name, scorer) of each metric a log scores (not its stderr)."""
+    task = str(doc["eval"].get("task_display_name") or doc["eval"]["task"]).rsplit("/", 1)[-1]
+    return [
+        (metric, "value", task, metric["name"], score["name"])
+        for score in doc["results"]["scores"]
+        for metric in score["metrics"].values()
+        if metric["name"] not in ("stderr", "bootstrap_stderr", "std", "stddev")
+    ]
+
+
+def i_too_large_score(rng: random.Random, doc: dict, item: Item) -> bytes:
+    holder, key, *_ = rng.choice(_inspect_scores(doc))
+    holder[key] = MARK
+    return with_literal(doc, rng.choice(TOO_LARGE))
+
+
+def i_non_finite_score(rng: random.Random, doc: dict, item: Item) -> bytes:
+    holder, key, task, metric, filt = rng.choice(_inspect_scores(doc))
+    literal = rng.choice(list(NON_FINITE))
+    holder[key] = MARK
+    item.planted = (task, metric, filt, "value", NON_FINITE[literal])
+    return with_literal(doc, literal)
+
+
+def i_long_name(rng: random.Random, doc: dict, item: Item) -> bytes:
+    length = rng.choice([1001, 5000, 100_000])
+    for key in ("task", "task_display_name"):  # the task is its display name, where it has one
+        if key == "task" or doc["eval"].get(key):
+            doc["eval"][key] = f"x/{'t' * length}"
+    return json.dumps(doc).encode()
+
+
+INSPECT_KINDS: list[tuple[str, str, Callable[[random.Random, dict, Item], bytes]]] = [
+    ("truncated", BAD, truncated),
+    ("number beyond DOUBLE in a score", BAD, i_too_large_score),
+    ("name too long", BAD, i_long_name),
+    ("lone surrogate", BAD, surrogate),
+    ("deleted keys", ANY, deleted_key),
+    ("wrong types", ANY, wrong_type),
+    ("NaN or Infinity in a score", STORE, i_non_finite_score),
+    ("good files (intact copies)", STORE, intact),
+]
+
+
+def inspect_json_item(rng: random.Random, item: Item, mutate: Callable[[random.Random, dict, Item], bytes]) -> None:
+    """An inspect_ai JSON log, under a name of its own (not inspect_ai's default: ingest reads by content)."""
+    item.source = rng.choice(INSPECT_JSON_SOURCES)
+    item.folder.mkdir(parents=True)
+    doc = _inspect_doc(json.loads(item.source.read_text()), item)
+    (item.folder / item.source.name).write_bytes(mutate(rng, doc, item))
+    item.results_mutated = mutate is not intact
+
+
+def inspect_eval_item(rng: random.Random, item: Item, mutate: Callable[[random.Random, dict, Item], bytes]) -> None:
+    """An inspect_ai ``.eval`` log: its header.json broken, the archive written again (deflate, as the source)."""
+    import zipfile
+
+    item.source = rng.choice(INSPECT_EVAL_SOURCES)
+    item.folder.mkdir(parents=True)
+    with zipfile.ZipFile(item.source) as archive:
+        members = {info.filename: archive.read(info) for info in archive.infolist()}
+    header = _inspect_doc(json.loads(members["header.json"]), item)
+    members["header.json"] = mutate(rng, header, item)
+    target = item.folder / item.source.name
+    with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name, data in members.items():
+            archive.writestr(name, data)
+    item.results_mutated = mutate is not intact
+
+
+def eval_truncated(rng: random.Random, item: Item) -> None:
+    inspect_eval_item(rng, item, intact)
+    target = item.folder / item.source.name
+    data = target.read_bytes()
+    target.write_bytes(data[: rng.randrange(1, len(data) - 1)])
+
+
+def eval_not_a_zip(rng: random.Random, item: Item) -> None:
+    inspect_eval_item(rng, item, intact)
+    (item.folder / item.source.name).write_bytes(rng.choice([b"", b"not a zip\n", PNG + rng.randbytes(100)]))
+
+
+def _history(rng: random.Random, item: Item) -> tuple[list[str], list[list[str]], Path]:
+    """A copy of the W&B CSV history, under the item's name (its run), with the run's config beside."""
+    item.source = WANDB_CSV
+    item.folder.mkdir(parents=True)
+    shutil.copyfile(WANDB_CSV.with_name("config.yaml"), item.folder / "config.yaml")
+    import csv
+    import io
+
+    rows = list(csv.reader(io.StringIO(WANDB_CSV.read_text())))
+    return rows[0], rows[1:], item.folder / f"{item.name}.csv"
+
+
+def _write_csv(path: Path, header: list[str], body: list[list[str]]) -> None:
+    import csv
+
+    with path.open("w", newline="") as file:
+        csv.writer(file).writerows([header, *body])
+
+
+def _score_cells(header: list[str], body: list[list[str]]) -> list[tuple[int, int]]:
+    """(row, column) of each eval/<set>_accuracy cell with a value: the default patterns' scores."""
+    columns = [i for i, name in enumerate(header) if name.startswith("eval/") and name.endswith("_accuracy")]
+    return [(r, c) for r, row in enumerate(body) for c in columns if row[c]]
+
+
+def w_cell(rng: random.Random, item: Item, text: str | None = None) -> tuple[list[str], list[list[str]], Path]:
+    header, body, path = _history(rng, item)
+    row, column = rng.choice(_score_cells(header, body))
+    if text is not None:
+        body[row][column] = text
+    return header, body, path
+
+
+def w_intact(rng: random.Random, item: Item) -> None:
+    header, body, path = _history(rng, item)
+    _write_csv(path, header, body)
+
+
+def w_not_a_number(rng: random.Random, item: Item) -> None:
+    _write_csv(*_reordered(w_cell(rng, item, rng.choice(["abc", "0.5.1", "[0.5]", "true", "N/A"]))))
+    item.results_mutated = True
+
+
+def w_too_large(rng: random.Random, item: Item) -> None:
+    _write_csv(*_reordered(w_cell(rng, item, rng.choice(TOO_LARGE[:4]))))
+    item.results_mutated = True
+
+
+def w_infinity(rng: random.Random, item: Item) -> None:
+    header, body, path = _history(rng, item)
+    row, column = rng.choice(_score_cells(header, body))
+    text = rng.choice(["inf", "-inf", "Infinity", "-Infinity", "INF"])
+    body[row][column] = text
+    task = header[column].removeprefix("eval/").removesuffix("_accuracy")
+    step = int(body[row][header.index("_step")])
+    item.planted = (task, "accuracy", "none", "value", float("-inf") if text.startswith("-") else float("inf"), step)
+    _write_csv(path, header, body)
+
+
+def w_long_name(rng: random.Random, item: Item) -> None:
+    header, body, path = _history(rng, item)
+    column = rng.choice([i for i, name in enumerate(header) if name.endswith("_accuracy")])
+    header[column] = f"eval/{'t' * rng.choice([1001, 5000])}_accuracy"
+    _write_csv(path, header, body)
+    item.results_mutated = True
+
+
+def w_truncated(rng: random.Random, item: Item) -> None:
+    header, body, path = _history(rng, item)
+    _write_csv(path, header, body)
+    data = path.read_bytes()
+    path.write_bytes(data[: rng.randrange(len(",".join(header)) + 2, len(data) - 1)])
+    item.results_mutated = True
+
+
+def w_binary(rng: random.Random, item: Item) -> None:
+    header, body, path = _history(rng, item)
+    path.write_bytes(PNG + rng.randbytes(rng.randrange(1, 2000)))
+    item.results_mutated = True
+
+
+def w_run_file(rng: random.Random, item: Item) -> None:
+    """A W&B run's binary ``.wandb`` file (its header: wandb/sdk/internal/datastore.py), not a history."""
+    import struct
+
+    item.source = WANDB_CSV
+    item.folder.mkdir(parents=True)
+    (item.folder / f"run-{item.name}.wandb").write_bytes(struct.pack("<4sHB", b":W&B", 0xBEE1, 0) + rng.randbytes(500))
+    item.results_mutated = True
+
+
+def _reordered(parts: tuple[list[str], list[list[str]], Path]) -> tuple[Path, list[str], list[list[str]]]:
+    header, body, path = parts
+    return path, header, body
+
+
+def _parquet(rng: random.Random, item: Item) -> tuple[Any, Path]:
+    import polars as pl
+
+    item.source = WANDB_PARQUET
+    item.folder.mkdir(parents=True)
+    return pl.read_parquet(WANDB_PARQUET), item.folder / f"{item.name}.parquet"
+
+
+def p_intact(rng: random.Random, item: Item) -> None:
+    frame, path = _parquet(rng, item)
+    frame.write_parquet(path)
+
+
+def p_truncated(rng: random.Random, item: Item) -> None:
+    frame, path = _parquet(rng, item)
+    frame.write_parquet(path)
+    data = path.read_bytes()
+    path.write_bytes(data[: rng.randrange(1, len(data) - 1)])
+    item.results_mutated = True
+
+
+def p_infinity(rng: random.Random, item: Item) -> None:
+    import polars as pl
+
+    frame, path = _parquet(rng, item)
+    column = "eval/hans/accuracy"
+    rows = [i for i, value in enumerate(frame[column].to_list()) if value is not None and value == value]
+    row = rng.choice(rows)
+    value = rng.choice([float("inf"), float("-inf")])
+    frame = frame.with_columns(pl.Series(column, [value if i == row else v for i, v in enumerate(frame[column])]))
+    item.planted = ("hans", "accuracy", "none", "value", value, int(frame["_step"][row]))
+    frame.write_parquet(path)
+
+
+WANDB_KINDS: list[tuple[str, str, Callable[[random.Random, Item], None]]] = [
+    ("W&B CSV: a score that is not a number", BAD, w_not_a_number),
+    ("W&B CSV: number beyond DOUBLE", BAD, w_too_large),
+    ("W&B CSV: name too long", BAD, w_long_name),
+    ("W&B CSV: truncated", ANY, w_truncated),
+    ("W&B CSV: binary bytes", NOT_STORED, w_binary),
+    ("W&B: a run's binary .wandb file", NOT_STORED, w_run_file),
+    ("W&B CSV: Infinity in a score", STORE, w_infinity),
+    ("W&B CSV: good files (intact copies)", STORE, w_intact),
+    ("W&B Parquet: truncated", NOT_STORED, p_truncated),
+    ("W&B Parquet: Infinity in a score", STORE, p_infinity),
+    ("W&B Parquet: good files (intact copies)", STORE, p_intact),
+]
+
+
+def other_format_kinds() -> list[Kind]:
+    """The classes of the other formats (each EEE class picks among every version)."""
+    out = [Kind(name, expect, lambda rng, item, m=mutate: eee_item(rng, item, m)) for name, expect, mutate in EEE_KINDS]
+    out += [
+        Kind(f"inspect .json: {name}", expect, lambda rng, item, m=mutate: inspect_json_item(rng, item, m))
+        for name, expect, mutate in INSPECT_KINDS
+    ]
+    out += [
+        Kind(f"inspect .eval: header {name}", expect, lambda rng, item, m=mutate: inspect_eval_item(rng, item, m))
+        for name, expect, mutate in INSPECT_KINDS
+        if name in ("number beyond DOUBLE in a score", "deleted keys", "wrong types", "NaN or Infinity in a score",
+                    "good files (intact copies)")
+    ]  # fmt: skip
+    out += [Kind("inspect .eval: truncated archive", BAD, eval_truncated)]
+    out += [Kind("inspect .eval: not a zip archive", BAD, eval_not_a_zip)]
+    out += [Kind(name, expect, write) for name, expect, write in WANDB_KINDS]
+    return out
+
+
 GOOD = "good files (intact copies)"
 
 
@@ -573,7 +913,7 @@ def kinds(*, unreadable_folders: bool) -> list[Kind]:
         for name, expect, write in DISK_KINDS
         if unreadable_folders or write is not unreadable_folder
     ]
-    return out
+    return out + other_format_kinds()
 
 
 GOOD_KIND = Kind(GOOD, STORE, lambda rng, item: results_item(rng, item, intact))

@@ -3,7 +3,9 @@
     python benchmarks/reliability.py [--files 5000] [--kill-trials 20] [--concurrent-trials 5] [--seed 17]
 
 1. **Mutated files.** ``--files`` broken copies of the repository's real lm-eval
-   files, in the classes of ``benchmarks/mutations.py`` (each class the same
+   files and of the other formats' (Every Eval Ever files of every schema version,
+   inspect_ai ``.json`` and ``.eval`` logs, W&B histories as CSV and Parquet), in
+   the classes of ``benchmarks/mutations.py`` (each class the same
    number of times, in a seeded order), each in a folder of its own, mixed with
    intact copies (one for every three broken ones) into batches of ``--batch``
    folders; each batch is ingested by ``ood-store ingest`` as a process, into one
@@ -12,7 +14,8 @@
    the batch, and leaves no score or sample without its evaluation. A file holds
    when it gets what its class says (``BAD``: not stored, and named;
    ``NOT_STORED``: not stored; ``ANY``: stored whole, or else named, or skipped as
-   JSON without a ``results`` object; ``STORE``: stored) and no "internal error"
+   a file in none of the formats (by their rules in ingest/formats.py); ``STORE``:
+   stored) and no "internal error"
    names it. Stored means whole: every samples file's lines (a broken samples
    file's too, as many as it has left), and, where its results file is intact or
    the class is ``STORE``, the scores its source file has when ingested alone
@@ -73,7 +76,7 @@ import duckdb
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import mutations  # noqa: E402
 import trial_table  # noqa: E402
-from common import OOD_STORE, fresh, sha256  # noqa: E402
+from common import OOD_STORE, fresh  # noqa: E402
 from mutations import ANY, BAD, NOT_STORED, STORE, Item  # noqa: E402
 
 ITEM = re.compile(r"[/\\](item\d+)(?:[/\\]|$)")
@@ -93,12 +96,14 @@ ORPHANS = (
     "SELECT (SELECT count(*) FROM evaluation_scores WHERE evaluation_id NOT IN (SELECT evaluation_id FROM evaluations))"
     " + (SELECT count(*) FROM samples WHERE evaluation_id NOT IN (SELECT evaluation_id FROM evaluations))"
 )
-# Every evaluation with its scores; an evaluation without scores as one row of NULLs (task NULL).
+# Every evaluation with its scores, keyed by step (a W&B history holds many) and (task, shots, metric,
+# filter); an evaluation without scores as one row of NULLs (task NULL).
 SCORES = (
-    "SELECT e.source_path, s.task, s.num_fewshot, s.metric, s.filter, s.value, s.stderr, s.n_samples, "
+    "SELECT e.source_path, e.step, s.task, s.num_fewshot, s.metric, s.filter, s.value, s.stderr, s.n_samples, "
     "s.is_group, s.higher_is_better, s.task_version "
     "FROM evaluations e LEFT JOIN evaluation_scores s USING (evaluation_id)"
 )
+KEY = 5  # step, task, num_fewshot, metric, filter
 
 
 class Trials:
@@ -204,16 +209,20 @@ def canonical(db: Path) -> dict[str, list[str]]:
 
 
 def reference_scores(workdir: Path) -> dict[str, dict[tuple, tuple]]:
-    """Every source file's scores, ingested intact into a fresh store: sha256 of its bytes -> key -> values."""
-    sources = sorted({*mutations.RESULTS_SOURCES, *(next(f.glob("results_*.json")) for f in mutations.FOLDER_SOURCES)})
+    """Every source file's scores, ingested intact into a fresh store: its resolved path -> key -> values."""
+    sources = sorted({
+        *mutations.RESULTS_SOURCES, *(next(f.glob("results_*.json")) for f in mutations.FOLDER_SOURCES),
+        *mutations.EEE_SOURCES, *mutations.INSPECT_JSON_SOURCES, *mutations.INSPECT_EVAL_SOURCES,
+        mutations.WANDB_CSV, mutations.WANDB_PARQUET,
+    })  # fmt: skip
     db = fresh(workdir / "reference.duckdb")
     result = ingest(db, *sources)
     if result.returncode != 0:
         raise SystemExit(f"the intact sources do not ingest:\n{result.stderr}")
     out: dict[str, dict[tuple, tuple]] = defaultdict(dict)
-    for content_hash, *score in query(db, SCORES.replace("e.source_path", "e.content_hash")):
-        if score[0] is not None:
-            out[content_hash][tuple(score[:4])] = tuple(score[4:])
+    for path, *score in query(db, SCORES):
+        if score[1] is not None:
+            out[path][tuple(score[:KEY])] = tuple(score[KEY:])
     return out
 
 
@@ -287,8 +296,8 @@ def _stored(db: Path, folder: Path) -> dict[str, dict[str, Any]]:
             if match:
                 out.setdefault(match.group(1), {"scores": {}, "samples": {}, "paths": set()})
                 out[match.group(1)]["paths"].add(path)
-                if score[0] is not None:  # not the NULL row of an evaluation without scores
-                    out[match.group(1)]["scores"][tuple(score[:4])] = tuple(score[4:])
+                if score[1] is not None:  # not the NULL row of an evaluation without scores
+                    out[match.group(1)]["scores"][tuple(score[:KEY])] = tuple(score[KEY:])
     samples = query(
         db,
         "SELECT e.source_path, s.task, count(*) FROM samples s JOIN evaluations e USING (evaluation_id) GROUP BY ALL",
@@ -305,7 +314,7 @@ def judge(item: Item, stored: dict[str, Any] | None, named: list[str], reference
     internal = [line for line in named if line.startswith("internal error")]
     if internal:
         return internal[0]
-    if stored is not None and len(stored["paths"]) > 1:
+    if stored is not None and len(stored["paths"]) > 1:  # (a W&B history's evaluations share its path)
         return f"{len(stored['paths'])} evaluations stored"
     if item.expect == BAD:
         if stored is not None:
@@ -333,27 +342,56 @@ def judge(item: Item, stored: dict[str, Any] | None, named: list[str], reference
         return f"stored with {stored['samples'].get(task, 0)} of the {missing[task]} samples of {task}"
     if item.results_mutated and item.expect == ANY:
         return None  # a broken results file stored: whatever scores it still holds
-    return _same_scores(item, stored["scores"], reference[sha256(item.source)])
+    return _same_scores(item, stored["scores"], reference[str(item.source.resolve())])
 
 
 def _not_a_results_file(item: Item) -> bool:
-    """Whether the item's results file is JSON without a top-level ``results`` object (ingest skips it)."""
-    files = list(item.folder.glob("*.json")) if item.folder.is_dir() else []
+    """Whether the item's file is in none of the formats ingest reads, which skips it: by the formats'
+    rules (ingest/formats.py: a W&B run file, a zip archive or CSV/Parquet that is no log or history, JSON
+    without a top-level ``results``, without EEE's ``schema_version``/``model_info``/``evaluation_results``
+    and without an ``eval`` naming a ``task``), written again here."""
+    files = [p for p in item.folder.iterdir() if p.suffix in (".json", ".eval", ".csv", ".parquet", ".wandb")]
     if len(files) != 1:
         return False
+    path = files[0]
+    data = path.read_bytes()
+    if data.startswith(b":W&B"):
+        return True
+    if path.suffix == ".eval":
+        return False  # always read as an inspect_ai log, and named when it cannot be
+    if path.suffix in (".csv", ".parquet"):
+        return "_step" not in _columns(path)
     try:
-        doc = json.loads(files[0].read_bytes())
+        doc = json.loads(data)
     except (ValueError, RecursionError):
         return False  # not JSON: it must be named
-    return not isinstance(doc, dict) or not isinstance(doc.get("results"), dict)
+    if not isinstance(doc, dict):
+        return True
+    inspect = isinstance(doc.get("eval"), dict) and "task" in doc["eval"]
+    eee = all(key in doc for key in ("schema_version", "model_info", "evaluation_results"))
+    return not (inspect or eee or isinstance(doc.get("results"), dict))
+
+
+def _columns(path: Path) -> list[str]:
+    """A history's column names; none where it cannot be read as CSV or Parquet."""
+    import polars as pl
+
+    try:
+        if path.suffix == ".parquet":
+            return list(pl.read_parquet_schema(path))
+        return pl.read_csv(path, n_rows=0).columns
+    except Exception:  # polars' errors of a file that is no table
+        return []
 
 
 def _same_scores(item: Item, got: dict[tuple, tuple], expected: dict[tuple, tuple]) -> str | None:
     """A STORE item's scores against its source's (a planted value replacing its source's)."""
     expected = dict(expected)
     if item.planted is not None:
-        task, metric, filt, column, value = item.planted
-        key = next((k for k in expected if (k[0], k[2], k[3]) == (task, metric, filt)), None)
+        task, metric, filt, column, value, *step = item.planted
+        key = next(
+            (k for k in expected if (k[1], k[3], k[4]) == (task, metric, filt) and (not step or k[0] == step[0])), None
+        )
         if key is None:
             return f"the planted score {task} {metric},{filt} is not a score of the source"
         row = list(expected[key])

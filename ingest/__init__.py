@@ -1,4 +1,5 @@
-"""Where scores enter: lm-eval results files found, parsed, validated and written to the store.
+"""Where scores enter: results files of every format ood-store reads (lm-eval, Every Eval Ever, inspect_ai logs,
+W&B histories) found, parsed, validated and written to the store.
 
 :func:`ingest` (in :mod:`~ood_store._ingest.pipeline`) is the entry point;
 discovery, parsing, validation and writing each have a module of their own.

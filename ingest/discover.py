@@ -3,10 +3,12 @@
 * A file is read as a results file (:mod:`ood_store._ingest.formats` says which
   formats); a ``samples_<task>_<ts>.jsonl`` stands for the ``results_<ts>.json``
   beside it.
-* A folder is searched recursively for ``*.json``, ``*.eval``, ``*.csv`` and
-  ``*.parquet`` files, skipping hidden folders and the files a model checkpoint
-  holds (``config.json``, ``tokenizer.json``, ...). Files in none of the formats
-  are skipped there; a folder with no results file at all is an error.
+* A folder is searched recursively for ``*.json``, ``*.eval``, ``*.csv``,
+  ``*.parquet`` and ``*.wandb`` files, skipping hidden folders and the files a
+  model checkpoint holds (``config.json``, ``tokenizer.json``, ...). Files in none
+  of the formats are skipped there, each named with what it is instead (a W&B
+  binary run file, JSON of another kind); a folder with no results file at all is
+  an error that names the first few it skipped.
 * Anything else with ``*``, ``?`` or ``[`` is a glob (``**`` recurses).
 
 Only regular files are read: a FIFO, a socket or a device found under a results
@@ -33,7 +35,7 @@ from ood_store._ingest.report import unexpected
 from ood_store._ingest.samples import results_beside
 
 # File name endings a folder search reads (samples files are found beside their results file).
-SEARCHED = (".json", ".eval", ".csv", ".parquet")
+SEARCHED = (".json", ".eval", ".csv", ".parquet", ".wandb")
 
 # Files written into model checkpoints and training folders: never lm-eval results.
 CHECKPOINT_FILES = {

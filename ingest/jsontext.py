@@ -143,6 +143,11 @@ def shown(text: str) -> str:
     return json.dumps(short)
 
 
+def as_object(value: Any) -> dict[str, Any]:
+    """A JSON value that should be an object: itself, or an empty one when it is anything else."""
+    return value if isinstance(value, dict) else {}
+
+
 def optional_text(value: Any) -> str | None:
     """A JSON value as text; null and the empty string as None."""
     return None if value is None or value == "" else str(value)

@@ -104,6 +104,8 @@ def parse_results(path: str, content_hash: str, doc: Any, overrides: Overrides) 
             raise InputError(path, where, f"expected an object of metrics, got {describe(entry)}")
         default = shots_of.get(task, default_shots)
         shots = _shots(path, task, n_shot, group_subtasks, default) if n_shot or group_subtasks else default
+        if shots is None:  # the file gives none: the count given on the command line, if any
+            shots = overrides.shots
         version = versions.get(task)
         _task_scores(
             path,

@@ -6,6 +6,10 @@ one in turn reads it into an outcome (already present, skipped, rejected with
 the reason) or its validated records, one per evaluation it holds
 (:func:`read_one`); records are written in batches (:class:`Batch`), each in
 one transaction: a file goes in with all its evaluations, or not at all.
+Before a batch is written, evaluations it holds that the store (or an earlier file
+of the batch) already holds in another format are taken out
+(:mod:`~ood_store._ingest.equivalence`); a dry run stops there and reports what
+would be written.
 
 Each file is isolated by construction: any exception while one file is read,
 validated or prepared for the store rejects that file alone. Problems with the
@@ -28,14 +32,23 @@ from typing import Any
 import duckdb
 
 from ood_store import _sqlfiles as sqlfiles
+from ood_store._counts import n
 from ood_store._errors import InputError, first_line
-from ood_store._ingest import formats
+from ood_store._ingest import equivalence, formats
 from ood_store._ingest import samples as samples_files
 from ood_store._ingest.discover import Candidate, discover
 from ood_store._ingest.identity import Overrides, campaign_of
 from ood_store._ingest.records import EvaluationRecord
 from ood_store._ingest.regular import check_name, read_regular
-from ood_store._ingest.report import CampaignMix, Conflict, FileOutcome, IngestReport, campaign_order, unexpected
+from ood_store._ingest.report import (
+    CampaignMix,
+    Conflict,
+    FileOutcome,
+    IngestReport,
+    Status,
+    campaign_order,
+    unexpected,
+)
 from ood_store._ingest.wandb import HistoryOptions
 from ood_store._ingest.write import BatchRefused, write_batch
 from ood_store._progress import progress_bar
@@ -69,6 +82,7 @@ def ingest(
     wandb_map: Sequence[str] = (),
     wandb_step: str | None = None,
     wandb_config: str | None = None,
+    dry_run: bool = False,
 ) -> IngestReport:
     """Ingest results files, folders (recursive) and globs into the store on ``con``.
 
@@ -94,6 +108,9 @@ def ingest(
         columns are scores of which task and metric, the step column (default
         ``_step``), and the run's config file (default: ``config.yaml`` or
         ``config.json`` beside the history).
+    dry_run
+        Read and check every file, and say what would be stored (each file's format, run, step,
+        campaign and where they came from: the outcomes are ``planned``), without writing anything.
 
     Returns
     -------
@@ -107,7 +124,7 @@ def ingest(
     gc.disable()  # hundreds of thousands of score tuples, none in a cycle: collecting them costs a third of the time
     try:
         history = HistoryOptions.build(wandb_map, wandb_step, wandb_config)
-        read = _Reading(overrides or Overrides(), samples, history)
+        read = _Reading(overrides or Overrides(), samples, history, dry_run)
         return _ingest(con, paths, read, attributes, attribute_rules, progress)
     finally:
         if collecting:
@@ -121,6 +138,7 @@ class _Reading:
     overrides: Overrides
     samples: bool
     history: HistoryOptions
+    dry_run: bool = False
 
 
 def _ingest(
@@ -146,7 +164,7 @@ def _ingest(
     stored_without_campaign = {k.evaluation_id for k in known.values() if k.campaign is None}
     outcomes: dict[int, FileOutcome] = {}
     recognised: set[str] = set()  # arguments that found at least one lm-eval file
-    batch = Batch(con, run_attributes, outcomes)
+    batch = Batch(con, run_attributes, outcomes, dry_run=read.dry_run)
     campaigns_found: dict[int, str] = {}  # for evaluations already present that had none
     with progress_bar(progress, len(candidates), "ingesting") as advance:
         for index, candidate in enumerate(candidates):
@@ -168,11 +186,16 @@ def _ingest(
         batch.flush()
     report.files.extend(outcomes[i] for i in sorted(outcomes))
     present = {f.run for f in report.present if f.run} - {f.run for f in report.ingested}
-    _update_present(con, sorted(present), run_attributes, campaigns_found)
+    if not read.dry_run:
+        _update_present(con, sorted(present), run_attributes, campaigns_found)
 
     matched_nothing = {e.path for e in errors}
     for root in sorted(set(searched) - recognised - matched_nothing):
-        report.files.append(FileOutcome(root, "rejected", f"{root}: no results files found ({formats.KNOWN})"))
+        report.files.append(
+            FileOutcome(
+                root, "rejected", f"{root}: no results files found ({formats.KNOWN}){_skipped_in(report, root)}"
+            )
+        )
     runs = {f.run for f in report.files if f.run}
     report.warnings.extend(
         f"{item.where or item.pattern}: {item.pattern!r} matches no run of these files"
@@ -205,23 +228,40 @@ class Batch:
     MAX_FILES = 1000
     MAX_SAMPLE_BYTES = 1 << 30
 
-    def __init__(self, con: duckdb.DuckDBPyConnection, attributes: _RunAttributes, outcomes: dict[int, FileOutcome]):
-        self.con, self.attributes, self.outcomes = con, attributes, outcomes
+    def __init__(
+        self,
+        con: duckdb.DuckDBPyConnection,
+        attributes: _RunAttributes,
+        outcomes: dict[int, FileOutcome],
+        *,
+        dry_run: bool = False,
+    ):
+        self.con, self.attributes, self.outcomes, self.dry_run = con, attributes, outcomes, dry_run
         self.pending: list[tuple[int, list[EvaluationRecord]]] = []
         self.sample_bytes = 0
         self.new_ids: list[int] = []
+        self.formats_at = equivalence.checkpoint_formats(con)  # the source formats of each stored checkpoint
 
     def add(self, index: int, records: list[EvaluationRecord]) -> None:
         """Queue the records of one file (written together, in one transaction)."""
         self.pending.append((index, records))
         self.sample_bytes += sum(file.size for record in records for file in record.samples)
+        if self.dry_run:  # nothing is written: every file is weighed against all the others at the end
+            return
         if len(self.pending) >= self.MAX_FILES or self.sample_bytes >= self.MAX_SAMPLE_BYTES:
             self.flush()
 
     def flush(self) -> None:
         pending, self.pending, self.sample_bytes = self.pending, [], 0
         while pending:
+            pending = self._without_equivalents(pending)
+            if not pending:
+                return
             records = [record for _, file_records in pending for record in file_records]
+            if self.dry_run:
+                for index, file_records in pending:
+                    self.outcomes[index] = _outcome("planned", file_records)
+                return
             runs = sorted({record.identity.run for record in records})
             try:
                 written = write_batch(self.con, records, self.attributes.for_runs(runs))
@@ -291,20 +331,97 @@ class Batch:
         for index, file_records in pending:
             stored = [next(done) for _ in file_records]
             self.new_ids.extend(evaluation_id for evaluation_id, _ in stored)
-            first = file_records[0]
-            self.outcomes[index] = FileOutcome(
-                first.display_path,
-                "ingested",
-                evaluation_id=stored[0][0],
-                run=first.identity.run,
-                step=first.identity.step,
-                scores=sum(len(r.scores) for r in file_records),
-                samples=sum(rows for _, rows in stored),
-                evaluations=len(file_records),
-                campaign=first.campaign,
-                non_finite=sum(r.non_finite for r in file_records),
-                warnings=tuple(w for r in file_records for w in r.warnings),
+            for record in file_records:
+                self.formats_at.setdefault((record.identity.run, record.identity.step), set()).add(record.source_format)
+            self.outcomes[index] = _outcome(
+                "ingested", file_records, evaluation_id=stored[0][0], samples=sum(rows for _, rows in stored)
             )
+
+    def _without_equivalents(
+        self, pending: list[tuple[int, list[EvaluationRecord]]]
+    ) -> list[tuple[int, list[EvaluationRecord]]]:
+        """``pending`` less the evaluations already held in another format (ood_store._ingest.equivalence):
+        a file all of whose evaluations are is present; one with some keeps the others, with a warning."""
+        records = [record for _, file_records in pending for record in file_records]
+        positions = equivalence.candidates(records, self.formats_at)
+        found = equivalence.held(self.con, records, positions) if positions else {}
+        if not found:
+            return pending
+        paths = _stored_paths(self.con, {i for held in found.values() for i in held.evaluation_ids})
+        out = []
+        position = 0
+        for index, file_records in pending:
+            keep: list[EvaluationRecord] = []
+            reasons: list[str] = []
+            for record in file_records:
+                held = found.get(position)
+                position += 1
+                if held is None:
+                    keep.append(record)
+                    continue
+                where = [paths[i] for i in held.evaluation_ids]
+                where += [f"{records[p].display_path} ({records[p].source_format})" for p in held.positions]
+                more = f" and {n(len(where) - 1, 'other')}" if len(where) > 1 else ""
+                step = "" if len(file_records) == 1 else f"step {record.identity.step}: "
+                reasons.append(f"{step}the same evaluation as {where[0]}{more}")
+            if not reasons:
+                out.append((index, file_records))
+            elif keep:
+                keep[0].warnings.extend(f"{keep[0].display_path}: {reason}: not stored again" for reason in reasons)
+                out.append((index, keep))
+            else:
+                first = file_records[0]
+                self.outcomes[index] = FileOutcome(
+                    first.display_path,
+                    "present",
+                    f"{reasons[0]} (it holds every score, read from another format)",
+                    run=first.identity.run,
+                    evaluations=len(file_records),
+                    campaign=first.campaign,
+                    detected=first.detected,
+                )
+        return out
+
+
+def _outcome(status: Status, file_records: list[EvaluationRecord], **fields: Any) -> FileOutcome:
+    """The outcome of a file whose records are (or, in a dry run, would be) written."""
+    first = file_records[0]
+    return FileOutcome(
+        first.display_path,
+        status,
+        run=first.identity.run,
+        step=first.identity.step,
+        scores=sum(len(r.scores) for r in file_records),
+        samples=fields.pop("samples", sum(0 if r.sample_rows is None else r.sample_rows.height for r in file_records)),
+        evaluations=len(file_records),
+        campaign=first.campaign,
+        non_finite=sum(r.non_finite for r in file_records),
+        warnings=tuple(w for r in file_records for w in r.warnings),
+        detected=first.detected,
+        identity_from=first.identity.source,
+        evidence=first.identity.evidence,
+        campaign_from=first.campaign_from,
+        steps=tuple(r.identity.step for r in file_records),
+        **fields,
+    )
+
+
+def _skipped_in(report: IngestReport, root: str) -> str:
+    """``: it holds ...`` naming the files a folder search skipped there, the first few."""
+    skipped = [f for f in report.skipped if f.path.startswith(root.rstrip("/"))]
+    if not skipped:
+        return ""
+    shown = "; ".join(f"{Path(f.path).name}: {f.reason}" for f in skipped[:3])
+    more = f"; and {n(len(skipped) - 3, 'other file')}" if len(skipped) > 3 else ""
+    return f"; it holds {shown}{more}"
+
+
+def _stored_paths(con: duckdb.DuckDBPyConnection, ids: set[int]) -> dict[int, str]:
+    """``source_path (source_format)`` of stored evaluations, by id."""
+    if not ids:
+        return {}
+    rows = con.execute(sqlfiles.load("ood_store._ingest", "evaluation_sources"), {"ids": sorted(ids)}).fetchall()
+    return {evaluation_id: f"{path} ({source_format})" for evaluation_id, path, source_format in rows}
 
 
 def _file_of(pending: list[tuple[int, list[EvaluationRecord]]], position: int) -> tuple[int, int]:
@@ -346,12 +463,13 @@ def read_one(candidate: Candidate, read: _Reading, known: Mapping[str, _Known]) 
     shown = str(candidate.path)
     try:
         return _read_one(candidate, shown, read, known)
-    except formats.NotResults:
+    except formats.NotResults as exc:
         if candidate.explicit:
-            return FileOutcome(shown, "rejected", f"{shown}: not a results file ood-store reads ({formats.KNOWN})")
-        return FileOutcome(shown, "skipped", "not a results file")
+            return FileOutcome(shown, "rejected", f"{shown}: not a results file ood-store reads: {exc.why}")
+        return FileOutcome(shown, "skipped", exc.why)
     except InputError as exc:
-        return FileOutcome(shown, "rejected", str(exc))
+        detected = getattr(exc, "detected", None)
+        return FileOutcome(shown, "rejected", str(exc), detected=None if detected is None else str(detected))
 
 
 def _read_one(
@@ -365,26 +483,34 @@ def _read_one(
     fresh = [r for r in records if r.content_hash not in known]
     if not fresh:  # another file, or an export of an evaluation already here (EEE keeps the content hash)
         outcome = _present(candidate, known[records[0].content_hash], read, lambda: records)
-        return replace(outcome, evaluations=len(records))
+        return replace(outcome, evaluations=len(records), detected=records[0].detected)
     absolute = candidate.path.resolve()
     check_name(absolute, shown)
     for record in fresh:
         record.display_path = shown
         record.path = str(absolute)
-        record.campaign = read.overrides.campaign or record.campaign or _campaign(absolute, record)
+        record.campaign, record.campaign_from = _campaign(absolute, record, read.overrides)
     return fresh
 
 
 def _records(candidate: Candidate, shown: str, data: bytes, digest: str, read: _Reading) -> list[EvaluationRecord]:
-    records = formats.read(candidate.path, shown, data, digest, read.overrides, read.history)
+    records, detected = formats.read(candidate.path, shown, data, digest, read.overrides, read.history)
     for record in records:
-        if read.samples and record.source_format == "lm-eval":
+        record.detected = str(detected)
+        if read.samples and record.source_format == "lm-eval" and record.recorded is None:
             record.samples = _plan_samples(record, candidate.path)
+        if not read.samples:
+            record.sample_rows = None
     return records
 
 
-def _campaign(absolute: Path, record: EvaluationRecord) -> str | None:
-    return campaign_of(absolute.parent.parts, record.identity, record.model_name)
+def _campaign(absolute: Path, record: EvaluationRecord, overrides: Overrides) -> tuple[str | None, str]:
+    """The campaign of a record and the rule that gave it (ood_store._ingest.identity's table)."""
+    if overrides.campaign is not None:
+        return overrides.campaign, "`campaign`"
+    if record.campaign_from != "folder":  # the format's own rule (EEE's source, W&B's run)
+        return record.campaign, record.campaign_from
+    return campaign_of(absolute.parent.parts, record.identity, record.model_name), "folder"
 
 
 def _present(
@@ -395,12 +521,10 @@ def _present(
     stored = first.evaluation_id if first.evaluation_id >= 0 else None
     campaign = first.campaign
     if campaign is None and stored is not None:
-        campaign = read.overrides.campaign
-        if campaign is None:
-            try:
-                campaign = _campaign(candidate.path.resolve(), records()[0])
-            except (InputError, formats.NotResults):
-                campaign = None
+        try:
+            campaign, _ = _campaign(candidate.path.resolve(), records()[0], read.overrides)
+        except (InputError, formats.NotResults):
+            campaign = read.overrides.campaign
     return FileOutcome(
         shown, "present", f"same content as {first.path}", evaluation_id=stored, run=first.run, campaign=campaign
     )

@@ -76,6 +76,16 @@ class SamplesFile:
     layout: str = "json"
 
 
+@dataclass(frozen=True)
+class Recorded:
+    """What the store an evaluation came from recorded of it (an EEE file ood-store wrote keeps it): kept as it
+    was, as a dump's load keeps it, instead of this ingest's own."""
+
+    source_path: str | None
+    samples_files: tuple[str, ...]
+    ood_store_version: str | None
+
+
 @dataclass
 class EvaluationRecord:
     """One evaluation of one checkpoint, validated: an lm-eval results file, or one read by
@@ -100,11 +110,17 @@ class EvaluationRecord:
     output_types: dict[str, str]  # task -> lm-eval output_type, from `configs`
     scores: Sequence[ScoreTuple]  # ScoreRows, or plain tuples in their order
     campaign: str | None = None
+    campaign_from: str = "folder"  # the campaign rule applied (see ood_store._ingest.identity); 'folder' until set
     source_format: str = "lm-eval"
     samples: list[SamplesFile] = field(default_factory=list)
     display_path: str = ""  # the path as the user gave it, for messages
     warnings: list[str] = field(default_factory=list)  # one line each, naming the field
     run_attributes: dict[str, Any] | None = None  # attributes the file gives its run (set where the run has none)
+    recorded: Recorded | None = None
+    detected: str = ""  # the format the file was taken for and why (ood_store._ingest.formats.Detected)
+    # per-sample rows read by the importer itself (an EEE samples file), in ``samples``' columns
+    # (metrics as metric_keys, metric_values): see ood_store._ingest.eee_samples
+    sample_rows: pl.DataFrame | None = None
 
     @property
     def non_finite(self) -> int:

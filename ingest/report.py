@@ -11,7 +11,7 @@ from typing import Literal
 
 from ood_store._errors import first_line
 
-Status = Literal["ingested", "present", "rejected", "skipped"]
+Status = Literal["ingested", "present", "rejected", "skipped", "planned"]
 
 
 @dataclass(frozen=True)
@@ -29,6 +29,11 @@ class FileOutcome:
     non_finite: int = 0  # scores stored as NULL (NaN) or ±inf
     warnings: tuple[str, ...] = ()
     traceback: str | None = None  # of an internal error (a bug in ood-store), for `ood-store ingest -v`
+    detected: str | None = None  # the format the file was taken for, and why
+    identity_from: str | None = None  # the rule that gave run and step (evaluations.identity_from)
+    evidence: str | None = None  # what in the file gave them
+    campaign_from: str | None = None  # the rule that gave the campaign
+    steps: tuple[int | None, ...] = ()  # of every evaluation of the file (a W&B history has one per step)
 
 
 #: The longest part of an unexpected exception's message a rejection quotes.
@@ -78,8 +83,9 @@ class IngestReport:
     def _with(self, status: Status) -> list[FileOutcome]:
         return [f for f in self.files if f.status == status]
 
-    # The files by outcome: written, already in the store, refused, or not lm-eval files.
+    # The files by outcome: written, already in the store, refused, not results, or (a dry run) to be written.
     ingested = property(lambda self: self._with("ingested"))
+    planned = property(lambda self: self._with("planned"))
     present = property(lambda self: self._with("present"))
     rejected = property(lambda self: self._with("rejected"))
     skipped = property(lambda self: self._with("skipped"))

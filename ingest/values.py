@@ -16,13 +16,18 @@ def score_value(path: str, field: str, raw: Any) -> float | None:
 
     An integer too large for a DOUBLE is a bad value, not infinity.
     """
+    value = double(path, field, raw)
+    return None if math.isnan(value) else value
+
+
+def double(path: str, field: str, raw: Any) -> float:
+    """A JSON number as a DOUBLE, NaN and ±Infinity as they are; anything else (or an integer too large) a bad value."""
     if isinstance(raw, bool) or not isinstance(raw, int | float):
         raise InputError(path, field, f"expected a number, got {describe(raw)}")
     try:
-        value = float(raw)
+        return float(raw)
     except OverflowError:
         raise InputError(path, field, f"{str(raw)[:20]}... does not fit a DOUBLE") from None
-    return None if math.isnan(value) else value
 
 
 def optional_score_value(path: str, field: str, raw: Any) -> float | None:

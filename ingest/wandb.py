@@ -15,13 +15,20 @@ network.
   ``eval/anli_r1_accuracy`` as task ``anli_r1``, metric ``accuracy``);
   ``TASK:METRIC`` may use them too and defaults to ``{task}:{metric}``. The
   first pattern that matches a column wins. Without patterns, ``eval/{task}/{metric}``
-  and then ``eval/{task}_{metric}`` are used, leaving out the bookkeeping the
-  Hugging Face Trainer logs beside its metrics (``*_runtime``,
-  ``*_samples_per_second``, ``*_steps_per_second``).
+  and then ``eval/{task}_{metric}`` are used.
+* **Bookkeeping is never a score** unless a pattern names it: the keys the Hugging
+  Face Trainer logs beside its metrics (``*runtime``, ``*samples_per_second``,
+  ``*steps_per_second``, ``*epoch``, ``*loss``) are left out of what any
+  ``{metric}`` placeholder matches; a pattern that names the metric itself takes
+  them (``eval/loss=mnli:loss``, ``eval/{task}_loss={task}:loss``).
 * **Steps.** ``_step`` unless ``wandb_step`` names another column (the Trainer's
   ``train/global_step``); rows with the same step are one evaluation; a step
   with no score is not one.
 * **Run.** The file's name without its extension, unless ``run`` is given.
+* **Campaign.** The W&B run the history is of: the id in the name of W&B's run
+  folder the file sits in (``run-20240101_120000-<id>``, ``offline-run-...``), else
+  the run; never the folder it was exported into, so that one history exported
+  into two folders is one campaign.
 * **Attributes.** The run's config, from ``config.yaml`` (W&B's own file,
   ``key: {desc: ..., value: ...}``) or ``config.json`` (``run.config``) beside
   the history file, or the file ``wandb_config`` names: every key that does not
@@ -51,14 +58,17 @@ from typing import Any
 from ood_store._errors import InputError
 from ood_store._ingest.identity import Identity, Overrides
 from ood_store._ingest.jsontext import describe, literal
+from ood_store._ingest.limits import MAX_NAME_LENGTH
 from ood_store._ingest.records import EvaluationRecord, ScoreRow
 from ood_store._ingest.values import count, score_value, timestamp
 
 SOURCE_FORMAT = "wandb"
 SUFFIXES = (".csv", ".parquet")
 DEFAULT_MAP = ("eval/{task}/{metric}", "eval/{task}_{metric}")
-# Logged beside each metric by the Hugging Face Trainer; not scores.
-_TRAINER_BOOKKEEPING = re.compile(r"[_/](runtime|samples_per_second|steps_per_second)$")
+# Logged beside each metric by the Hugging Face Trainer; not scores unless a pattern names them.
+_TRAINER_BOOKKEEPING = re.compile(r"(?:^|[_/.])(runtime|samples_per_second|steps_per_second|epoch|loss)$")
+# W&B's own folder for a run's files: run-<YYYYMMDD_HHMMSS>-<id> (offline-run-... offline).
+_RUN_FOLDER = re.compile(r"(?:offline-)?run-\d{8}_\d{6}-([a-z0-9]+)")
 _PLACEHOLDER = re.compile(r"\{(task|metric)\}")
 CONFIG_FILES = ("config.yaml", "config.json")
 
@@ -71,6 +81,11 @@ class ColumnRule:
     regex: re.Pattern[str]
     task: str
     metric: str
+
+    @property
+    def names_metric(self) -> bool:
+        """Whether the metric is named in the rule itself (``...=TASK:loss``), not matched by ``{metric}``."""
+        return "{metric}" not in self.metric
 
     def apply(self, column: str) -> tuple[str, str] | None:
         match = self.regex.fullmatch(column)
@@ -108,7 +123,6 @@ class HistoryOptions:
     rules: tuple[ColumnRule, ...] = ()
     step: str = "_step"
     config: Path | None = None
-    defaults: bool = True  # no wandb_map given: DEFAULT_MAP, without the Trainer's bookkeeping
     rule_texts: tuple[str, ...] = field(default=(), compare=False)
 
     @classmethod
@@ -119,7 +133,7 @@ class HistoryOptions:
         config = Path(wandb_config) if wandb_config is not None else None
         if config is not None and not config.is_file():
             raise InputError(str(config), None, "no such file", parameter="wandb_config")
-        return cls(tuple(parse_rule(t) for t in texts), wandb_step or "_step", config, not wandb_map, texts)
+        return cls(tuple(parse_rule(t) for t in texts), wandb_step or "_step", config, texts)
 
     def recognises(self, path: Path, data: bytes) -> bool:
         """Whether the file is a history (it has the step column)."""
@@ -129,14 +143,14 @@ class HistoryOptions:
             return False
 
     def mapping(self, column: str) -> tuple[str, str] | None:
+        """(task, metric) of a score column; None for any other (W&B's own, the step, bookkeeping)."""
         if column.startswith("_") or column == self.step:
             return None
-        if self.defaults and _TRAINER_BOOKKEEPING.search(column):
-            return None
+        bookkeeping = _TRAINER_BOOKKEEPING.search(column) is not None
         for rule in self.rules:
             found = rule.apply(column)
             if found is not None:
-                return found
+                return None if bookkeeping and not rule.names_metric else found
         return None
 
 
@@ -177,6 +191,9 @@ def read_history(
         raise InputError(shown, None, f"no column is a score by the column patterns ({patterns}); give `wandb_map`")
     targets: dict[tuple[str, str], str] = {}
     for column, target in mapped.items():
+        if max(len(target[0]), len(target[1])) > MAX_NAME_LENGTH:
+            raise InputError(shown, None, f"a task or metric name is longer than {MAX_NAME_LENGTH:,} characters "
+                             f"(column {column[:40]!r}...)")  # fmt: skip
         if target in targets:
             raise InputError(
                 shown, column, f"gives task {target[0]!r}, metric {target[1]!r} as {targets[target]!r} does"
@@ -184,17 +201,31 @@ def read_history(
         targets[target] = column
     steps = _by_step(shown, frame, options.step, mapped, _score_columns(path, shown, data, frame, mapped))
     run = overrides.run or path.name[: -len(path.suffix)]
+    if len(run) > MAX_NAME_LENGTH:
+        raise InputError(shown, None, f"the run name is longer than {MAX_NAME_LENGTH:,} characters")
     attributes = _config(path, shown, options.config)
+    campaign = run_id(path) or run
     records = []
     for step, (values, when) in sorted(steps.items()):
         scores = [
-            ScoreRow(task, None, metric, "none", value, None, None, False, None, None)
+            ScoreRow(task, overrides.shots, metric, "none", value, None, None, False, None, None)
             for (task, metric), value in sorted(values.items())
         ]
-        records.append(_record(shown, run, step, scores, when, overrides, options, mapped, attributes))
+        record = _record(shown, run, step, scores, when, overrides, options, mapped, attributes)
+        record.campaign, record.campaign_from = campaign, "W&B run id" if campaign != run else "W&B run"
+        records.append(record)
     if not records:
         raise InputError(shown, options.step, "no step has a score")
     return records
+
+
+def run_id(path: Path) -> str | None:
+    """The W&B run id of the run folder a history sits in (``run-20240101_120000-<id>/files/``), if it does."""
+    for folder in list(path.parents)[:3]:
+        match = _RUN_FOLDER.fullmatch(folder.name)
+        if match:
+            return match.group(1)
+    return None
 
 
 # How a CSV spells an infinite value: pandas writes inf, W&B's JSON Infinity (either sign, any case).
@@ -294,8 +325,9 @@ def _record(
             model=overrides.model,
             revision=None,
             base_model=None,
-            source="flags" if overrides.run else "path",
-        ),  # fmt: skip
+            source="field+flags" if overrides.run else "field",
+            evidence=f"{'`run`' if overrides.run else 'file name'} {run}, step column {options.step}",
+        ),
         model_type=None,
         model_name=overrides.model,
         model_args=None,

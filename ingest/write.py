@@ -99,7 +99,7 @@ def write_batch(
         scores = _scores_frame(records, ids)
         _check_unique(scores, records, ids)
         _run(con, "new_scores", scores, _sql("insert_scores"))
-        counts = [0] * len(records)
+        counts = _insert_sample_rows(con, records, ids)
         for position, (record, evaluation_id) in enumerate(zip(records, ids, strict=True)):
             for file in record.samples:
                 try:
@@ -112,6 +112,21 @@ def write_batch(
         for run, attrs in sorted((attributes or {}).items()):
             set_attributes(con, run, attrs)
     return list(zip(ids, counts, strict=True))
+
+
+def _insert_sample_rows(
+    con: duckdb.DuckDBPyConnection, records: Sequence[EvaluationRecord], ids: list[int]
+) -> list[int]:
+    """The per-sample rows the importers read themselves (``EvaluationRecord.sample_rows``), in one insert;
+    each record's number of rows."""
+    frames = [
+        record.sample_rows.with_columns(evaluation_id=pl.lit(evaluation_id, dtype=pl.Int32))
+        for record, evaluation_id in zip(records, ids, strict=True)
+        if record.sample_rows is not None
+    ]
+    if frames:
+        _run(con, "new_sample_rows", pl.concat(frames), _sql("insert_sample_rows"))
+    return [0 if record.sample_rows is None else record.sample_rows.height for record in records]
 
 
 def _scores_frame(records: Sequence[EvaluationRecord], ids: list[int]) -> pl.DataFrame:
@@ -147,11 +162,12 @@ def _evaluations_frame(records: Sequence[EvaluationRecord], ids: list[int], now:
     rows = []
     for record, evaluation_id in zip(records, ids, strict=True):
         ident = record.identity
+        recorded = record.recorded
         rows.append(
             {
                 "evaluation_id": evaluation_id,
                 "content_hash": record.content_hash,
-                "source_path": record.path,
+                "source_path": recorded.source_path if recorded and recorded.source_path else record.path,
                 "run": ident.run,
                 "step": ident.step,
                 "identity_from": ident.source,
@@ -168,9 +184,13 @@ def _evaluations_frame(records: Sequence[EvaluationRecord], ids: list[int], now:
                 "task_hashes": _json_or_null(record.task_hashes),
                 "task_versions": _json_or_null(record.task_versions),
                 "config": _json_or_null(record.config),
-                "samples_files": [str(file.path.resolve()) for file in record.samples],
+                "samples_files": list(recorded.samples_files)
+                if recorded
+                else [str(file.path.resolve()) for file in record.samples],
                 "ingested_at": now,
-                "ood_store_version": __version__,
+                "ood_store_version": recorded.ood_store_version
+                if recorded and recorded.ood_store_version
+                else __version__,
                 "campaign": record.campaign,
                 "source_format": record.source_format,
                 "base_model": ident.base_model,

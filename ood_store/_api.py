@@ -182,6 +182,7 @@ class Store(Database):
         wandb_map: Sequence[str] = (),
         wandb_step: str | None = None,
         wandb_config: str | os.PathLike[str] | None = None,
+        dry_run: bool = False,
     ) -> IngestReport:
         """Ingest results files (lm-eval, Every Eval Ever, inspect_ai, W&B history), folders or globs.
 
@@ -204,6 +205,9 @@ class Store(Database):
         wandb_map, wandb_step, wandb_config
             How W&B history columns map to tasks and metrics, which column is the step, and the run's
             config file.
+        dry_run
+            Check and plan only: the report says what would go in, nothing is written (a read-only
+            store will do).
 
         Returns
         -------
@@ -213,7 +217,8 @@ class Store(Database):
         from ood_store._ingest import Overrides, ingest
         from ood_store._store.attribute_rules import read_attribute_file
 
-        self._require_writable("ingest")
+        if not dry_run:
+            self._require_writable("ingest")
         rules = read_attribute_file(attribute_file) if attribute_file is not None else []
         overrides = overrides or Overrides()
         if campaign is not None:
@@ -229,6 +234,7 @@ class Store(Database):
             wandb_map=wandb_map,
             wandb_step=wandb_step,
             wandb_config=None if wandb_config is None else str(wandb_config),
+            dry_run=dry_run,
         )
         if not report.ingested:
             discard_if_empty(self)

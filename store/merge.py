@@ -3,8 +3,12 @@
 The rules, applied in one transaction (all of it goes in, or nothing):
 
 * **Evaluations** are identified by their content hash: one the store already holds is not added
-  again, so loading the same dump twice adds nothing the second time. New evaluations get new ids;
-  their scores, samples and any other per-evaluation rows come with them.
+  again, so loading the same dump twice adds nothing the second time. Nor is one the store holds in
+  another format (:mod:`ood_store._store.equivalence`: every score held at the same run, step, task,
+  shots, metric and filter with the same value, by evaluations of another source format), so a store
+  built from EEE's converter output merged with the lm-eval store of the same runs holds each
+  evaluation once. New evaluations get new ids; their scores, samples and any other per-evaluation
+  rows come with them.
 * **Runs and checkpoints** missing here are added. For a run both stores hold, an attribute only
   the other store has is filled in; one the stores disagree on is a conflict: reported, and this
   store's value kept, unless ``prefer="theirs"`` (take the other's) or ``prefer="ours"`` (keep
@@ -32,7 +36,7 @@ import polars as pl
 from ood_store import _schema as schema
 from ood_store import _sqlfiles as sqlfiles
 from ood_store._errors import InputError, OodStoreError, StoreError, first_line
-from ood_store._store import migrations
+from ood_store._store import equivalence, migrations
 from ood_store._store.connection import fetch_value
 from ood_store._store.damage import damaged
 from ood_store._store.dump import quoted, read_manifest
@@ -70,7 +74,8 @@ class MergeReport:
     source: str
     prefer: str | None = None
     evaluations_added: int = 0
-    evaluations_present: int = 0
+    evaluations_present: int = 0  # by content hash, or held in another format (``evaluations_equivalent`` of them)
+    evaluations_equivalent: int = 0
     scores_added: int = 0
     samples_added: int = 0
     runs_added: int = 0
@@ -199,6 +204,9 @@ def _count(result: duckdb.DuckDBPyConnection) -> int:
 
 def _merge_evaluations(con: duckdb.DuckDBPyConnection, report: MergeReport) -> None:
     new = [row[0] for row in con.execute(_sql("merge_new_evaluations")).fetchall()]
+    held = _held_in_another_format(con, new)
+    report.evaluations_equivalent = len(held)
+    new = [evaluation_id for evaluation_id in new if evaluation_id not in held]
     total = int(fetch_value(con, _sql("incoming_evaluations")))
     report.evaluations_present = total - len(new)
     for content_hash, run, step, their_run, their_step in con.execute(_sql("merge_evaluation_identities")).fetchall():
@@ -219,6 +227,16 @@ def _merge_evaluations(con: duckdb.DuckDBPyConnection, report: MergeReport) -> N
                 report.scores_added = added
             elif table == "samples":
                 report.samples_added = added
+
+
+def _held_in_another_format(con: duckdb.DuckDBPyConnection, ids: list[int]) -> set[int]:
+    """The incoming evaluations (of ``ids``) whose every score the store holds from another source format."""
+    if not ids:
+        return set()
+    frame = con.sql(_sql("merge_equivalent_candidates"), params={"ids": ids}).pl()
+    if frame.is_empty():
+        return set()
+    return set(equivalence.held_frame(con, frame.cast(equivalence.SCHEMA)))
 
 
 def reconcile(

@@ -68,6 +68,20 @@ def expected_pythia_rows(files: list[Path]) -> dict[tuple, tuple]:
     return rows
 
 
+def validate_eee_folder(root: Path) -> list[Path]:
+    """Run Every Eval Ever's own validator, with its repository and semantic checks, on every file under
+    ``root`` (aggregate files and samples files, each against the other); returns the files."""
+    from every_eval_ever.validator import validate_file
+
+    files = sorted(p for p in root.rglob("*") if p.suffix in (".json", ".jsonl"))
+    available = frozenset(f.relative_to(root).as_posix() for f in files)
+    for file in files:
+        report = validate_file(file, repo_path=file.relative_to(root).as_posix(), available_files=available,
+                               read_repo_file=lambda p: (root / p).read_text(), run_semantic_checks=True)  # fmt: skip
+        assert report.valid and not report.errors and not report.warnings, (file, report.errors, report.warnings)
+    return files
+
+
 def table_dump(db: Path) -> dict[str, list[tuple]]:
     """Every row of every table, sorted: equal dumps mean an unchanged store."""
     con = duckdb.connect(str(db), read_only=True)

@@ -7,10 +7,9 @@ from importlib import resources
 from pathlib import Path
 
 import pytest
-from every_eval_ever.validator import validate_file
 
 import ood_store
-from conftest import FIXTURES, PYTHIA_SIZES, V04, pythia_files, table_dump
+from conftest import FIXTURES, PYTHIA_SIZES, V04, pythia_files, table_dump, validate_eee_folder
 from ood_store._cli import main
 from ood_store._export.eee import EeeSource
 
@@ -18,18 +17,6 @@ SCORES = "SELECT run, step, task, num_fewshot, metric, filter, value, stderr, n_
 LEADERBOARD = next((V04 / "csabakecskemeti").rglob("results_*.json"))
 EXAMPLE_ROOT = FIXTURES / "eee"
 EXAMPLE = next(EXAMPLE_ROOT.rglob("*.json"))
-
-
-def validate_folder(root: Path) -> list[Path]:
-    """Run EEE's validator, with its repository checks, on every file under ``root``; returns them."""
-    files = sorted(root.rglob("*.json"))
-    available = frozenset(f.relative_to(root).as_posix() for f in files)
-    for file in files:
-        report = validate_file(
-            file, repo_path=file.relative_to(root).as_posix(), available_files=available, run_semantic_checks=True
-        )
-        assert report.valid and not report.errors and not report.warnings, (file, report.errors, report.warnings)
-    return files
 
 
 @pytest.fixture(scope="module")
@@ -42,7 +29,7 @@ def pythia_export(analysis_db, tmp_path_factory) -> Path:
 
 
 def test_the_pythia_export_validates_with_every_eval_evers_validator(pythia_export, analysis_db):
-    files = validate_folder(pythia_export)
+    files = validate_eee_folder(pythia_export)
     assert len(files) == 81
     with ood_store.open(analysis_db, read_only=True) as store:
         hashes = set(store.query("SELECT content_hash FROM evaluations")["content_hash"])
@@ -65,7 +52,8 @@ def test_import_of_the_export_gives_the_same_scores(pythia_export, analysis_db, 
         assert sorted(store.query(SCORES).rows(), key=repr) == expected
         assert store.query("SELECT run, family, size FROM runs ORDER BY run").rows() == runs
         steps = store.query("SELECT DISTINCT step FROM evaluations ORDER BY step")["step"].to_list()
-        assert set(store.query("SELECT source_format FROM evaluations")["source_format"]) == {"eee"}
+        # each evaluation's row as the store it came from held it (ood_store.evaluation): read from lm-eval files
+        assert set(store.query("SELECT source_format FROM evaluations")["source_format"]) == {"lm-eval"}
     assert len(steps) == 27 and steps[0] == 0 and steps[-1] == 143000
 
 
@@ -101,7 +89,7 @@ def test_shots_filters_and_groups_survive_the_round_trip(tmp_path):
         assert store.ingest([source, V04 / "saucam-PowerBot-8B" / "mmlu.json"]).ok
         expected = sorted(store.query(SCORES).rows(), key=repr)
         store.export_eee(tmp_path / "out")
-    validate_folder(tmp_path / "out")
+    validate_eee_folder(tmp_path / "out")
     with ood_store.open(tmp_path / "b.duckdb") as store:
         assert store.ingest([tmp_path / "out"]).ok
         got = sorted(store.query(SCORES).rows(), key=repr)
@@ -113,7 +101,7 @@ def test_shots_filters_and_groups_survive_the_round_trip(tmp_path):
 
 
 def test_a_hand_made_file_from_the_packages_examples_imports(db):
-    assert validate_folder(EXAMPLE_ROOT) == [EXAMPLE]
+    assert validate_eee_folder(EXAMPLE_ROOT) == [EXAMPLE]
     doc = json.loads(EXAMPLE.read_text())
     with ood_store.open(db) as store:
         report = store.ingest([EXAMPLE])
@@ -161,14 +149,14 @@ def test_a_file_against_the_schema_is_rejected_naming_the_field(runner, db, tmp_
     before = table_dump(db)
     result = runner.invoke(main, ["--db", str(db), "ingest", str(path)])
     assert result.exit_code == 1
-    assert f"  {path}: source_metadata.evaluator_relationship: missing (the EEE schema requires it)" in result.output
+    assert f"  {path}: source_metadata.evaluator_relationship: missing (EEE schema 0.3.0 requires it)" in result.output
     assert table_dump(db) == before
 
 
 def test_the_schema_ood_store_checks_against_is_the_packages():
     import every_eval_ever.schemas
 
-    shipped = resources.files("ood_store._ingest").joinpath("eee_eval.schema.json").read_text("utf-8")
+    shipped = resources.files("ood_store._ingest").joinpath("eee-eval-0.3.0.schema.json").read_text("utf-8")
     package = resources.files(every_eval_ever.schemas).joinpath("eval.schema.json").read_text("utf-8")
     assert json.loads(shipped) == json.loads(package)
 
@@ -190,7 +178,9 @@ def test_without_the_eee_extra_an_eee_file_is_one_line_naming_the_extra(runner, 
     monkeypatch.setitem(sys.modules, "jsonschema", None)  # as if not installed: importing it fails
     result = runner.invoke(main, ["--db", str(db), "ingest", str(EXAMPLE)])
     assert result.exit_code == 1
-    expected = f"  {EXAMPLE}: reading Every Eval Ever files needs jsonschema: pip install 'ood-store[eee]'"
+    expected = (
+        f"  {EXAMPLE}: reading Every Eval Ever files needs jsonschema: pip install 'ood-store[eee]' (EEE schema 0.3.0)"
+    )
     assert expected in result.output.splitlines()
 
 
@@ -214,9 +204,9 @@ def test_non_finite_scores_follow_the_lm_eval_rule(db, tmp_path):
     assert values[first["evaluation_name"]] is None and values[second["evaluation_name"]] == float("inf")
 
 
-def test_scores_that_are_not_finite_are_left_out_of_the_export_and_counted(runner, tmp_path):
-    """EEE's score is a finite number: a NaN (stored as NULL) or ±Infinity score has no place in a file. The
-    export says how many it left out; the rest comes back on import."""
+def test_scores_that_are_not_finite_are_left_out_of_the_results_and_kept_in_the_record(runner, tmp_path):
+    """EEE's score is a finite number: a NaN (stored as NULL) or ±Infinity score has no place in a file's
+    results. The export says how many it kept in ood_store.evaluation instead; all of them come back."""
     doc = json.loads(LEADERBOARD.read_text())
     doc["results"]["leaderboard_ifeval"]["prompt_level_loose_acc,none"] = float("-inf")
     doc["results"]["leaderboard_musr_murder_mysteries"]["acc_norm,none"] = float("nan")
@@ -227,13 +217,16 @@ def test_scores_that_are_not_finite_are_left_out_of_the_export_and_counted(runne
     assert runner.invoke(main, ["--db", str(db), "ingest", str(source)]).exit_code == 0
     result = runner.invoke(main, ["--db", str(db), "export-eee", str(out)])
     assert result.exit_code == 0, result.output
-    assert result.stderr == "Left out 2 scores that are not finite numbers (EEE holds none).\n"
-    validate_folder(out)
+    assert result.stderr == (
+        "2 scores not a finite number, which EEE's score cannot hold: kept only in each file's ood_store.evaluation "
+        "record (ood-store reads it back).\n"
+    )
+    validate_eee_folder(out)
     with ood_store.open(db, read_only=True) as store:
-        finite = sorted(store.query(SCORES + " WHERE isfinite(value)").rows(), key=repr)
+        every = sorted(store.query(SCORES).rows(), key=repr)
     with ood_store.open(tmp_path / "b.duckdb") as store:
         assert store.ingest([out]).ok
-        assert sorted(store.query(SCORES).rows(), key=repr) == finite
+        assert sorted(store.query(SCORES).rows(), key=repr) == every
     kept = {(r["evaluation_name"], r["metric_config"]["metric_name"]) for r in json.loads(
         next(out.rglob("*.json")).read_text())["evaluation_results"]}  # fmt: skip
     assert ("leaderboard_ifeval", "prompt_level_loose_acc") not in kept

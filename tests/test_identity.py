@@ -190,3 +190,51 @@ def test_a_step_with_more_digits_than_a_step_can_have():
     assert step_in("step" + "9" * 18) == 10**18 - 1
     with pytest.raises(StepTooLong, match=r"step 9{20}\.\.\. \(5,000 digits\) is out of range"):
         step_in("step" + "9" * 5000)
+
+
+@pytest.mark.parametrize(
+    ("folder", "step"),
+    [
+        ("checkpoint-500", 500),
+        ("step40", 40),
+        ("step-40", 40),
+        ("global_step1200", 1200),
+        ("ckpt_20", 20),
+        ("josie-7b-v6.0-step2000", None),  # a model's name, not a checkpoint folder
+        ("run-checkpoint-5", None),
+        ("stage1-step1000-tokens5B", None),  # a revision's name, not a folder's
+    ],
+)
+def test_a_checkpoint_folder_is_one_whose_whole_name_is_a_checkpoints(folder, step):
+    from ood_store._ingest.identity import checkpoint_step
+
+    assert checkpoint_step(folder) == step
+
+
+@pytest.mark.parametrize(
+    ("model_args", "run", "step", "source", "evidence"),
+    [
+        # the Open LLM Leaderboard's entry: a model named ...-step2000, at no step
+        ("pretrained=Goekdeniz-Guelmez/josie-7b-v6.0-step2000", "Goekdeniz-Guelmez/josie-7b-v6.0-step2000", None,
+         "model", "model_args pretrained=Goekdeniz-Guelmez/josie-7b-v6.0-step2000"),
+        ("pretrained=Goekdeniz-Guelmez/josie-7b-v6.0-step2000,revision=step1000",
+         "Goekdeniz-Guelmez/josie-7b-v6.0-step2000", 1000, "revision", "model_args revision=step1000"),
+        ("pretrained=EleutherAI/pythia-160m@step3000", "EleutherAI/pythia-160m", 3000, "revision",
+         "@ of the model id step3000"),
+        ("pretrained=/scratch/me@lab/opt/checkpoint-5", "/scratch/me@lab/opt", 5, "path",
+         "checkpoint folder checkpoint-5 of /scratch/me@lab/opt/checkpoint-5"),
+        ("pretrained=org/name-checkpoint-5", "org/name-checkpoint-5", None, "model",
+         "model_args pretrained=org/name-checkpoint-5"),
+    ],
+)  # fmt: skip
+def test_a_step_comes_from_a_revision_or_a_checkpoint_folder_never_from_a_name(model_args, run, step, source, evidence):
+    got = ident(model_args)
+    assert (got.run, got.step, got.source, got.evidence) == (run, step, source, evidence)
+
+
+def test_flags_are_named_in_the_evidence():
+    got = ident("pretrained=runs/a/checkpoint-5", run="opt-mnli-seed1")
+    assert (got.source, got.evidence) == (
+        "path+flags",
+        "checkpoint folder checkpoint-5 of runs/a/checkpoint-5; `run` opt-mnli-seed1",
+    )

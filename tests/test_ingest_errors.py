@@ -149,7 +149,9 @@ def test_missing_results_key(runner, seeded_db, copy_file):
         runner,
         seeded_db,
         path,
-        f"{path}: not a results file ood-store reads (lm-eval, Every Eval Ever, inspect_ai or W&B history)",
+        f'{path}: not a results file ood-store reads: JSON with none of a top-level "results" object (lm-eval), '
+        '"schema_version", "model_info" and "evaluation_results" (Every Eval Ever), an "eval" object naming a '
+        '"task" (inspect_ai)',
     )
 
 
@@ -212,7 +214,9 @@ def test_folder_without_lm_eval_files(runner, seeded_db, tmp_path):
         runner,
         seeded_db,
         folder,
-        f"{folder}: no results files found (lm-eval, Every Eval Ever, inspect_ai or W&B history)",
+        f"{folder}: no results files found (lm-eval, Every Eval Ever, inspect_ai or W&B history); it holds "
+        'notes.json: JSON with none of a top-level "results" object (lm-eval), "schema_version", "model_info" and '
+        '"evaluation_results" (Every Eval Ever), an "eval" object naming a "task" (inspect_ai)',
     )
 
 
@@ -304,7 +308,8 @@ def test_non_lm_eval_json_in_a_folder_is_skipped(runner, db, tmp_path):
     result = runner.invoke(main, ["--db", str(db), "ingest", str(folder)])
     assert result.exit_code == 0, result.output
     assert "Ingested 1 file" in result.output
-    assert "Skipped 1 file (not results in a format ood-store reads)." in result.output
+    skipped = folder / "all_results.json"
+    assert f"Skipped 1 file (not results in a format ood-store reads): {skipped}." in result.output
 
 
 def test_python_api_reports_instead_of_raising(db, copy_file):

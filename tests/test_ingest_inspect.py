@@ -118,11 +118,15 @@ def test_a_log_inspect_ai_cannot_read_is_one_line(runner, db, tmp_path, inspect_
 def test_without_the_inspect_extra_a_log_is_one_line_naming_the_extra(runner, db, inspect_logs, monkeypatch):
     import sys
 
-    path = inspect_logs["step100"]
-    monkeypatch.setitem(sys.modules, "inspect_ai.analysis", None)  # as if inspect_ai were not installed
+    path = inspect_logs["step200-json"]
+    monkeypatch.setitem(sys.modules, "inspect_ai.log", None)  # as if inspect_ai were not installed
     result = runner.invoke(main, ["--db", str(db), "ingest", str(path)])
     assert result.exit_code == 1
-    expected = f"  {path}: reading inspect_ai logs needs inspect_ai: pip install 'ood-store[inspect]'"
+    written_by = json.loads(path.read_text())["eval"]["packages"]["inspect_ai"]
+    expected = (
+        f"  {path}: an inspect_ai log (log format version 2, written by inspect_ai {written_by}): reading it needs "
+        "inspect_ai: pip install 'ood-store[inspect]'"
+    )
     assert expected in result.output.splitlines()
 
 

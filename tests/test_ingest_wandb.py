@@ -37,12 +37,12 @@ def csv_rows(path=RUN1) -> list[dict[str, str]]:
         return list(csv.DictReader(fh))
 
 
-def trainer_scores(run: str) -> set[tuple]:
-    """(run, global step, task, metric, value) of every eval/<set>_accuracy and eval/mnli_loss cell."""
+def trainer_scores(run: str, suffixes: tuple[str, ...] = ("_accuracy",)) -> set[tuple]:
+    """(run, global step, task, metric, value) of every eval/<set>_accuracy cell (and of other suffixes)."""
     out = set()
     for row in csv_rows():
         for column, cell in row.items():
-            if cell and column.startswith("eval/") and column.endswith(("_accuracy", "_loss")):
+            if cell and column.startswith("eval/") and column.endswith(suffixes):
                 task, _, metric = column.removeprefix("eval/").rpartition("_")
                 out.add((run, int(row["train/global_step"]), task, metric, float(cell)))
     return out
@@ -53,16 +53,17 @@ def test_a_trainer_history_by_global_step_with_its_config(db, runner):
         main, ["--db", str(db), "ingest", str(RUN1), "--run", "opt-125m-mnli-s1", "--wandb-step", "train/global_step"]
     )
     assert result.exit_code == 0, result.output
-    assert result.output.splitlines()[0] == f"Ingested 1 file into {db}: 24 scores, 0 samples, 1 run."
+    assert result.output.splitlines()[0] == f"Ingested 1 file into {db}: 18 scores, 0 samples, 1 run."
     with ood_store.open(db, read_only=True) as store:
         got = set(store.query(SCORES_SQL).rows())
         evaluations = store.query("SELECT step, source_format, format, identity_from FROM evaluations ORDER BY step")
         run = store.query("SELECT seed, attributes FROM runs").rows()
     expected = trainer_scores("opt-125m-mnli-s1")
-    assert len(expected) == 6 * 4  # steps 50..300, three accuracies and the MNLI loss
-    assert got == expected  # the Trainer's runtime and throughput columns are not scores
+    assert len(expected) == 6 * 3  # steps 50..300, three accuracies
+    assert got == expected  # the Trainer's loss, runtime and throughput columns are not scores
     assert evaluations["step"].to_list() == [50, 100, 150, 200, 250, 300]
-    assert set(evaluations["source_format"]) == {"wandb"} and set(evaluations["identity_from"]) == {"flags"}
+    # the step is the history's own field, the run given by --run
+    assert set(evaluations["source_format"]) == {"wandb"} and set(evaluations["identity_from"]) == {"field+flags"}
     seed, attributes = run[0]
     assert seed == 1
     assert json.loads(attributes) == RUN1_ATTRIBUTES  # from config.yaml beside the history
@@ -193,9 +194,14 @@ def test_a_csv_without_the_step_column_is_not_a_history(db, runner, tmp_path):
     path.write_text("task,acc\nhans,0.5\n")
     result = runner.invoke(main, ["--db", str(db), "ingest", str(path)])
     assert result.exit_code == 1
-    assert f"  {path}: not a results file ood-store reads" in result.output
+    assert (
+        f'  {path}: not a results file ood-store reads: a CSV file without the step column "_step" (a W&B history '
+        "has it; --wandb-step names another)"
+    ) in result.output.splitlines()
     (tmp_path / "run").mkdir()
     (tmp_path / "run" / "table.csv").write_text("task,acc\nhans,0.5\n")
     (tmp_path / "run" / "h.csv").write_bytes(RUN1.read_bytes())
     found = runner.invoke(main, ["--db", str(db), "ingest", str(tmp_path / "run"), "--run", "r"])
-    assert found.exit_code == 0 and "Skipped 1 file (not results in a format ood-store reads)." in found.output
+    skipped = tmp_path / "run" / "table.csv"
+    assert found.exit_code == 0
+    assert f"Skipped 1 file (not results in a format ood-store reads): {skipped}." in found.output

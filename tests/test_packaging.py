@@ -54,7 +54,6 @@ def test_package_data(wheel_names):
         "ood_store/_evaluate/suite/variants.sql",
         "ood_store/py.typed",
         "ood_store/_schema/0001_init.sql",
-        "ood_store/_ingest/eee_eval.schema.json",
         "ood_store/_serve/templates/base.html",
         "ood_store/_serve/static/app.js",
         "ood_store/_serve/static/style.css",
@@ -62,6 +61,10 @@ def test_package_data(wheel_names):
         "ood_store/_serve/static/vendor/vega.min.js",
         "ood_store/_serve/static/vendor/VERSIONS.json",
         "ood_store/_serve/static/vendor/LICENSE-vega",
+        *(
+            f"ood_store/_ingest/eee-eval-{v}.schema.json"
+            for v in ("0.1.0", "0.2.0", "0.2.1", "0.2.2", "0.2.3", "0.3.0")
+        ),
     ):
         assert name in wheel_names
 

@@ -16,6 +16,8 @@ from ood_store._store.runs import parse_attributes
 
 # How many groups of disagreeing scores (or of runs that mix campaigns) to name before summarising the rest.
 _SHOWN = 10
+# How many skipped files to name without -v.
+_NAMED = 3
 
 
 @click.command()
@@ -29,6 +31,13 @@ _SHOWN = 10
     "--campaign",
     metavar="NAME",
     help="The evaluation campaign of these files.  [default: the folder each file sits in, e.g. zero-shot]",
+)
+@click.option(
+    "--shots",
+    type=click.IntRange(min=0),
+    metavar="N",
+    help="The few-shot count of every score whose file does not give one (inspect_ai logs, W&B histories, "
+    "EEE results without it); a file's own count is kept.",
 )
 @click.option(
     "--attr",
@@ -53,31 +62,44 @@ _SHOWN = 10
     help="W&B histories: the run's config.yaml or config.json (its keys become run attributes).  "
     "[default: the one beside the history file]",
 )
+@click.option(
+    "--dry-run",
+    is_flag=True,
+    help="Read and check every file and show, for each, its format, run, step and campaign and where they come "
+    "from; store nothing.",
+)
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar; print only problems, in one line where it can.")
 @click.option(
-    "-v", "--verbose", is_flag=True, help="With an internal error (a bug to report), print its traceback too."
+    "-v",
+    "--verbose",
+    is_flag=True,
+    help="Name every file skipped and the format each rejected file was read as; with an internal error (a bug to "
+    "report), print its traceback too.",
 )
 @click.pass_obj
-def ingest(settings, paths, run, step, model, campaign, attributes, attribute_file, no_samples, wandb_map, wandb_step,
-           wandb_config, quiet, verbose) -> None:  # fmt: skip
+def ingest(settings, paths, run, step, model, campaign, shots, attributes, attribute_file, no_samples, wandb_map,
+           wandb_step, wandb_config, dry_run, quiet, verbose) -> None:  # fmt: skip
     """Ingest results files, folders (searched recursively) or globs.
 
     Reads lm-eval results files, Every Eval Ever JSON, inspect_ai logs (.eval,
     .json) and W&B run histories (.csv, .parquet with a _step column).
     Run and step come from each file's model_args (revision=stepN, or a path
-    ending in checkpoint-N / step-N / global_stepN); --run, --step and
-    --model override them. The campaign is the folder a file sits in
-    (zero-shot/, five-shot/, ...) unless --campaign names it. Files already in
-    the store are left alone. A file with a problem is rejected whole and
-    named with the reason, the other files go in; the exit status is then 1.
+    ending in a checkpoint folder: checkpoint-N / step-N / global_stepN; never
+    from a model's name such as org/name-step2000); --run, --step and --model
+    override them. The campaign is the folder a file sits in (zero-shot/,
+    five-shot/, ...), an EEE file's source, a W&B history's run, unless
+    --campaign names it; --dry-run shows them all, and where each came from.
+    Files already in the store, and evaluations it holds from another format,
+    are left alone. A file with a problem is rejected whole and named with the
+    reason, the other files go in; the exit status is then 1.
     """
     attrs = parse_attributes(list(attributes))  # checked before the store is opened
     if attribute_file is not None:
         read_attribute_file(attribute_file)
-    with settings.open() as store:
+    with settings.open(read_only=dry_run and settings.db.exists()) as store:
         report = store.ingest(
             paths,
-            overrides=Overrides(run=run, step=step, model=model, campaign=campaign),
+            overrides=Overrides(run=run, step=step, model=model, campaign=campaign, shots=shots),
             attributes=attrs,
             attribute_file=attribute_file,
             samples=not no_samples,
@@ -85,15 +107,19 @@ def ingest(settings, paths, run, step, model, campaign, attributes, attribute_fi
             wandb_map=wandb_map,
             wandb_step=wandb_step,
             wandb_config=wandb_config,
+            dry_run=dry_run,
         )
     hint = f"ood-store --db {shlex.quote(str(settings.db))}"
-    (_quietly if quiet else _summarise)(report, settings.db, hint)
+    if dry_run:
+        _plan(report, settings.db, verbose)
+    else:
+        (_quietly if quiet else _summarise)(report, settings.db, hint, verbose)
     _rejected(report.rejected, verbose)
     if not report.ok:
         raise SystemExit(1)
 
 
-def _summarise(report: IngestReport, db, hint: str) -> None:
+def _summarise(report: IngestReport, db, hint: str, verbose: bool) -> None:
     ingested = report.ingested
     scores = sum(f.scores for f in ingested)
     non_finite = sum(f.non_finite for f in ingested)
@@ -105,8 +131,7 @@ def _summarise(report: IngestReport, db, hint: str) -> None:
         f"{n(runs, 'run')}."
     )
     click.echo(f"Already present: {_files(len(report.present))}.")
-    if report.skipped:
-        click.echo(f"Skipped {_files(len(report.skipped))} (not results in a format ood-store reads).")
+    _skipped(report.skipped, verbose)
     _mixes(report.mix_groups(), hint)
     _conflicts(report.conflict_groups(), len(report.conflicts), hint)
     for warning in report.file_warnings:
@@ -115,7 +140,7 @@ def _summarise(report: IngestReport, db, hint: str) -> None:
     click.echo(f"Rejected: {_files(len(rejected))}{':' if rejected else '.'}", err=bool(rejected))
 
 
-def _quietly(report: IngestReport, db, hint: str) -> None:
+def _quietly(report: IngestReport, db, hint: str, verbose: bool) -> None:
     """-q: the rejected files, and one line for everything else worth knowing."""
     notes = []
     mixed = {run for group in report.mix_groups() for run in group.runs}
@@ -135,11 +160,73 @@ def _quietly(report: IngestReport, db, hint: str) -> None:
 
 
 def _rejected(rejected: list[FileOutcome], verbose: bool) -> None:
-    """One line per rejected file; with ``verbose``, the traceback of an internal error after its line."""
+    """One line per rejected file; with ``verbose``, the format it was read as and the traceback of an internal
+    error after its line."""
     for outcome in rejected:
         click.echo(f"  {spelled(outcome.reason or '')}", err=True)
+        if verbose and outcome.detected:
+            click.echo(f"    read as {outcome.detected}", err=True)
         if verbose and outcome.traceback:
             click.echo(outcome.traceback.rstrip("\n"), err=True)
+
+
+def _skipped(skipped: list[FileOutcome], verbose: bool) -> None:
+    """The files a folder search skipped: the first few by name, or (``verbose``) each with what it is."""
+    if not skipped:
+        return
+    names = [outcome.path for outcome in skipped]
+    if verbose:
+        click.echo(f"Skipped {_files(len(skipped))} (not results in a format ood-store reads):")
+        for outcome in skipped:
+            click.echo(f"  {outcome.path}: {spelled(outcome.reason or '')}")
+        return
+    listed = ", ".join(names[:_NAMED]) + (
+        f" and {n(len(names) - _NAMED, 'more')} (-v names them)" if len(names) > _NAMED else ""
+    )
+    click.echo(f"Skipped {_files(len(skipped))} (not results in a format ood-store reads): {listed}.")
+
+
+def _plan(report: IngestReport, db, verbose: bool) -> None:
+    """``--dry-run``: each file, what it would be stored as and where that comes from; then the totals."""
+    for outcome in report.files:
+        if outcome.status == "planned":
+            click.echo(outcome.path)
+            for label, text in _planned_lines(outcome):
+                click.echo(f"  {label:<9} {text}")
+        elif outcome.status == "present":
+            click.echo(f"{outcome.path}\n  already present: {outcome.reason}")
+    planned = report.planned
+    scores = sum(f.scores for f in planned)
+    click.echo(
+        f"Would ingest {_files(len(planned))} into {db}: {n(sum(f.evaluations for f in planned), 'evaluation')}, "
+        f"{n(scores, 'score')}, {n(len({f.run for f in planned}), 'run')}; nothing was stored (--dry-run)."
+    )
+    click.echo(f"Already present: {_files(len(report.present))}.")
+    _skipped(report.skipped, verbose)
+    for warning in report.file_warnings:
+        click.echo(f"Warning: {spelled(warning)}", err=True)
+    rejected = report.rejected
+    click.echo(f"Would reject: {_files(len(rejected))}{':' if rejected else '.'}", err=bool(rejected))
+
+
+def _planned_lines(outcome: FileOutcome) -> list[tuple[str, str]]:
+    steps = sorted({s for s in outcome.steps if s is not None})
+    if len(outcome.steps) > 1:
+        step = f"{n(len(steps), 'step')}, {steps[0]:,} to {steps[-1]:,}" if steps else "none"
+    else:
+        step = "none (a final model)" if outcome.step is None else f"{outcome.step:,}"
+    identity_from = str(outcome.identity_from)
+    return [
+        ("format", outcome.detected or ""),
+        ("run", outcome.run or ""),
+        ("step", step),
+        ("from", f"{outcome.identity_from}: {spelled(outcome.evidence)}" if outcome.evidence else identity_from),
+        ("campaign", f"{_campaign(outcome.campaign)} ({spelled(outcome.campaign_from or '')})"),
+        (
+            "scores",
+            f"{outcome.scores:,}" + (f" in {n(outcome.evaluations, 'evaluation')}" if outcome.evaluations > 1 else ""),
+        ),
+    ]
 
 
 def _mixes(groups: list[MixGroup], hint: str) -> None:
