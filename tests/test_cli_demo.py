@@ -111,3 +111,15 @@ def test_toy_demo_finetunes_evaluates_and_shows_the_scores(runner, tmp_path):
             ("toy-gpt2-nli-s0", "toy-gpt2", "toy_nli")
         ]
         assert store.query("SELECT count(*) FROM evaluations").rows() == [(9,)]
+    # The figure at the end of the study: the demo's own next steps, as it prints them, draw it from this store.
+    figure = tmp_path / "toy-curves.png"
+    steps = [line.split(maxsplit=1)[1] for line in result.output.splitlines() if "--analysis toy" in line
+             or "--save toy" in line]  # fmt: skip
+    assert [s.split()[2:4] for s in steps] == [["analyze", "--in-domain"], ["plot", "curves"], ["export", "--analysis"]]
+    for step in steps[:2]:
+        args = step.split()
+        if args[2] == "plot":
+            args[args.index("-o") + 1] = str(figure)
+        drawn = runner.invoke(main, args)
+        assert drawn.exit_code == 0, drawn.output
+    assert figure.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
