@@ -786,16 +786,21 @@ def pair_page(store: Store, q: Query, name: str, task_x: str, task_y: str) -> Pa
     groups = attribute_columns(store, [colour]).filter(pl.col("run").is_in(runs)) if colour else None
     group_of = dict(zip(groups["run"], groups[colour], strict=True)) if groups is not None else {}
     group_name = colour if any(v is not None for v in group_of.values()) else None
-    comparison = compare(table, alpha=alpha, inference=inference).table
+    # verdicts are adjusted across the analysis' pairs (as `ood-store compare` adjusts them): test every pair,
+    # show this one
+    this_pair = (pl.col("task_x") == stored_x) & (pl.col("task_y") == stored_y)
+    comparison = compare(analysis.table, alpha=alpha, inference=inference).table.filter(this_pair)
     pooled = comparison.row(0, named=True)
     between, within = q.get("between") or "family", q.get("within") or "seed"
     between_note = None
     between_table = None
     try:
         result = between_groups(
-            table, between=between, within=within, attributes=store, alpha=alpha, inference=inference
+            analysis.table, between=between, within=within, attributes=store, alpha=alpha, inference=inference
         )
-        between_table = result.table.select([c for c in result.table.columns if not c.startswith("r:")])
+        between_table = result.table.filter(this_pair).select(
+            [c for c in result.table.columns if not c.startswith("r:")]
+        )
     except AnalysisError as exc:
         between_note = f"No test between groups of {between} beyond {within}: {exc.message}"
     p_col = p_column(inference)

@@ -761,7 +761,7 @@ def test_paths_cannot_reach_files_outside_the_store(planted_client, tmp_path):
 
 def test_status_shows_what_ood_store_status_shows(planted_db, tmp_path, runner):
     from ood_store._cli import main
-    from ood_store._evaluate.workdir import Unit, WorkDir
+    from ood_store._evaluate.workdir import Done, Failure, Unit, WorkDir
 
     work = WorkDir(tmp_path / "my-eval").create()
     units = [
@@ -770,8 +770,9 @@ def test_status_shows_what_ood_store_status_shows(planted_db, tmp_path, runner):
         for k, step in enumerate((0, 100, 200))
     ]  # fmt: skip
     work.add_units(units)
-    work.mark_done("u0", {"results": "x.json", "sha256": "0", "seconds": 3.0, "host": "h"})
-    work.mark_failed("u1", {"error": "CUDA out of memory", "traceback": [], "log": [], "host": "h"})
+    work.mark_done(Done(unit="u0", results="x.json", sha256="0", lm_eval_version=None, host="h", pid=1, attempt="a",
+                        seconds=3.0, finished=0.0))  # fmt: skip
+    work.mark_failed(Failure(unit="u1", error="CUDA out of memory", host="h"))
     client = make_client(planted_db, work_dirs=(work.path,))
     listing = client.get("/status.json").json()
     assert listing["rows"] == [{"name": "my-eval", "work_dir": str(work.path)}]
