@@ -32,11 +32,15 @@ TAIL_LINES = 12
 _HELD: list[Path] = []
 
 
+#: pydantic's settings of the marker, as evaluate's records have them: strict types, no unknown fields.
+_STRICT: Any = {"strict": True, "extra": "forbid"}
+
+
 @dataclass(frozen=True)
 class Trained:
     """The completion marker of a finetuning unit (one run), typed and versioned as evaluate's records are."""
 
-    __pydantic_config__: Any = {"strict": True, "extra": "forbid"}
+    __pydantic_config__ = _STRICT
 
     unit: str
     run: str
