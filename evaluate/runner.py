@@ -24,8 +24,9 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Unpack
+from typing import TYPE_CHECKING, Any, Literal, Unpack
 
+from ood_store._counts import n
 from ood_store._errors import InputError
 from ood_store._evaluate import executors, options
 from ood_store._evaluate.collect import Collected, collect
@@ -45,6 +46,10 @@ from ood_store._progress import progress_bar
 from ood_store._store import Database
 from ood_store._store.database import connection, released
 from ood_store._store.runs import parse_attributes, set_attributes
+from ood_store._summary import Presented, Summary, first_rows
+
+if TYPE_CHECKING:
+    import polars as pl
 
 #: How often the driver looks for finished units while workers run elsewhere.
 POLL_S = 0.5
@@ -89,8 +94,11 @@ class _WithStatus:
         raise AttributeError(f"{self.status}: read-only (set the report's checkpoints instead)")
 
 
-@dataclass
-class EvaluateReport:
+@dataclass(repr=False)
+class EvaluateReport(Presented):
+    """What an evaluation did with each checkpoint (``checkpoints``): evaluated and stored, skipped (in the store
+    already), failed, submitted (detached) or pending; ``frame()`` has one row per checkpoint."""
+
     runs: list[str]
     checkpoints: list[CheckpointOutcome] = field(default_factory=list)
     built_in_tasks: bool = False  # whether lm-eval's built-in task index was needed
@@ -112,6 +120,38 @@ class EvaluateReport:
     failed = _WithStatus()
     submitted = _WithStatus()
     pending = _WithStatus()
+
+    def frame(self) -> pl.DataFrame:
+        """One row per checkpoint: run, step, checkpoint, status, tasks, scores, seconds, error."""
+        import polars as pl
+
+        rows = [
+            (c.run, c.step, c.checkpoint, c.status, len(c.tasks), c.scores, round(c.seconds, 1), c.error)
+            for c in self.checkpoints
+        ]
+        schema = {
+            "run": pl.String, "step": pl.Int64, "checkpoint": pl.String, "status": pl.String, "tasks": pl.Int64,
+            "scores": pl.Int64, "seconds": pl.Float64, "error": pl.String,
+        }  # fmt: skip
+        return pl.DataFrame(rows, schema=schema, orient="row")
+
+    def summary(self) -> Summary:
+        """The counts by status in the title, the checkpoints (failed and pending first), the executor's jobs."""
+        import polars as pl
+
+        counts = ", ".join(
+            f"{len(getattr(self, status)):,} {status}"
+            for status in ("evaluated", "skipped", "failed", "submitted", "pending")
+            if getattr(self, status) or status in ("evaluated", "failed")
+        )
+        runs = f"run {self.run}" if len(self.runs) == 1 else n(len(self.runs), "run")
+        order = {"failed": 0, "pending": 1}
+        frame = self.frame().sort(pl.col("status").replace_strict(order, default=2), maintain_order=True)
+        shown, notes = first_rows(frame, "checkpoints", "report.frame()")
+        if self.jobs:
+            notes += (f"Workers: {self.jobs}.",)
+        notes += tuple(f"{end.describe()}" for end in self.ended_jobs)
+        return Summary(f"EvaluateReport: {runs}: {counts}", shown, notes)
 
 
 class EvaluationInterrupted(KeyboardInterrupt):

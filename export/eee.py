@@ -59,6 +59,7 @@ from ood_store._counts import n
 from ood_store._errors import OodStoreError, StoreError
 from ood_store._ingest import eee, eee_samples
 from ood_store._store import query
+from ood_store._summary import Presented, Summary, first_rows
 
 if TYPE_CHECKING:
     from ood_store._store import Database
@@ -96,8 +97,8 @@ class EeeSource:
     relationship: str = "first_party"
 
 
-@dataclass
-class EeeExport:
+@dataclass(repr=False)
+class EeeExport(Presented):
     """The files written (aggregate and samples files), what went into them, and what EEE cannot hold.
 
     ``not_finite`` counts the scores EEE's ``score`` cannot hold (NaN, ±Infinity): they are in
@@ -113,6 +114,26 @@ class EeeExport:
     not_finite: int = 0
     imported: int = 0  # evaluations written back as the EEE document they came from
     not_written: list[str] = field(default_factory=list)
+
+    def summary(self) -> Summary:
+        """The counts in the title; the files written (aggregate files and their samples files); what has none."""
+        import polars as pl
+
+        samples = {path.parent / path.name.replace("_samples.jsonl", ".json") for path in self.samples_files}
+        frame = pl.DataFrame(
+            {"file": [str(p) for p in self.files], "samples_file": [p in samples for p in self.files]},
+            schema={"file": pl.String, "samples_file": pl.Boolean},
+        )
+        shown, notes = first_rows(frame, "files", "report.files")
+        if self.not_finite:
+            notes += (f"{self.not_finite:,} scores EEE cannot hold (NaN, ±Infinity) are kept in each file's "
+                      "ood_store.evaluation record.",)  # fmt: skip
+        notes += tuple(f"Not written: {why}" for why in self.not_written)
+        title = (
+            f"EeeExport: {n(len(self.files), 'file')} under {self.folder} ({self.scores:,} scores, "
+            f"{self.samples:,} samples)"
+        )
+        return Summary(title, shown, notes)
 
 
 def _sql(name: str) -> str:

@@ -7,9 +7,14 @@ are what a summary prints: one line per run and pair of campaigns, not per score
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
+from ood_store._counts import n
 from ood_store._errors import first_line
+from ood_store._summary import Presented, Summary, first_rows
+
+if TYPE_CHECKING:
+    import polars as pl
 
 Status = Literal["ingested", "present", "rejected", "skipped", "planned"]
 
@@ -73,8 +78,18 @@ class CampaignMix:
     only: tuple[int, ...]  # for each of ``campaigns``, its checkpoints at steps no other campaign has
 
 
-@dataclass
-class IngestReport:
+#: The columns of :meth:`IngestReport.frame`, one row per file.
+FILE_COLUMNS = (
+    "path", "status", "format", "run", "step", "campaign", "evaluations", "scores", "samples", "non_finite", "reason",
+)  # fmt: skip
+
+
+@dataclass(repr=False)
+class IngestReport(Presented):
+    """What an ingest did with each file (``files``), the scores evaluations disagree on, the runs that mix
+    campaigns. ``frame()`` has one row per file; ``summary()`` is the counts and the files worth a look.
+    """
+
     files: list[FileOutcome] = field(default_factory=list)
     conflicts: list[Conflict] = field(default_factory=list)
     campaign_mixes: list[CampaignMix] = field(default_factory=list)
@@ -98,6 +113,50 @@ class IngestReport:
     def file_warnings(self) -> list[str]:
         """Every file's warnings (values stored with less than the file says), then the ingest's own."""
         return [w for f in self.files for w in f.warnings] + self.warnings
+
+    def frame(self) -> pl.DataFrame:
+        """One row per file (:data:`FILE_COLUMNS`): what became of it, the run and step it was stored as, its
+        counts, and why it was refused, skipped or is present already."""
+        import polars as pl
+
+        rows = [
+            (f.path, f.status, f.detected, f.run, f.step, f.campaign, f.evaluations if f.status in ("ingested",
+             "planned") else 0, f.scores, f.samples, f.non_finite, f.reason)
+            for f in self.files
+        ]  # fmt: skip
+        schema = dict.fromkeys(FILE_COLUMNS, pl.String) | {
+            "step": pl.Int64, "evaluations": pl.Int64, "scores": pl.Int64, "samples": pl.Int64, "non_finite": pl.Int64,
+        }  # fmt: skip
+        return pl.DataFrame(rows, schema=schema, orient="row")
+
+    def summary(self) -> Summary:
+        """The counts by outcome in the title; the files that were not simply stored (rejected first), or every
+        file when all were; notes on conflicts, campaign mixes and warnings."""
+        import polars as pl
+
+        written = self.planned if self.planned else self.ingested
+        verb = "would ingest" if self.planned else "ingested"
+        scores = sum(f.scores for f in written)
+        title = (
+            f"IngestReport: {n(len(written), 'file')} {verb} ({n(scores, 'score')}), "
+            f"{len(self.present):,} already present, {len(self.rejected):,} rejected, {len(self.skipped):,} skipped"
+        )
+        frame = self.frame()
+        worth = frame.filter(pl.col("status").is_in(["rejected", "present", "skipped"]))
+        shown = worth if worth.height else frame
+        order = {"rejected": 0, "present": 1, "skipped": 2}
+        shown = shown.sort(pl.col("status").replace_strict(order, default=3), maintain_order=True)
+        shown, notes = first_rows(shown.select("path", "status", "run", "step", "scores", "reason"), "files",
+                                  "report.frame()")  # fmt: skip
+        if self.conflicts:
+            runs = len({c.run for c in self.conflicts})
+            notes += (f"Evaluations disagree on {n(len(self.conflicts), 'score')} in {n(runs, 'run')} "
+                      "(the view score_conflicts lists them).",)  # fmt: skip
+        mixed = {run for group in self.mix_groups() for run in group.runs}
+        if mixed:
+            notes += (f"{n(len(mixed), 'run')} mix campaigns.",)
+        notes += tuple(f"Warning: {w}" for w in self.file_warnings)
+        return Summary(title, shown, notes)
 
     def conflict_groups(self) -> list[ConflictGroup]:
         """The conflicts by run and the campaigns whose evaluations disagree, largest first."""

@@ -26,10 +26,11 @@ import polars as pl
 from ood_store._errors import AnalysisError, InputError
 from ood_store._store import selection
 from ood_store._store.connection import DEFAULT_LOCK_TIMEOUT
-from ood_store._store.database import Database, connection, damage_named, discard_if_empty
+from ood_store._store.database import Database, connection, damage_named, discard_if_empty, released
 
 if TYPE_CHECKING:
     from ood_store._analysis.results import PartialCorrelations
+    from ood_store._evaluate.collect import Collected
     from ood_store._evaluate.options import EvaluateOptions
     from ood_store._evaluate.runner import EvaluateReport
     from ood_store._export.eee import EeeExport, EeeSource
@@ -287,6 +288,27 @@ class Store(Database):
         except BaseException:
             discard_if_empty(self)  # refused before anything was stored: leave no store file
             raise
+
+    @damage_named
+    def collect(self, work_dir: str | os.PathLike[str]) -> list[Collected]:
+        """Store the units of ``work_dir`` that workers of a detached :meth:`evaluate` have finished, into this
+        store (as ``ood-store collect``; idempotent: units already stored are not stored again).
+
+        Each unit is ingested in a commit of its own; the store's connection is closed meanwhile, so that
+        other processes can read between commits.
+
+        Returns
+        -------
+        list of Collected
+            One per unit stored now (or refused: ``status`` ``rejected``, with the ``reason``).
+        """
+        from ood_store._evaluate.collect import collect
+        from ood_store._evaluate.workdir import WorkDir
+
+        self._require_writable("collect")
+        work = WorkDir(work_dir).require()
+        with released(self):
+            return collect(work, store=self.path, lock_timeout=self.lock_timeout)
 
     @damage_named
     def set_run_attributes(

@@ -112,3 +112,35 @@ class Summary:
 
     def _repr_markdown_(self) -> str:
         return self.as_markdown()
+
+
+#: How many rows a report's summary lists before it says how many more there are.
+SHOWN_ROWS = 20
+
+
+def first_rows(frame: pl.DataFrame, what: str, method: str) -> tuple[pl.DataFrame, tuple[str, ...]]:
+    """The first :data:`SHOWN_ROWS` rows of ``frame``, and a note naming how many more there are, and where."""
+    if frame.height <= SHOWN_ROWS:
+        return frame, ()
+    more = frame.height - SHOWN_ROWS
+    return frame.head(SHOWN_ROWS), (f"... and {more:,} more {what} ({method} has every one).",)
+
+
+class Presented:
+    """What a report shows of itself: a one-line ``repr``, and its :meth:`summary` in a notebook.
+
+    Subclasses define :meth:`summary`; the ``repr`` is its title, so that a notebook cell (or a log line)
+    never prints a report's every outcome.
+    """
+
+    def summary(self) -> Summary:
+        raise NotImplementedError
+
+    def __repr__(self) -> str:
+        return f"<{self.summary().title}>"
+
+    def _repr_html_(self) -> str:
+        return self.summary().as_html()
+
+    def _repr_markdown_(self) -> str:
+        return self.summary().as_markdown()

@@ -32,6 +32,7 @@ from ood_store._progress import progress_bar
 from ood_store._store import migrations
 from ood_store._store.connection import fetch_value
 from ood_store._store.damage import is_store_problem
+from ood_store._summary import Presented, Summary
 
 #: The manifest's own format; a dump with a newer one is refused.
 DUMP_FORMAT = 1
@@ -50,12 +51,28 @@ class TableDump:
     files: dict[str, str]
 
 
-@dataclass
-class DumpReport:
+@dataclass(repr=False)
+class DumpReport(Presented):
+    """The folder a dump wrote, and each table's rows and files (``derived``: tables made from others)."""
+
     folder: Path
     schema_version: int
     tables: dict[str, TableDump]
     derived: dict[str, TableDump]
+
+    def summary(self) -> Summary:
+        """The folder and schema version in the title; one row per table: its rows and Parquet files."""
+        import polars as pl
+
+        rows = [
+            (name, t.rows, len(t.files), name in self.derived) for name, t in {**self.tables, **self.derived}.items()
+        ]
+        frame = pl.DataFrame(
+            rows, schema={"table": pl.String, "rows": pl.Int64, "files": pl.Int64, "derived": pl.Boolean},
+            orient="row",
+        )  # fmt: skip
+        total = sum(t.rows for t in self.tables.values())
+        return Summary(f"DumpReport: {self.folder} (schema version {self.schema_version}, {total:,} rows)", frame)
 
 
 def _sql(name: str) -> str:

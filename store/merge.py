@@ -44,6 +44,7 @@ from ood_store._store.ids import reserve_evaluation_ids
 from ood_store._store.runs import attributes_of, set_attributes
 from ood_store._store.staging import fill_from_dump, fill_from_store, staged
 from ood_store._store.transaction import registered, transaction
+from ood_store._summary import Presented, Summary
 
 Prefer = Literal["theirs", "ours"]
 PREFER: tuple[str, ...] = ("theirs", "ours")
@@ -67,8 +68,8 @@ class MergeConflict:
         return f"{self.kind} {self.key}: {self.field}: {self.ours} here, {self.theirs} in {source}; {self.resolution}"
 
 
-@dataclass
-class MergeReport:
+@dataclass(repr=False)
+class MergeReport(Presented):
     """What a load or merge added, what was there already, and what the stores disagree on."""
 
     source: str
@@ -94,6 +95,29 @@ class MergeReport:
     @property
     def ok(self) -> bool:
         return not self.unresolved
+
+    def summary(self) -> Summary:
+        """What was added and present, one row per kind; each conflict as a note (with how it was decided)."""
+        rows = [
+            ("evaluations", self.evaluations_added, self.evaluations_present),
+            ("scores", self.scores_added, None),
+            ("samples", self.samples_added, None),
+            ("runs", self.runs_added, None),
+            ("checkpoints", self.checkpoints_added, None),
+            ("analyses", len(self.analyses_added), len(self.analyses_present)),
+        ]
+        frame = pl.DataFrame(rows, schema={"what": pl.String, "added": pl.Int64, "present": pl.Int64}, orient="row")
+        notes: tuple[str, ...] = ()
+        if self.evaluations_equivalent:
+            notes += (f"{self.evaluations_equivalent:,} of the evaluations present are held in another format.",)
+        if self.runs_updated:
+            notes += (f"{self.runs_updated:,} runs' attributes updated.",)
+        if self.analyses_replaced:
+            notes += (f"Analyses replaced: {', '.join(self.analyses_replaced)}.",)
+        notes += tuple(c.describe(self.source) for c in self.conflicts)
+        added = f"{self.evaluations_added:,} evaluations added, {self.evaluations_present:,} present"
+        conflicts = f", {len(self.conflicts):,} conflicts" if self.conflicts else ""
+        return Summary(f"MergeReport: {self.source}: {added}{conflicts}", frame, notes)
 
 
 def _sql(name: str) -> str:
