@@ -15,7 +15,7 @@ from ood_store._analysis.results import (
     BetweenGroups,
     Comparison,
     PartialCorrelations,
-    partial_table,
+    partial_frame,
 )
 from ood_store._errors import AnalysisError
 from ood_store._store.runs import run_attributes
@@ -119,7 +119,7 @@ def compare(
     if not 0.5 < agreement <= 1:
         raise AnalysisError(f"must be more than 0.5 and at most 1, not {agreement}", parameter="agreement")
     by = list(dict.fromkeys(by)) if by else None  # repeated names count once
-    table = partial_table(data)
+    table = partial_frame(data)
     groups = with_attributes(table, by, attributes)
     rows = with_variance(groups, inference, alpha)
     keys = [*(by or []), "task_x", "task_y"]
@@ -356,7 +356,7 @@ def between_groups(
         raise AnalysisError(f"{within!r} is also `between`; give two different attributes", parameter="within")
     if attributes is None:
         raise AnalysisError("comparing groups of runs needs the store (or a frame of run attributes)")
-    table = partial_table(data)
+    table = partial_frame(data)
     rows = with_attributes(table, [between], attributes, "between")
     rows = with_attributes(rows, [within], attributes, "within")
     _check_design(rows, between, within)

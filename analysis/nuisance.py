@@ -57,7 +57,7 @@ from ood_store._analysis import meta
 from ood_store._analysis.compare import usable, with_attributes, with_variance
 from ood_store._analysis.partial import Options, analyse
 from ood_store._analysis.results import Result
-from ood_store._analysis.series import in_domain_of_runs, load
+from ood_store._analysis.series import in_domain_of_runs, load_series
 from ood_store._analysis.simulate import AR1_CHECKPOINTS, Curves, ou_correlation
 from ood_store._errors import AnalysisError
 from ood_store._progress import progress_bar
@@ -186,7 +186,7 @@ def estimate_nuisance(
     )  # fmt: skip
     if options.in_domain is None:
         options = dataclasses.replace(options, in_domain=in_domain_of_runs(data, options.runs))
-    series = load(data, options)
+    series = load_series(data, options)
     options = dataclasses.replace(options, in_domain=series.in_domain, ood=series.ood)
     table = analyse(series, options)
     noise = _item_noise(data, series, options)

@@ -18,7 +18,7 @@ import numpy as np
 import polars as pl
 
 from ood_store._analysis.partial import Options, _Fit, _group_problem, correlation
-from ood_store._analysis.series import load
+from ood_store._analysis.series import load_series
 
 if TYPE_CHECKING:
     from ood_store._store.database import Database
@@ -69,7 +69,7 @@ def pair_residuals(
     True
     """
     chosen = dataclasses.replace(options, runs=(run,), ood=(task_x, task_y), bootstrap=0)
-    series = load(data, chosen)
+    series = load_series(data, chosen)
     wide = (
         series.scores.filter(pl.col("run") == run)
         .pivot(on="task", index="step", values="value", aggregate_function=None)

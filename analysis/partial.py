@@ -16,7 +16,7 @@ from scipy.stats import rankdata
 from ood_store._analysis import bootstrap as _bootstrap
 from ood_store._analysis import inference, residuals
 from ood_store._analysis.results import PARTIAL_COLUMNS, PartialCorrelations
-from ood_store._analysis.series import Series, in_domain_of_runs, load
+from ood_store._analysis.series import Series, in_domain_of_runs, load_series
 from ood_store._errors import AnalysisError
 from ood_store._names import split_names
 from ood_store._progress import progress_bar
@@ -244,7 +244,7 @@ def compute(data: Database | pl.DataFrame, options: Options, *, progress: bool =
         _bootstrap.require_arch()  # before the series are read: one line, not a failure halfway
     if options.in_domain is None:
         options = dataclasses.replace(options, in_domain=in_domain_of_runs(data, options.runs))
-    series = load(data, options)
+    series = load_series(data, options)
     options = dataclasses.replace(options, in_domain=series.in_domain)  # as the store spells it (mnli: ood_nli_mnli)
     return PartialCorrelations(analyse(series, options, progress=progress), options, series.ood, series.runs)
 

@@ -4,7 +4,7 @@
 :class:`PartialCorrelations`; :func:`~ood_store._analysis.compare` a
 :class:`Comparison`. Each holds its rows as a Polars DataFrame (``.table``)
 and the options, tasks and runs behind them, so that saving, exporting and
-plotting need nothing else. :func:`partial_table` is the one check of "is this
+plotting need nothing else. :func:`partial_frame` is the one check of "is this
 a partial-correlation table", for results and plain frames alike.
 """
 
@@ -143,7 +143,7 @@ class PartialCorrelations(Result):
         options = Options(**{key: value for key, value in params.items() if key in known})
         tasks = tuple(params.get("tasks") or sorted(set(table["task_x"]) | set(table["task_y"])))
         runs = tuple(params.get("runs_analysed") or sorted(set(table["run"])))
-        return cls(partial_table(table.select(PARTIAL_COLUMNS)), options, tasks, runs)
+        return cls(partial_frame(table.select(PARTIAL_COLUMNS)), options, tasks, runs)
 
     def _summary(self) -> str:
         o, shape = self.options, f"{len(self.runs)} runs × {len(self.tasks)} OOD tasks"
@@ -249,7 +249,7 @@ class Sensitivity(Result):
         return f": {self.table.height} pairs, {fragile} fragile at alpha {self.alpha:g}"
 
 
-def partial_table(data: PartialCorrelations | pl.DataFrame, also: tuple[str, ...] = ()) -> pl.DataFrame:
+def partial_frame(data: PartialCorrelations | pl.DataFrame, also: tuple[str, ...] = ()) -> pl.DataFrame:
     """The rows of a partial-correlation result or frame; anything else is an :class:`AnalysisError`.
 
     The frame must have the columns every consumer reads (run, the pair, n, r,
@@ -257,7 +257,7 @@ def partial_table(data: PartialCorrelations | pl.DataFrame, also: tuple[str, ...
 
     Examples
     --------
-    >>> partial_table(pl.DataFrame({"run": ["a"]}))  # doctest: +ELLIPSIS
+    >>> partial_frame(pl.DataFrame({"run": ["a"]}))  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
     ood_store._errors.AnalysisError: not a partial-correlation table: no column(s) n, n_eff, p_adj, p_eff_adj, r, ...
@@ -273,7 +273,7 @@ def partial_table(data: PartialCorrelations | pl.DataFrame, also: tuple[str, ...
 
 def saved_rows(result: PartialCorrelations) -> pl.DataFrame:
     """The rows a saved analysis keeps of ``result`` (:data:`SAVED_COLUMNS`)."""
-    return partial_table(result, also=SAVED_COLUMNS).select(SAVED_COLUMNS)
+    return partial_frame(result, also=SAVED_COLUMNS).select(SAVED_COLUMNS)
 
 
 def comparison_table(data: Comparison | pl.DataFrame) -> pl.DataFrame:

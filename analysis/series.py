@@ -40,7 +40,7 @@ class Series:
     from_store: bool = False  # a NULL value is then a NaN in the file, not a score that is absent
 
 
-def load(data: Database | pl.DataFrame | Any, selection: Options) -> Series:
+def load_series(data: Database | pl.DataFrame | Any, selection: Options) -> Series:
     """Select the in-domain and OOD series of the chosen runs, as ``selection`` says.
 
     ``data`` is a :class:`~ood_store.Store` or a long frame with columns

@@ -15,8 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ood_store._errors import InputError
-from ood_store._evaluate.study import Study
-from ood_store._evaluate.study import load as load_study
+from ood_store._evaluate.study import Study, load_study
 from ood_store._evaluate.suite.variant import from_run_file, variant_of
 from ood_store._store.attribute_rules import attributes_for, for_run, read_attribute_file
 from ood_store._store.runs import parse_attributes, read_run_file

@@ -35,8 +35,7 @@ from ood_store._evaluate.harness import require_eval_extra
 from ood_store._evaluate.options import EvaluateOptions
 from ood_store._evaluate.plan import DEFAULT_OUTPUT_DIR, Plan, RunRequest, check_run, plan, run_exists, step_name
 from ood_store._evaluate.series import ModelSession
-from ood_store._evaluate.study import Study
-from ood_store._evaluate.study import load as load_study
+from ood_store._evaluate.study import Study, load_study
 from ood_store._evaluate.suite.variant import Variant
 from ood_store._evaluate.tasklist import TaskObjects
 from ood_store._evaluate.timings import Timings

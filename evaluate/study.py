@@ -69,7 +69,7 @@ class StudyRun:
 
 @dataclass(frozen=True)
 class Study:
-    """A study file, read and checked (:func:`load`)."""
+    """A study file, read and checked (:func:`load_study`)."""
 
     path: Path
     runs: list[StudyRun]
@@ -93,7 +93,7 @@ class Study:
         return out
 
 
-def load(path: str | os.PathLike[str]) -> Study:
+def load_study(path: str | os.PathLike[str]) -> Study:
     """Read and check a study file (TOML, or YAML for ``.yaml``/``.yml``).
 
     Raises :class:`InputError` naming the file and the field for a missing

@@ -127,7 +127,7 @@ def sign_agreement(
         title = ", ".join(facet_header(c, v, names) for c, v in zip(group_columns, key, strict=True)) or None
         items.append((cells, title))
 
-    def lines(layout: grids.Layout) -> list[str]:
+    def lines(layout: grids.GridLayout) -> list[str]:
         return _sign_note(result, names, layout) if note else []
 
     figure, _ = grids.draw_wrapped(
@@ -137,7 +137,7 @@ def sign_agreement(
     return figure
 
 
-def _sign_note(result, names, layout: grids.Layout) -> list[str]:
+def _sign_note(result, names, layout: grids.GridLayout) -> list[str]:
     lines = []
     regressed = Method.of(result).regressed_out(names)
     if regressed:

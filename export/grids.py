@@ -65,7 +65,7 @@ class ColourBar:
 
 
 @dataclass
-class Layout:
+class GridLayout:
     """A grid as it was drawn: whether the cells kept their numbers, and the size of a cell."""
 
     numbers: bool = True
@@ -154,10 +154,10 @@ def draw(
     cmap: Colormap,
     norm: Normalize,
     bar: ColourBar,
-    note: Callable[[Layout], list[str]] | None = None,
+    note: Callable[[GridLayout], list[str]] | None = None,
     row_headers: Sequence[str | None] | None = None,
     spacers: Sequence[int] = (),
-) -> tuple[Figure, Layout]:
+) -> tuple[Figure, GridLayout]:
     """Draw ``panels`` (display-name ``labels``) as a grid of ``nrows`` × ``ncols`` with one colour bar.
 
     Columns in ``spacers`` hold no panels: narrow gaps that set groups of columns apart.
@@ -175,7 +175,7 @@ def draw(
     cell = side / (len(labels) - 1)
     ticks = triangle.tick_size(cell)
     rotation = triangle.x_rotation(labels, cell, panels_side_by_side=ncols > 1, size=ticks)
-    layout = Layout()
+    layout = GridLayout()
     titles, layout.title_size = fit_titles([p.title or "" for p in panels], side + 0.8 * GAP)
     lines = [t.count("\n") + 1 if t else 0 for t in titles]
     title_rows = [max((n for p, n in zip(panels, lines, strict=True) if p.row == r), default=0) for r in range(nrows)]
@@ -227,7 +227,7 @@ def draw(
     return figure, layout
 
 
-def _refit_titles(axes: list, panels: Sequence[Panel], layout: Layout, width: float) -> None:
+def _refit_titles(axes: list, panels: Sequence[Panel], layout: GridLayout, width: float) -> None:
     """Titles fitted again to the panels as laid out: each may take its panel's width and the gap beside it."""
     where = {(p.row, p.col): ax.get_position() for p, ax in zip(panels, axes, strict=True)}
     gaps = [where[(r, c + 1)].x0 - box.x1 for (r, c), box in where.items() if (r, c + 1) in where]
@@ -247,7 +247,7 @@ def draw_wrapped(
     ncols: int | None,
     width: float | None,
     **options,
-) -> tuple[Figure, Layout]:
+) -> tuple[Figure, GridLayout]:
     """Draw ``items`` (cells and title) row by row, ``ncols`` to a row (default :func:`columns`).
 
     With automatic columns, a figure that comes out taller than the page is

@@ -198,7 +198,7 @@ def heatmap_grid(
         facets.width = grids.width_for(labels, panel_columns, width, nrows=facets.nrows, headers=rows is not None)
     norm, cmap = Normalize(vmin=-1.0, vmax=1.0), matplotlib.colormaps[CMAP]
 
-    def lines(layout: grids.Layout) -> list[str]:
+    def lines(layout: grids.GridLayout) -> list[str]:
         return _note(method, names, inference, marks, layout, facets, empty, frame) if note else []
 
     if facets.nrows == 0:  # wrapped to the page
@@ -363,7 +363,7 @@ def _cells(rows: list[dict], order, alpha: float) -> triangle.Cells:
     )
 
 
-def _note(method: Method, names, inference, test: _Test, layout: grids.Layout, facets: _Facets, empty, frame):
+def _note(method: Method, names, inference, test: _Test, layout: grids.GridLayout, facets: _Facets, empty, frame):
     lines = []
     regressed = method.regressed_out(names)
     if regressed:
@@ -407,7 +407,7 @@ def signed(value: float) -> str:
 
 
 def check_table(data: PartialCorrelations | pl.DataFrame) -> pl.DataFrame:
-    table = results.partial_table(data)
+    table = results.partial_frame(data)
     if table.is_empty():
         raise AnalysisError("the partial-correlation table has no rows")
     return table

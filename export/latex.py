@@ -36,7 +36,7 @@ PACKAGES = {"table": (), "table*": (), "sidewaystable": ("rotating",), "longtabl
 
 
 @dataclass(frozen=True)
-class Plan:
+class TablePlan:
     """How a table is set: its environment and the columns of each of its parts (indices into its columns)."""
 
     environment: str
@@ -70,7 +70,7 @@ def caption(table: PaperTable) -> str:
     return re.sub(r"\*+", lambda m: f"$^{{{m.group()}}}$", text)
 
 
-def render(table: PaperTable, plan: Plan, *, standalone: bool = False) -> str:
+def render(table: PaperTable, plan: TablePlan, *, standalone: bool = False) -> str:
     """The LaTeX of ``table`` as ``plan`` sets it; ``standalone`` wraps it in a document that compiles alone."""
     packages = ["booktabs", *PACKAGES[plan.environment]]
     lines = [f"% {line}" for line in table.provenance_lines()]
@@ -137,7 +137,7 @@ def _part(table: PaperTable, environment: str, part: Sequence[int], cells, text:
     ]
 
 
-def _document(table: PaperTable, plan: Plan, packages: list[str], body: str) -> str:
+def _document(table: PaperTable, plan: TablePlan, packages: list[str], body: str) -> str:
     """A document around ``body``: a two-column page of the table's width (one column for long tables)."""
     long = "longtable" in plan.environment
     text_width = page.PAGE if table.width <= page.COLUMN else table.width

@@ -129,7 +129,7 @@ class PaperTable:
             rows.append(cells)
         return rows
 
-    def fit(self) -> table_fit.Fit:
+    def fit(self) -> table_fit.PageFit:
         """How wide the LaTeX table is against the page (``width``, or the text height in ``landscape``),
         with the changes that would make it fit when it does not (:func:`~ood_store._export.table_fit.fit`)."""
         return table_fit.fit(self)

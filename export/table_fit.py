@@ -65,7 +65,7 @@ class Suggestion:
 
 
 @dataclass(frozen=True)
-class Fit:
+class PageFit:
     """How wide a table is against the room it has, and what would make it fit."""
 
     width: float  # pt: the natural width of the table (its widest part, if split)
@@ -157,25 +157,25 @@ def parts(table: PaperTable) -> list[tuple[int, ...]]:
     return out
 
 
-def plan(table: PaperTable) -> latex.Plan:
+def plan(table: PaperTable) -> latex.TablePlan:
     """How :func:`~ood_store._export.latex.render` sets ``table``: environment and parts."""
     chosen = parts(table)
     if is_long(table):
-        return latex.Plan("landscape longtable" if table.landscape else "longtable", tuple(chosen))
+        return latex.TablePlan("landscape longtable" if table.landscape else "longtable", tuple(chosen))
     if table.landscape:
-        return latex.Plan("sidewaystable", tuple(chosen))
+        return latex.TablePlan("sidewaystable", tuple(chosen))
     widest = max(tabular_width(table, part) for part in chosen)
     one_column = table.width <= page.COLUMN or widest <= page.points(page.column_of(table.width))
-    return latex.Plan("table" if one_column else "table*", tuple(chosen))
+    return latex.TablePlan("table" if one_column else "table*", tuple(chosen))
 
 
-def fit(table: PaperTable) -> Fit:
+def fit(table: PaperTable) -> PageFit:
     """The table's width against its room, with the changes that would make a table that does not fit fit."""
     width = max(tabular_width(table, part) for part in parts(table))
     have = room(table)
     if width <= have:
-        return Fit(width, have)
-    return Fit(width, have, tuple(_suggestions(table)))
+        return PageFit(width, have)
+    return PageFit(width, have, tuple(_suggestions(table)))
 
 
 def _suggestions(table: PaperTable) -> list[Suggestion]:

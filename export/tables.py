@@ -129,7 +129,7 @@ def partial_table(
     _check_choice("inference", inference, INFERENCE)
     _check_choice("mark", mark, MARKS)
     source = table
-    table = results.partial_table(table, also=("ci_low", "ci_high"))
+    table = results.partial_frame(table, also=("ci_low", "ci_high"))
     p = "p_eff_adj" if inference == "effective" else "p_adj"
     runs = layout.get("runs")
     order = list(runs) if runs is not None else sorted(set(table["run"]))

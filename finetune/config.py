@@ -183,7 +183,8 @@ class RunConfig:
 
 @dataclass(frozen=True)
 class FinetuneStudy:
-    """A finetuning study, read and checked (:func:`load`): its runs and what the written study file evaluates."""
+    """A finetuning study, read and checked (:func:`load_finetune_study`): its runs and what the written study file
+    evaluates."""
 
     path: Path | None
     runs: list[RunConfig]
@@ -227,7 +228,7 @@ def _located(path: Path | None, given: frozenset[str], where: str, message: str)
     return InputError(str(path), where, message)
 
 
-def load(path: str | os.PathLike[str] | None = None, **given: Any) -> FinetuneStudy:
+def load_finetune_study(path: str | os.PathLike[str] | None = None, **given: Any) -> FinetuneStudy:
     """Read a study file (or none) with ``given`` options on top; see the module docstring.
 
     ``given`` are top-level keys (``base_model``, ``shots``, ``training``, ...);

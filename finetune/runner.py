@@ -147,7 +147,7 @@ def finetune(
         On Ctrl-C; its ``report`` says what was saved.
     """
     executor_options = {k: options.pop(k) for k in list(options) if k in EXECUTOR_OPTIONS}
-    loaded = study if isinstance(study, FinetuneStudy) else configs.load(study, **options)
+    loaded = study if isinstance(study, FinetuneStudy) else configs.load_finetune_study(study, **options)
     chosen = _executor_settings(loaded, executor, executor_options)
     require_finetune_extra({r.method for r in loaded.runs})
     output = Path(output_dir or loaded.output_dir or DEFAULT_OUTPUT_DIR).resolve()

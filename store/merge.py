@@ -1,4 +1,4 @@
-"""Adding another store's results to this one: from a dump folder (:func:`load`) or a store file (:func:`merge`).
+"""Adding another store's results to this one: from a dump folder (:func:`load_dump`) or a store file (:func:`merge`).
 
 The rules, applied in one transaction (all of it goes in, or nothing):
 

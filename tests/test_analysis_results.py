@@ -17,7 +17,7 @@ from ood_store._analysis import (
     partial_correlations,
     residualizer_sensitivity,
 )
-from ood_store._analysis.results import partial_table
+from ood_store._analysis.results import partial_frame
 from ood_store._errors import AnalysisError
 from ood_store._export import figures
 
@@ -101,12 +101,12 @@ def test_compare_keeps_what_it_compared(analysis_db):
 
 def test_one_validator_for_partial_correlation_tables():
     with pytest.raises(AnalysisError, match=r"no column\(s\) n, n_eff, p_adj, p_eff_adj, r, task_x, task_y$"):
-        partial_table(pl.DataFrame({"run": ["a"]}))
+        partial_frame(pl.DataFrame({"run": ["a"]}))
     with pytest.raises(AnalysisError, match="expected partial correlations .* got list"):
-        partial_table([1, 2])  # type: ignore[arg-type]
+        partial_frame([1, 2])  # type: ignore[arg-type]
     with pytest.raises(AnalysisError, match=r"no column\(s\) ci_high$"):
         frame = pl.DataFrame({c: [0.0] for c in ("n", "r", "p_adj", "n_eff", "p_eff_adj", "ci_low")})
-        partial_table(frame.with_columns(run=pl.lit("a"), task_x=pl.lit("x"), task_y=pl.lit("y")), also=("ci_high",))
+        partial_frame(frame.with_columns(run=pl.lit("a"), task_x=pl.lit("x"), task_y=pl.lit("y")), also=("ci_high",))
 
 
 def test_figures_from_analysis_mirror_tables_from_analysis(analysis_db):

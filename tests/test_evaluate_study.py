@@ -85,7 +85,7 @@ def study_dir(tmp_path, toy_run) -> Path:
 @pytest.mark.parametrize(("name", "text"), [("study.toml", STUDY_TOML), ("study.yaml", STUDY_YAML)])
 def test_a_study_file_names_runs_options_attributes_and_the_executor(study_dir, name, text):
     (study_dir / name).write_text(text)
-    loaded = study.load(study_dir / name)
+    loaded = study.load_study(study_dir / name)
     base = study_dir.resolve()
     assert loaded.executor == {"name": "local", "workers": 2}
     assert [(r.run, r.checkpoints, r.options, r.attributes) for r in loaded.runs] == [
@@ -184,7 +184,7 @@ def test_a_bad_study_file_is_one_line_naming_the_file_and_field(tmp_path, text, 
     path = tmp_path / "study.toml"
     path.write_text(text)
     with pytest.raises(InputError) as error:
-        study.load(path)
+        study.load_study(path)
     assert str(error.value).startswith(f"{tmp_path}/{message}"), str(error.value)
 
 
@@ -254,7 +254,7 @@ def test_the_readme_study_file_is_a_valid_study(tmp_path):
     section = readme.split("## Running a study on a cluster", 1)[1].split("\n## ", 1)[0]  # not finetuning's study
     [text] = [block for block in re.findall(r"```toml\n(.*?)```", section, flags=re.DOTALL) if "[[runs]]" in block]
     (tmp_path / "study.toml").write_text(text)
-    loaded = study.load(tmp_path / "study.toml")
+    loaded = study.load_study(tmp_path / "study.toml")
     assert [r.run for r in loaded.runs] == ["opt-1.3b-mnli-s0", "olmo2-1b-mnli-s0"]
     assert loaded.runs[0].checkpoints == [str(tmp_path / "runs/opt-1.3b-mnli-s0/checkpoint-*")]
     assert loaded.runs[0].attributes == {

@@ -48,7 +48,7 @@ def write(tmp_path: Path, text: str, name: str = "study.toml") -> Path:
 
 
 def test_the_grid_is_each_entry_crossed_with_its_shots_data_seeds_and_seeds(tmp_path):
-    study = config.load(write(tmp_path, GRID))
+    study = config.load_finetune_study(write(tmp_path, GRID))
     got = [(r.run, r.method, r.shots, r.data_seed, r.seed) for r in study.runs]
     assert got == [
         ("opt-125m-mnli-lora-k16-d0-s0", "lora", 16, 0, 0),
@@ -77,12 +77,12 @@ def test_the_grid_is_each_entry_crossed_with_its_shots_data_seeds_and_seeds(tmp_
 
 def test_options_given_as_arguments_win_and_are_named_as_arguments(tmp_path):
     path = write(tmp_path, GRID)
-    study = config.load(path, shots=[8], pattern="gpt-3", training={"learning_rate": 2e-4})
+    study = config.load_finetune_study(path, shots=[8], pattern="gpt-3", training={"learning_rate": 2e-4})
     assert {r.shots for r in study.runs} == {8}  # the first entry's; the second sets its own
     assert study.runs[0].variant.pattern == "{premise} question: {hypothesis} Yes or No? answer:"
     assert study.runs[0].training == {"learning_rate": 2e-4, "per_device_train_batch_size": 8}
     with pytest.raises(InputError) as caught:
-        config.load(path, data_seeds=[-1])
+        config.load_finetune_study(path, data_seeds=[-1])
     assert (caught.value.path, caught.value.parameter) == (None, "data_seeds")
     assert str(caught.value) == "data_seeds: expected a whole number (0 or more) or a list of them, got [-1]"
 
@@ -90,7 +90,7 @@ def test_options_given_as_arguments_win_and_are_named_as_arguments(tmp_path):
 def test_one_run_from_arguments_alone(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "models" / "base").mkdir(parents=True)
-    study = config.load(base_model="models/base", in_domain="snli", shots=4, name="toy-{shots}")
+    study = config.load_finetune_study(base_model="models/base", in_domain="snli", shots=4, name="toy-{shots}")
     [run] = study.runs
     assert run.base_model == str(tmp_path / "models" / "base")  # a folder, read from the working directory
     assert (run.run, run.data_seed, run.seed, run.method, run.loss) == ("toy-4", 0, 0, "lora", "vocabulary")
@@ -150,7 +150,7 @@ def test_one_run_from_arguments_alone(tmp_path, monkeypatch):
 def test_a_bad_study_is_one_line_naming_the_file_and_field(tmp_path, text, given, message):
     path = write(tmp_path, text)
     with pytest.raises(InputError) as caught:
-        config.load(path, **given)
+        config.load_finetune_study(path, **given)
     expected = message.replace("study.toml", str(path)).replace("{dir}", str(tmp_path))
     assert str(caught.value) == expected
     assert "\n" not in str(caught.value)
@@ -158,7 +158,7 @@ def test_a_bad_study_is_one_line_naming_the_file_and_field(tmp_path, text, given
 
 def test_the_evaluate_options_of_the_study_file_are_checked_as_evaluate_checks_them(tmp_path):
     text = 'base_model = "m/x"\nin_domain = "mnli"\nshots = 4\n[evaluate]\nbatch_size = "auto:4"\nlimit = 0.5\n'
-    assert config.load(write(tmp_path, text)).evaluate == {"batch_size": "auto:4", "limit": 0.5}
+    assert config.load_finetune_study(write(tmp_path, text)).evaluate == {"batch_size": "auto:4", "limit": 0.5}
 
 
 @pytest.mark.parametrize(
@@ -215,14 +215,14 @@ def test_the_readme_study_and_the_papers_worked_example_are_valid_studies(tmp_pa
     root = Path(__file__).resolve().parents[1]
     section = (root / "README.md").read_text().split("## Finetuning", 1)[1].split("\n## ", 1)[0]
     [block] = re.findall(r"```toml\n(.*?)```", section, flags=re.DOTALL)
-    study = config.load(write(tmp_path, block))
+    study = config.load_finetune_study(write(tmp_path, block))
     assert len(study.runs) == 12  # 2 models x 2 shot counts x 3 data seeds
     assert {(r.base_model, r.attributes["size"]) for r in study.runs} == {
         ("facebook/opt-125m", "125m"), ("facebook/opt-350m", "350m")
     }  # fmt: skip
     assert study.output_dir == tmp_path / "runs" and study.runs[0].training["max_steps"] == 400
 
-    paper = config.load(root / "docs" / "finetune-paper.toml")
+    paper = config.load_finetune_study(root / "docs" / "finetune-paper.toml")
     assert len(paper.runs) == 4 * 4 * 10  # 4 models x 4 shot counts x 10 data seeds
     assert paper.runs[0].run == "OPT-125m-mnli-k16-d0" and paper.in_loop
     run = paper.runs[0]
