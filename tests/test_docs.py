@@ -122,12 +122,19 @@ def inside(folder: Path):
 
 #: Per test worker: page -> the folder its console session left (or the error it stopped with).
 _SESSIONS: dict[Path, Path | AssertionError] = {}
+#: Where those folders are: under pytest's temporary folder, which pytest cleans up.
+_SESSIONS_DIR: list[Path] = []
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _sessions_dir(tmp_path_factory):
+    _SESSIONS_DIR.append(tmp_path_factory.mktemp("docs-sessions"))
 
 
 def session_of(page: Path) -> Path:
     """The folder ``page``'s console session left: run once per worker (after the session it continues)."""
     if page not in _SESSIONS:
-        folder = Path(tempfile.mkdtemp(prefix=f"docs-{page.stem}-"))
+        folder = Path(tempfile.mkdtemp(prefix=f"{page.stem}-", dir=_SESSIONS_DIR[0]))
         try:
             earlier = continues(page)
             if earlier is not None:
@@ -210,7 +217,7 @@ def test_the_tutorial_shows_the_table_it_exported_and_it_fits_the_page():
     exported = (folder / "pythia-gam.tex").read_text().splitlines()
     assert blocks(TOUR, "latex") == ["\n".join(line for line in exported if not line.startswith("%")) + "\n"]
     # It fits the page it is for: pdflatex finds no overfull box.
-    work = Path(tempfile.mkdtemp(prefix="docs-latex-"))
+    work = Path(tempfile.mkdtemp(prefix="latex-", dir=_SESSIONS_DIR[0]))
     shutil.copyfile(folder / "pythia-gam.tex", work / "pythia-gam.tex")
     page = (
         "\\documentclass[twocolumn]{article}\n"
