@@ -54,7 +54,7 @@ typecheck: $(VENV)/.installed-lint tree
 # The documentation site (MkDocs), built offline into site/ with every warning an error: the API
 # reference comes from the docstrings, the CLI reference from the click commands themselves.
 docs: $(VENV)/.installed-docs tree
-	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
 
 # What CI runs besides the LaTeX install: lint, type check, tests.
 check: lint typecheck test

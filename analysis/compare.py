@@ -25,9 +25,10 @@ if TYPE_CHECKING:
 
 INFERENCE = ("effective", "naive")
 ADJUST_PAIRS = inference_module.ADJUST_METHODS
-#: The default adjustment of a comparison's tests over its pairs (README: "Verdicts across pairs").
+#: The default adjustment of a comparison's tests over its pairs (docs/explanation/statistics.md, "Verdicts
+#: across pairs").
 DEFAULT_ADJUST_PAIRS = "holm"
-#: The default test of the pooled estimate and between groups (README: "Planning a study", the calibration table).
+#: The default test of the pooled estimate and between groups (docs/how-to/planning.md, the calibration table).
 DEFAULT_TEST = "knha"
 #: The fewest runs (distinct ``within`` values) a group needs for the test between groups: with one, the group's
 #: model and its seed are one thing, and the variation within groups is estimated from the other groups alone.

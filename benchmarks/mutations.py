@@ -51,7 +51,7 @@ BAD, NOT_STORED, ANY, STORE = "BAD", "NOT_STORED", "ANY", "STORE"
 
 # Values a mutation writes in place of another (the fuzz test's, and more).
 ODD_VALUES: list[Any] = [None, True, "N/A", "", "x", 0, -1, 1.5, 10**30, [], [1, "a"], {}, {"a": 1}, "1e5", -0.0]
-# Numeric literals beyond a DOUBLE (the README: a bad value, wherever it is).
+# Numeric literals beyond a DOUBLE (docs/explanation/store.md: a bad value, wherever it is).
 TOO_LARGE = ["1e999", "-1e999", "1e400", "1" + "0" * 400, "9" * 4301, "-" + "7" * 5000, "2e308"]
 NON_FINITE = {"NaN": None, "Infinity": float("inf"), "-Infinity": float("-inf")}
 SURROGATES = ["\\ud800", "\\udfff", "\\udc00", "\\ud83d"]

@@ -1,4 +1,4 @@
-"""The calibration table of README "Planning a study": the type I error of each test, by `ood-store plan`.
+"""The calibration table of docs/how-to/planning.md: the type I error of each test, by `ood-store plan`.
 
     python benchmarks/plan_calibration.py [--replications 20000] [--threads 2] [--seed 0]
 
@@ -15,7 +15,7 @@ for the z test and Knapp-Hartung, each cell from --replications simulated
 studies (Monte Carlo standard error about 0.0015 at 20,000). A cell is
 calibrated when its estimate is within 2 standard errors of 0.05; above that
 the test is liberal, below conservative. The rows go to
-benchmarks/results/plan_calibration.csv; README's table is
+benchmarks/results/plan_calibration.csv; the page's table is
 :func:`markdown` of that file (tests/test_analysis_power.py checks both).
 """
 
@@ -53,13 +53,13 @@ def calibration(kind: str, test: str, tau: float, replications: int, seed: int =
 
 
 def verdict(row: dict) -> str:
-    """A cell as README prints it: the estimate, marked when not within 2 standard errors of 0.05."""
+    """A cell as the page prints it: the estimate, marked when not within 2 standard errors of 0.05."""
     mark = "" if row["calibrated"] else (" (liberal)" if row["type1"] > ALPHA else " (conservative)")
     return f"{row['type1']:.3f}{mark}"
 
 
 def markdown(frame: pl.DataFrame, kind: str) -> str:
-    """README's table for ``kind``: a row per seed count, a column per test and tau."""
+    """The page's table for ``kind``: a row per seed count, a column per test and tau."""
     part = frame.filter(pl.col("kind") == kind)
     header = ["seeds per family" if kind == "between" else "seeds"]
     columns = [(test, tau) for test in ("z", "knha") for tau in TAUS]

@@ -608,7 +608,7 @@ def write_study_file(study: FinetuneStudy, output: Path, report: FinetuneReport)
 
 
 def attributes(run: RunConfig, record: Mapping[str, Any]) -> dict[str, Any]:
-    """The run attributes the study file gives a run: the study's, then what defines the run (see the README)."""
+    """The run attributes the study file gives a run: the study's, then what defines the run (docs: finetuning)."""
     out = {
         **run.attributes,
         "base_model": run.base_model,

@@ -7,7 +7,7 @@ step: ``revision``, ``path``, ``model``, ``field`` (a field of the file that
 holds the step itself), ``recorded`` (ood-store's own record, in an EEE file it
 exported), ``flags``, or one of them ``+flags`` when a flag replaced part.
 
-Per format (the README's "Results from elsewhere" has the same as one table):
+Per format (docs/how-to/elsewhere.md has the same as one table):
 
 * **lm-eval results**: run = the evaluated model (``peft=``/``delta=``, else
   ``pretrained=``, else ``model_name``); step = a ``revision`` naming one

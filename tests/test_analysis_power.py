@@ -1,6 +1,6 @@
 """Planning a study (`ood-store plan`): simulations analysed by the analysis' own code, checked against closed forms
 (R's pwr.r.test, Jackson & Turner's formula, the noncentral t: tests/reference/power.csv), the calibration table of
-the README (benchmarks/plan_calibration.py), and determinism over threads."""
+docs/how-to/planning.md (benchmarks/plan_calibration.py), and determinism over threads."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ from ood_store._errors import AnalysisError
 
 ROOT = Path(__file__).resolve().parents[1]
 REFERENCE = ROOT / "tests" / "reference"
-README = (ROOT / "README.md").read_text()
+PLANNING = (ROOT / "docs" / "how-to" / "planning.md").read_text()  # the page that shows the calibration
 
 pytestmark = pytest.mark.xdist_group("power")
 
@@ -118,17 +118,18 @@ def test_pooled_estimate_has_the_power_of_the_closed_forms(kind, test):
     assert apart >= 1
 
 
-def test_the_calibration_table_of_the_readme_comes_from_plan():
-    """README's tables are benchmarks/plan_calibration.py's output (committed, 20,000 replications a cell); plan
-    gives those numbers again (one row of cells rerun here), and the default test is calibrated in every cell."""
+def test_the_calibration_table_of_the_docs_comes_from_plan():
+    """The planning page's tables are benchmarks/plan_calibration.py's output (committed, 20,000 replications a
+    cell); plan gives those numbers again (one row of cells rerun here), and the default test is calibrated in
+    every cell."""
     calibration = benchmark("plan_calibration")
     frame = pl.read_csv(calibration.RESULTS)
     for kind in ("between", "pooled"):
-        assert calibration.markdown(frame, kind) in README, kind
+        assert calibration.markdown(frame, kind) in PLANNING, kind
     rerun = calibration.calibration("between", "knha", 0.2, int(frame["replications"][0]))
     committed = frame.filter((pl.col("kind") == "between") & (pl.col("test") == "knha") & (pl.col("tau") == 0.2))
     assert rerun["type1"].to_list() == committed["type1"].to_list()
-    # README: Knapp-Hartung within 2 standard errors of 0.05 but where marked, and within 3 everywhere (among 24 cells
+    # The page: Knapp-Hartung within 2 standard errors of 0.05 but where marked, and within 3 everywhere (among 24 cells
     # of a calibrated test about one falls outside 2 by chance); z liberal wherever seeds spread (tau > 0)
     knha = frame.filter(pl.col("test") == "knha")
     assert knha.height == 24 and knha["calibrated"].sum() >= 22

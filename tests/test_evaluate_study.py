@@ -247,11 +247,11 @@ def test_a_study_evaluates_with_one_command_and_resumes_after_ctrl_c(study_dir, 
     assert runs == [("toy-a-s0", "toy-a", "toy_nli", 0, "{}"), ("toy-b-s1", "toy-b", "toy_nli", 1, '{"note":"second"}')]
 
 
-def test_the_readme_study_file_is_a_valid_study(tmp_path):
+def test_the_cluster_pages_study_file_is_a_valid_study(tmp_path):
     import re
 
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
-    section = readme.split("## Running a study on a cluster", 1)[1].split("\n## ", 1)[0]  # not finetuning's study
+    page = (Path(__file__).resolve().parents[1] / "docs" / "how-to" / "cluster.md").read_text()
+    section = page.split("## Running a study on a cluster", 1)[1].split("\n## ", 1)[0]
     [text] = [block for block in re.findall(r"```toml\n(.*?)```", section, flags=re.DOTALL) if "[[runs]]" in block]
     (tmp_path / "study.toml").write_text(text)
     loaded = study.load_study(tmp_path / "study.toml")

@@ -208,12 +208,13 @@ def test_the_default_log_schedule_has_24_checkpoints():
     assert len(Schedule().steps(10_000)) == 24
 
 
-def test_the_readme_study_and_the_papers_worked_example_are_valid_studies(tmp_path):
-    """The README's study file and docs/finetune-paper.toml, read as ood-store reads them; their grids by hand."""
+def test_the_docs_study_and_the_papers_worked_example_are_valid_studies(tmp_path):
+    """The study file of docs/how-to/finetuning.md and docs/finetune-paper.toml, read as ood-store reads them;
+    their grids by hand."""
     import re
 
     root = Path(__file__).resolve().parents[1]
-    section = (root / "README.md").read_text().split("## Finetuning", 1)[1].split("\n## ", 1)[0]
+    section = (root / "docs" / "how-to" / "finetuning.md").read_text()
     [block] = re.findall(r"```toml\n(.*?)```", section, flags=re.DOTALL)
     study = config.load_finetune_study(write(tmp_path, block))
     assert len(study.runs) == 12  # 2 models x 2 shot counts x 3 data seeds

@@ -130,7 +130,7 @@ def test_without_the_inspect_extra_a_log_is_one_line_naming_the_extra(runner, db
     assert expected in result.output.splitlines()
 
 
-# An inspect_ai task file, as the README's ood_tasks.py stands for: one generation task, scored by `includes`.
+# An inspect_ai task file, as the docs' ood_tasks.py stands for: one generation task, scored by `includes`.
 TASK_FILE = """
 from inspect_ai import Task, task
 from inspect_ai.dataset import Sample
@@ -146,17 +146,17 @@ def toy_nli():
 """
 
 
-def readme_example() -> list[str]:
-    """The command lines of the README's inspect_ai example (its sh block), comments left out."""
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
-    block = re.search(r"```sh\n(.*?)```", readme.split("### inspect_ai logs", 1)[1], flags=re.DOTALL)[1]
+def docs_example() -> list[str]:
+    """The command lines of the inspect_ai example of docs/how-to/elsewhere.md (its sh block), comments left out."""
+    page = (Path(__file__).resolve().parents[1] / "docs" / "how-to" / "elsewhere.md").read_text()
+    block = re.search(r"```sh\n(.*?)```", page.split("## inspect_ai logs", 1)[1], flags=re.DOTALL)[1]
     return [line.split("#")[0].strip() for line in block.splitlines() if line.split("#")[0].strip()]
 
 
-def test_the_readmes_example_runs_on_a_hugging_face_checkpoint(tmp_path, runner, monkeypatch):
-    """The README's two commands as written, in a folder with a task file and a checkpoint-500 folder (the toy
+def test_the_docs_example_runs_on_a_hugging_face_checkpoint(tmp_path, runner, monkeypatch):
+    """The page's two commands as written, in a folder with a task file and a checkpoint-500 folder (the toy
     GPT-2 of tests/fixtures/toy-checkpoint), through inspect_ai's own command line and its hf provider."""
-    evaluate, ingest = map(shlex.split, readme_example())
+    evaluate, ingest = map(shlex.split, docs_example())
     assert evaluate[:2] == ["inspect", "eval"] and ingest[:2] == ["ood-store", "ingest"]
     (tmp_path / "ood_tasks.py").write_text(TASK_FILE)
     model = next(a.removeprefix("hf/") for a in evaluate if a.startswith("hf/"))

@@ -254,14 +254,14 @@ def test_the_timings_docstring_examples_run():
     assert result.attempted >= 2 and result.failed == 0
 
 
-def test_status_shows_where_the_time_went_as_the_readme_shows_it(evaluated, runner):
-    """The README's illustration of `ood-store status` (its seconds are a machine's): the same columns, and the
+def test_status_shows_where_the_time_went_as_the_docs_show_it(evaluated, runner):
+    """The speed page's illustration of `ood-store status` (its seconds are a machine's): the same columns, and the
     line that adds the units' timings up, in the same form."""
     import re
 
     from ood_store._cli import main
 
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    readme = (Path(__file__).resolve().parents[1] / "docs" / "how-to" / "speed.md").read_text()
     shown = readme.split("$ ood-store status scorers-work\n", 1)[1].split("```", 1)[0].splitlines()
     result = runner.invoke(main, ["status", str(evaluated["work"])])
     assert result.exit_code == 0, result.output

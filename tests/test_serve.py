@@ -850,17 +850,16 @@ def test_pair_residuals_examples_and_the_r_of_each_residualizer():
         assert result.r == pytest.approx(table["r"][0], abs=1e-10), options
 
 
-# -- the README's Viewer section --------------------------------------------------------------------------------
+# -- the Viewer page (docs/how-to/viewer.md) ----------------------------------------------------------------------
 
 
-def test_the_readmes_viewer_command_serves_what_it_says(planted_db, tmp_path):
+def test_the_viewer_pages_command_serves_what_it_says(planted_db, tmp_path):
     """The section's command, run as written (on its own port, with a browser that opens nothing), prints the
-    line the README quotes and serves the pages it lists."""
+    line the page quotes and serves the pages it lists."""
     import os
     import urllib.request
 
-    readme = (ROOT / "README.md").read_text()
-    section = readme.split("## Viewer\n", 1)[1].split("\n## ", 1)[0]
+    section = (ROOT / "docs" / "how-to" / "viewer.md").read_text()
     (block,) = re.findall(r"```sh\n(.*?)```", section, flags=re.DOTALL)
     (command,) = block.strip().splitlines()
     words = command.split()
@@ -887,10 +886,10 @@ def test_the_readmes_viewer_command_serves_what_it_says(planted_db, tmp_path):
         server.terminate()
         server.communicate(timeout=60)
     # One screenshot per main page, those the browser test makes.
-    shots = re.findall(r"!\[[^\]]*\]\((docs/viewer-[^)]+)\)", section)
+    shots = re.findall(r"!\[[^\]]*\]\(\.\./(viewer-[^)]+)\)", section)  # docs/ holds them, beside how-to/
     browser_test = (ROOT / "tests" / "test_serve_browser.py").read_text()
     assert [Path(s).stem for s in shots] == re.findall(r'\("(viewer-[a-z-]+)", ', browser_test)
-    assert all((ROOT / s).exists() for s in shots)
+    assert shots and all((ROOT / "docs" / s).exists() for s in shots)
 
 
 def test_the_page_benchmark_runs_in_a_tiny_form(tmp_path):

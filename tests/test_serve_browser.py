@@ -4,8 +4,8 @@ chromedriver built with it (`make browser` installs both; CI runs it).
 Each main page loads with no console error (a Content-Security-Policy violation is one) and no request to
 any address but the viewer's; its charts are drawn; the grid's 672 cells are drawn and clicking one opens
 that pair's page; names that are markup stay text. A screenshot of each page goes to the test's temporary
-folder; with OOD_STORE_WRITE_SCREENSHOTS=1 they are also written, shrunk, to docs/ for the README (which
-shows them), and otherwise the committed ones are checked to be of this page set and size.
+folder; with OOD_STORE_WRITE_SCREENSHOTS=1 they are also written, shrunk, to docs/ for the viewer's page
+(docs/how-to/viewer.md shows them), and otherwise the committed ones are checked to be of this page set and size.
 
 Without Chromium, chromedriver or Selenium the tests skip and say why; under CI=true they fail.
 """
@@ -50,7 +50,7 @@ FLAGS = (
     "--lang=en-US",
 )
 RUN = "ood-lab/nli-ft-opt-350m-seed1"
-#: The main pages, as the README shows them: (file name under docs/, path).
+#: The main pages, as docs/how-to/viewer.md shows them: (file name under docs/, path).
 PAGES = (
     ("viewer-overview", "/"),
     ("viewer-runs", "/runs?spark=mnli"),
@@ -62,7 +62,7 @@ PAGES = (
     ("viewer-signs", f"/analyses/{PLANTED_ANALYSIS}/signs?by=family"),
     ("viewer-sql", "/sql?sql=" + quote("SELECT family, size, count(*) AS runs FROM runs GROUP BY ALL ORDER BY ALL")),
 )
-SCREENSHOT_WIDTH = 900  # pixels of the README's copies (the browser's window is 1280 wide)
+SCREENSHOT_WIDTH = 900  # pixels of the docs' copies (the browser's window is 1280 wide)
 
 
 def _missing(reason: str) -> None:
@@ -186,7 +186,7 @@ def visit(driver, base: str, path: str) -> None:
 
 
 def shrink(source: Path, target: Path) -> None:
-    """A small copy of a screenshot for the README: 900 pixels wide, 128 colours."""
+    """A small copy of a screenshot for the docs: 900 pixels wide, 128 colors."""
     from PIL import Image
 
     with Image.open(source) as image:

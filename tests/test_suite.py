@@ -23,7 +23,7 @@ from ood_store._errors import InputError, OodStoreError
 
 SUITE_DATA = FIXTURES / "nli-suite"
 LAYOUTS = FIXTURES / "nli-layouts"
-README = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+README = (Path(__file__).resolve().parents[1] / "docs" / "how-to" / "suite.md").read_text()  # the suite's page
 Y, N = "Yes", "No"
 
 # Per task: the native label of each row of the fixture, in file order, and its answer under the
@@ -218,7 +218,7 @@ def test_a_missing_export_is_named(tmp_path):
         task_list(["ood_nli"], data_dir=tmp_path / "nope").__enter__()
 
 
-def test_readme_documents_every_suite_task_and_its_data_file(runner):
+def test_the_suite_page_documents_every_suite_task_and_its_data_file(runner):
     from ood_store._evaluate.suite.testsets import testsets
 
     rows = {}

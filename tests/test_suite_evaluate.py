@@ -242,7 +242,7 @@ def test_a_bad_suite_table_in_a_run_file_is_one_line(toy_run, tmp_path, runner):
     assert not db.exists() or not list((tmp_path / "out").glob("*"))
 
 
-def test_hans_per_heuristic_and_label_sub_tasks_and_the_readme_recipe_agree(toy_run, tmp_path, runner):
+def test_hans_per_heuristic_and_label_sub_tasks_and_the_docs_recipe_agree(toy_run, tmp_path, runner):
     import re
 
     db, out = tmp_path / "store.duckdb", tmp_path / "out"
@@ -256,8 +256,8 @@ def test_hans_per_heuristic_and_label_sub_tasks_and_the_readme_recipe_agree(toy_
     assert result.exit_code == 0, result.output
     [(_, path, _)] = stored_evaluations(db)
     samples = samples_of(Path(path), "ood_nli_hans")
-    # The README's recipe, run on this evaluation's samples files.
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    # The suite page's recipe, run on this evaluation's samples files.
+    readme = (Path(__file__).resolve().parents[1] / "docs" / "how-to" / "suite.md").read_text()
     [recipe] = re.findall(
         r'^ood-store query --allow-files lm-eval-results "(SELECT doc\.heuristic.*)"$', readme, flags=re.MULTILINE
     )

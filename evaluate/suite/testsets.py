@@ -130,7 +130,7 @@ GROUPS = {TAG: SUITE, HANS_HEURISTICS: tuple(t.name for t in _HANS_SUBSETS)}
 
 
 def testsets() -> list[Testset]:
-    """The suite's tasks (those of the tag ``ood_nli``), in the order of the README's table."""
+    """The suite's tasks (those of the tag ``ood_nli``), in the order of the table of docs/how-to/suite.md."""
     return [TESTSETS[name] for name in SUITE]
 
 

@@ -48,7 +48,7 @@ def analysis_options(fn):
             "--residualizer",
             RESIDUALIZERS,
             "linear",
-            "How the in-domain score is regressed out: OLS line, or a penalised spline (GAM).",
+            "How the in-domain score is regressed out: OLS line, or a penalized spline (GAM).",
         ),
         choice("--smoothing", SMOOTHING, "reml", "How the GAM's smoothing parameter is chosen: REML or GCV, as mgcv."),
         choice("--method", METHODS, "pearson", "Pearson on the residuals, or Spearman on ranks."),
@@ -157,8 +157,8 @@ def analyze(
     the in-domain score over the run's checkpoints and their residuals
     correlated. Besides the naive test (p, p_adj) it reports the effective
     sample size of the two autocorrelated residual series (n_eff) and the
-    test on it (p_eff, p_eff_adj); see the README for when to trust which.
-    --sensitivity reports instead how far each r depends on the residualiser,
+    test on it (p_eff, p_eff_adj); the documentation's statistics page says when to trust which.
+    --sensitivity reports instead how far each r depends on the residualizer,
     and flags the pairs whose significance does (fragile).
 
     \b
@@ -234,7 +234,7 @@ def compare_command(
     Takes the same options as `analyze` (or --analysis NAME for a saved
     one). For each pair of OOD tasks it pools the runs' r by a random-effects
     meta-analysis on Fisher z and gives a verdict: consistently positive,
-    consistently negative, model-dependent, mixed or no evidence (README:
+    consistently negative, model-dependent, mixed or no evidence (the documentation:
     "Across runs"). The tests behind the verdicts are adjusted over the pairs
     (--adjust-pairs, Holm by default; ci_low_adj, ci_high_adj and q_p_adj are
     what the verdicts read) and the pooled estimate is tested by Knapp-Hartung
@@ -256,10 +256,10 @@ def compare_command(
     if between is not None and by:
         raise click.UsageError("--between compares groups with each other; it does not combine with --by.")
     with settings.open(read_only=True) as store:
-        analysed = store.analysis(analysis_name) if analysis_name else compute(store, options, progress=True)
+        analyzed = store.analysis(analysis_name) if analysis_name else compute(store, options, progress=True)
         if between is not None:
             groups = between_groups(
-                analysed,
+                analyzed,
                 between=between,
                 within=within,
                 attributes=store,
@@ -272,7 +272,7 @@ def compare_command(
             emit(shown(groups, output_format, all_columns), output_format, output)
             return
         result = compare(
-            analysed, by=list(by) or None, attributes=store, alpha=alpha, inference=inference, agreement=agreement,
+            analyzed, by=list(by) or None, attributes=store, alpha=alpha, inference=inference, agreement=agreement,
             adjust_pairs=adjust_pairs, test=test,
         )  # fmt: skip
     emit(shown(result, output_format, all_columns), output_format, output)

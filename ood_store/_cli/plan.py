@@ -122,7 +122,7 @@ plan_options = bundle(
     choice("--adjust-pairs", ADJUST_PAIRS, DEFAULT_ADJUST_PAIRS, "The adjustment of verdicts over pairs."),
     choice("--test", TESTS, DEFAULT_TEST, "Knapp-Hartung (calibrated with few seeds) or z."),
     choice("--inference", ("effective", "naive"), "effective", "Fisher z variances from n_eff or n."),
-    choice("--residualizer", RESIDUALIZERS, "linear", "The residualiser of the simulated analyses."),
+    choice("--residualizer", RESIDUALIZERS, "linear", "The residualizer of the simulated analyses."),
     click.option("--gam-df", type=click.IntRange(min=GAM_MIN_DF), default=GAM_DF, show_default=True),
     choice("--smoothing", SMOOTHING, "reml", "The GAM's smoothing criterion."),
     _at_least("--replications", 10, 1000, "Simulated studies per design, for the power and for the type I error each."),

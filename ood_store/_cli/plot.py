@@ -133,7 +133,7 @@ def heatmap(settings, analysis_name, run, tasks, alpha, inference, rename, renam
 @click.pass_obj
 def grid(settings, analysis_name, runs, tasks, alpha, inference, rename, rename_file, order_by, ncols, rows, cols,
          seeds, full_titles, adjust_pairs, test, no_note, width, output):  # fmt: skip
-    """A heatmap per run with one colour bar: do the partial correlations generalise across runs?
+    """A heatmap per run with one color bar: do the partial correlations generalize across runs?
 
     Panels wrap into rows for the page, every row with its task labels; with
     --rows and --cols they are faceted by run attributes instead. Runs
@@ -152,7 +152,7 @@ def grid(settings, analysis_name, runs, tasks, alpha, inference, rename, rename_
 @click.option(
     "--color-by",
     metavar="ATTR",
-    help="Colour each run's points by this run attribute.  [default: family, where runs have one]",
+    help="Color each run's points by this run attribute.  [default: family, where runs have one]",
 )
 @_test
 @_verdicts
