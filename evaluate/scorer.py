@@ -485,7 +485,7 @@ def score(
         suite_record = suite_record if suite_record is not None else tasks.suite_record
         tasks = tasks.objects
     if task_manager is None:
-        raise OodStoreError("score: give the lm-eval TaskManager that knows the tasks (`task_manager`)")
+        raise OodStoreError("score: give the lm-eval TaskManager that knows the tasks (its task_manager argument)")
     scorer = "verbalizer" if isinstance(lm, VerbalizerLM) else "lm-eval"
     templates = compiled_templates() if scorer == "verbalizer" else nullcontext()
     if scorer == "verbalizer":

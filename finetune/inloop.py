@@ -47,7 +47,7 @@ class InLoopEvaluation(TrainerCallback):
 
     def __init__(self, spec: dict[str, Any], run: str, folder: Path, base_model: str | None, tokenizer: Any):
         self.spec, self.run, self.folder, self.base_model, self.tokenizer = spec, run, folder, base_model, tokenizer
-        self.work = WorkDir(spec["work_dir"])
+        self.work = WorkDir(spec["work_dir"]).create()  # format 2, as evaluate writes its work folders
         self._stack = ExitStack()
         self._lm: Any = None
         self._tasks: Any = None

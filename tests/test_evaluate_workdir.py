@@ -97,7 +97,7 @@ def test_every_record_is_written_with_its_format_and_read_back_as_written(tmp_pa
     [
         ({"seconds": "12.5"}, "seconds", "Input should be a valid number (a done record)"),
         ({"pid": 4.5}, "pid", "Input should be a valid integer (a done record)"),
-        ({"timings": {"load": 1.0}}, "timings", "Unexpected keyword argument (a done record)"),
+        ({"timing": {"load": 1.0}}, "timing", "Unexpected keyword argument (a done record)"),
         ({"sha256": None}, "sha256", "Input should be a valid string (a done record)"),
         ({"format": 3}, "format", "written by another ood-store (format 3); this one reads format 2: "
          "collect it with the ood-store that wrote it, or evaluate into another `work_dir`"),
