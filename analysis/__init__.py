@@ -1,7 +1,7 @@
 """The analysis layer: partial correlations between OOD testsets, per run and across runs.
 
 Series come out of the store with one SQL query per analysis
-(:mod:`~ood_store._analysis.series`), residualisers live in
+(:mod:`~ood_store._analysis.series`), residualizers live in
 :mod:`~ood_store._analysis.residuals` (the GAM's basis in
 :mod:`~ood_store._analysis.splines`, its smoothness selection in
 :mod:`~ood_store._analysis.smoothing`), tests and intervals in
@@ -9,9 +9,9 @@ Series come out of the store with one SQL query per analysis
 :mod:`~ood_store._analysis.partial`; across runs, the meta-analysis in
 :mod:`~ood_store._analysis.meta`, the verdicts in
 :mod:`~ood_store._analysis.verdicts`, the comparison in
-:mod:`~ood_store._analysis.compare`, and the residualiser sensitivity report
+:mod:`~ood_store._analysis.compare`, and the residualizer sensitivity report
 in :mod:`~ood_store._analysis.sensitivity`. Planning a study: simulated
-studies analysed by that same code in :mod:`~ood_store._analysis.simulate`,
+studies analyzed by that same code in :mod:`~ood_store._analysis.simulate`,
 power by design in :mod:`~ood_store._analysis.power`, a pilot's nuisance
 parameters in :mod:`~ood_store._analysis.nuisance`.
 """

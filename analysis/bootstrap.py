@@ -2,7 +2,7 @@
 
 Checkpoints are resampled in blocks of consecutive steps (``arch.bootstrap``:
 circular or stationary), so that each resample keeps the curves'
-autocorrelation; the residualiser is re-fitted inside every resample, all
+autocorrelation; the residualizer is re-fitted inside every resample, all
 resamples of a run at once (:meth:`ood_store._analysis.partial`'s fits).
 
 arch is an optional dependency, the ``bootstrap`` extra (``pip install

@@ -36,7 +36,7 @@ know that τ² was estimated from k - p residuals. metafor does not truncate
 **Many at once.** Every function is the one-row case of its ``*_many``
 counterpart, which takes a batch of rows (``B × k`` arrays of effects and
 variances, NaN where a row has no such run; the groups shared by all rows)
-and solves every row's τ² at once: Newton's steps on the generalised Q, whose
+and solves every row's τ² at once: Newton's steps on the generalized Q, whose
 slope in τ² is known (``-Σ w² (y - fitted)²``), kept inside a bracket by
 bisection (REML's score: bisection alone), to where scipy's ``brentq`` of
 earlier versions stopped (a step below ``1e-15 + 4 eps τ²``), so that both
@@ -207,7 +207,7 @@ def _solve(
 
 def _tau2(rows: _Rows, method: str, valid: np.ndarray) -> np.ndarray:
     """The residual τ² of the model with one mean per group, PM or REML, for each valid row; 0 without a positive
-    root (PM: the generalised Q is below its expectation k - g at τ² = 0)."""
+    root (PM: the generalized Q is below its expectation k - g at τ² = 0)."""
     k, g = rows.k, rows.g
 
     if method == "PM":
@@ -223,8 +223,8 @@ def _tau2(rows: _Rows, method: str, valid: np.ndarray) -> np.ndarray:
 
 
 def _q_root(rows: _Rows, target: np.ndarray, valid: np.ndarray) -> np.ndarray:
-    """Where the generalised Q, ``Σ w (y - fitted)²`` with ``w = 1 / (v + τ²)``, equals ``target`` (0 where it is
-    already below at τ² = 0). Its slope in τ² is ``-Σ w² (y - fitted)²`` (the group means minimise it: their own
+    """Where the generalized Q, ``Σ w (y - fitted)²`` with ``w = 1 / (v + τ²)``, equals ``target`` (0 where it is
+    already below at τ² = 0). Its slope in τ² is ``-Σ w² (y - fitted)²`` (the group means minimize it: their own
     change does not count)."""
 
     def equation(tau2: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -505,7 +505,7 @@ def tau2_interval_many(
     """Q-profile ``1 - alpha`` confidence interval of the residual τ² of each row (Viechtbauer 2007), as metafor's
     ``confint()`` of ``rma(yi, vi, mods = ~ factor(group), method = "PM")`` (one group when ``groups`` is None).
 
-    The bounds are where the generalised Q, ``Σ w (y - fitted)²`` with ``w = 1 / (v + τ²)`` (decreasing in τ²),
+    The bounds are where the generalized Q, ``Σ w (y - fitted)²`` with ``w = 1 / (v + τ²)`` (decreasing in τ²),
     equals the χ² quantiles of k - g degrees of freedom: the lower at ``1 - alpha/2``, the upper at ``alpha/2``;
     a bound is 0 where Q at τ² = 0 is already below its quantile.
 

@@ -9,7 +9,7 @@ estimates, for every pair of OOD testsets, the parameters that
   under resampling of items, which is their population variance over their
   number: no resampling loop is needed for it), else lm-eval's standard error,
   else ``p (1 - p) / N`` from the number of documents, else none (a note says so).
-- **Autocorrelation and curve variance**: each run's OOD series is modelled as
+- **Autocorrelation and curve variance**: each run's OOD series is modeled as
   ``a + b z + u + e`` on its own in-domain score ``z``, with ``u`` an
   Ornstein–Uhlenbeck process of variance ``sigma²`` and correlation length
   ``length`` at the run's real step positions (log-spaced checkpoints are not an
@@ -17,7 +17,7 @@ estimates, for every pair of OOD testsets, the parameters that
   (per testset) and ``length`` (per pair, shared by its two testsets) are
   found by restricted maximum likelihood, summed over the pilot's runs, on a
   grid refined by parabolas; the intervals are profile-likelihood ones (where
-  the log-likelihood, maximised over the other parameters, is within
+  the log-likelihood, maximized over the other parameters, is within
   ``chi2(1, confidence) / 2`` of its maximum). On a fixed training span only
   ``sigma² / length`` is estimated well (the Ornstein–Uhlenbeck process's
   microergodic parameter), so the two are estimated together and their
@@ -55,7 +55,7 @@ from scipy import stats
 from ood_store import _sqlfiles as sqlfiles
 from ood_store._analysis import meta
 from ood_store._analysis.compare import usable, with_attributes, with_variance
-from ood_store._analysis.partial import Options, analyse
+from ood_store._analysis.partial import Options, analyze
 from ood_store._analysis.results import Result
 from ood_store._analysis.series import in_domain_of_runs, load_series
 from ood_store._analysis.simulate import AR1_CHECKPOINTS, Curves, ou_correlation
@@ -188,7 +188,7 @@ def estimate_nuisance(
         options = dataclasses.replace(options, in_domain=in_domain_of_runs(data, options.runs))
     series = load_series(data, options)
     options = dataclasses.replace(options, in_domain=series.in_domain, ood=series.ood)
-    table = analyse(series, options)
+    table = analyze(series, options)
     noise = _item_noise(data, series, options)
     wide = series.scores.pivot(on="task", index=["run", "step"], values="value", aggregate_function=None)
     wide = wide.join(noise, on=["run", "step"], how="left").sort("run", "step")
@@ -333,12 +333,12 @@ class _TaskFit:
         return cls(task, runs, variances, surface, float(np.mean(np.concatenate(noises))), source)
 
     def profile(self) -> np.ndarray:
-        """The REML log-likelihood at each length, maximised over sigma² (refined by a parabola)."""
+        """The REML log-likelihood at each length, maximized over sigma² (refined by a parabola)."""
         return np.array([_peak(np.log(self.variances), row)[1] for row in self.surface])
 
     def variance(self, length: float, other: np.ndarray, threshold: float) -> tuple[float, float, float]:
         """sigma²: its estimate at the pair's ``length`` (a fine grid of sigma² there), and its profile interval,
-        the log-likelihood maximised over the length too (``other``: the pair's other testset's profile over the
+        the log-likelihood maximized over the length too (``other``: the pair's other testset's profile over the
         lengths), so that the interval allows for not knowing the length."""
         fine = np.geomspace(self.variances[0], self.variances[-1], 4 * _GRID)
         curve = np.sum([_reml(run, np.array([length]), fine)[0] for run in self.runs], axis=0)

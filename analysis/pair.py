@@ -2,7 +2,7 @@
 
 An analysis' row says ``r = 0.62`` for (run, X, Y); a reader who doubts it wants
 the two residual series that were correlated. :func:`pair_residuals` makes
-them again with the analysis' own options (its residualiser, smoothing,
+them again with the analysis' own options (its residualizer, smoothing,
 method, metric, campaign, ...) and the same code (:class:`~ood_store._analysis.partial._Fit`),
 on the checkpoints where X, Y and the in-domain score are all present: the
 correlation of the residuals it returns is the analysis' r for that row.

@@ -121,11 +121,11 @@ def partial_correlations(
         when present).
     in_domain : str, optional
         The in-domain task, the control. Default: the ``in_domain`` attribute
-        of the runs analysed, when every one has it and they agree (a store only).
+        of the runs analyzed, when every one has it and they agree (a store only).
     ood : list of str, optional
         OOD tasks; default every other task with ``metric`` scores.
     runs : list of str, optional
-        Runs to analyse; default all.
+        Runs to analyze; default all.
     metric, filter, num_fewshot
         Which scores form the series (``num_fewshot`` is required when a task
         was evaluated at several shot counts).
@@ -135,7 +135,7 @@ def partial_correlations(
         a later re-evaluation of some steps) otherwise mixes them in one series.
     where : list of str, optional
         ``KEY=VALUE`` run attributes (``size=160m``, ``family=pythia``; VALUE may be
-        a glob) that every analysed run must have; several keys must all hold.
+        a glob) that every analyzed run must have; several keys must all hold.
     residualizer : {"linear", "gam"}
         ``linear``: OLS on ``[1, z]``, identical to :func:`pingouin.partial_corr`
         with ``covar=in_domain``. ``gam``: a penalised cubic regression spline
@@ -161,7 +161,7 @@ def partial_correlations(
         the number of distinct in-domain values and ``n - 3`` are used.
     smoothing : {"reml", "gcv"}
         How the GAM's smoothing parameter is chosen, per series: REML (mgcv
-        ``method = "REML"``) or generalised cross-validation ``n RSS / (n - edf)^2``
+        ``method = "REML"``) or generalized cross-validation ``n RSS / (n - edf)^2``
         (mgcv ``method = "GCV.Cp"``).
     progress : bool
         Show a progress bar over runs on a terminal.
@@ -246,10 +246,10 @@ def compute(data: Database | pl.DataFrame, options: Options, *, progress: bool =
         options = dataclasses.replace(options, in_domain=in_domain_of_runs(data, options.runs))
     series = load_series(data, options)
     options = dataclasses.replace(options, in_domain=series.in_domain)  # as the store spells it (mnli: ood_nli_mnli)
-    return PartialCorrelations(analyse(series, options, progress=progress), options, series.ood, series.runs)
+    return PartialCorrelations(analyze(series, options, progress=progress), options, series.ood, series.runs)
 
 
-def analyse(series: Series, options: Options, *, progress: bool = False) -> pl.DataFrame:
+def analyze(series: Series, options: Options, *, progress: bool = False) -> pl.DataFrame:
     """The partial-correlation table of already selected ``series``."""
     wide = series.scores.pivot(on="task", index=["run", "step"], values="value", aggregate_function=None)
     tasks = list(series.ood)
@@ -257,7 +257,7 @@ def analyse(series: Series, options: Options, *, progress: bool = False) -> pl.D
     wide = wide.with_columns(pl.lit(None, dtype=pl.Float64).alias(task) for task in absent)
     parts = []
     chunks = -(-options.bootstrap // BOOTSTRAP_CHUNK)
-    label = "bootstrapping" if options.bootstrap else "fitting GAMs" if options.residualizer == "gam" else "analysing"
+    label = "bootstrapping" if options.bootstrap else "fitting GAMs" if options.residualizer == "gam" else "analyzing"
     with progress_bar(progress, len(series.runs) * (1 + chunks), label) as advance:
         for (run,), block in wide.sort("run", "step").partition_by("run", as_dict=True, maintain_order=True).items():
             values = block.select(pl.col([series.in_domain, *tasks]).cast(pl.Float64).fill_null(np.nan)).to_numpy()
@@ -328,7 +328,7 @@ def pairwise_partial(
     The engine behind :func:`partial_correlations` for one run, for data that
     is not in a store. Rows of ``X`` (n × p) are checkpoints in step order;
     NaN marks a missing score. ``controls`` is the in-domain series (length n)
-    or, for the linear residualiser, an n × k matrix of controls (each pair is
+    or, for the linear residualizer, an n × k matrix of controls (each pair is
     then conditioned on all k, as R's ``ppcor`` does with the other columns).
     ``options`` are those of :func:`partial_correlations` that define the
     statistics (``residualizer``, ``method``, ``adjust``, ``confidence``,
@@ -506,7 +506,7 @@ def _group_problem(count: int, Z: np.ndarray, options: Options) -> str | None:
 
 
 class _Fit:
-    """Residualised series of one group of steps: correlations, autocorrelations, degrees of freedom."""
+    """Residualized series of one group of steps: correlations, autocorrelations, degrees of freedom."""
 
     def __init__(self, Z: np.ndarray, X: np.ndarray, options: Options):
         self.options = options
@@ -548,7 +548,7 @@ class _Fit:
     def resampled_correlations(self, Z: np.ndarray, X: np.ndarray, idx: np.ndarray) -> np.ndarray:
         """Residual correlation matrices on the resamples ``idx`` (resamples × n): resamples × p × p.
 
-        Each resample is residualised afresh, all of them in one batched solve;
+        Each resample is residualized afresh, all of them in one batched solve;
         the GAM keeps the basis and the smoothing parameters chosen on all
         checkpoints. A resample whose in-domain score is constant gives NaN, a
         series constant in a resample NaN in its rows and columns.
@@ -590,7 +590,7 @@ def paired_correlation(X: np.ndarray, Y: np.ndarray) -> np.ndarray:
 
 
 def _unit(E: np.ndarray) -> np.ndarray:
-    """The columns of ``E`` centred and scaled to length 1 (NaN for a zero-variance column)."""
-    centred = E - E.mean(axis=-2, keepdims=True)
+    """The columns of ``E`` centered and scaled to length 1 (NaN for a zero-variance column)."""
+    centered = E - E.mean(axis=-2, keepdims=True)
     with np.errstate(divide="ignore", invalid="ignore"):
-        return centred / np.linalg.norm(centred, axis=-2, keepdims=True)
+        return centered / np.linalg.norm(centered, axis=-2, keepdims=True)

@@ -194,7 +194,7 @@ def power_analysis(
     schedule : {"linear", "log", "pilot"}
         Where the checkpoints are.
     analysis : Analysis
-        Residualiser (``linear`` or ``gam``) and inference (``effective`` or ``naive``).
+        Residualizer (``linear`` or ``gam``) and inference (``effective`` or ``naive``).
     alpha, pairs, adjust_pairs
         The level, the number of pairs the study tests, and the adjustment over them.
     test : {"knha", "z"}

@@ -1,4 +1,4 @@
-"""Residualisers: remove what the in-domain score explains from each OOD series.
+"""Residualizers: remove what the in-domain score explains from each OOD series.
 
 Both take the in-domain series ``z`` (length n) and a matrix ``X`` (n × p) of
 OOD series on the same checkpoints, and return the residual matrix together
@@ -139,7 +139,7 @@ def gam(
     intercept included; the penalty is on the second derivative, so a large
     ``lambda`` gives back the straight line. Unless ``smoothing_parameter`` is given (one
     ``lambda`` per column, for ``z`` rescaled to [0, 1]), each column's
-    ``lambda`` minimises ``smoothing``: ``"reml"`` (mgcv ``method = "REML"``)
+    ``lambda`` minimizes ``smoothing``: ``"reml"`` (mgcv ``method = "REML"``)
     or ``"gcv"`` (mgcv ``method = "GCV.Cp"``, ``n RSS / (n - edf)^2``).
 
     Examples
@@ -159,8 +159,8 @@ def gam(
 
 def linear_resampled(Z: np.ndarray, X: np.ndarray) -> np.ndarray:
     """:func:`linear` on a stack of resamples: ``Z`` r × n × k controls, ``X`` r × n × p; residuals r × n × p."""
-    centred = Z - Z.mean(axis=1, keepdims=True)
-    design = np.concatenate([np.ones(Z.shape[:2] + (1,)), centred], axis=2)
+    centered = Z - Z.mean(axis=1, keepdims=True)
+    design = np.concatenate([np.ones(Z.shape[:2] + (1,)), centered], axis=2)
     Q, _ = np.linalg.qr(design)
     return X - Q @ (np.swapaxes(Q, 1, 2) @ X)
 

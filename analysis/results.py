@@ -37,7 +37,7 @@ COMPARISON_COLUMNS = (
     "ci_low_adj", "ci_high_adj", "p_pooled_adj", "q", "q_p", "q_p_adj", "i2", "tau2", "verdict",
 )  # fmt: skip
 
-#: Columns of a residualiser sensitivity report, in order.
+#: Columns of a residualizer sensitivity report, in order.
 SENSITIVITY_COLUMNS = (
     "run", "task_x", "task_y", "n",
     "r_linear", "r_gam_gcv", "r_gam_reml", "p_linear", "p_gam_gcv", "p_gam_reml",
@@ -121,9 +121,9 @@ class PartialCorrelations(Result):
 
     #: Everything that defines the analysis besides its data.
     options: Options
-    #: The OOD tasks analysed, in the analysis' order.
+    #: The OOD tasks analyzed, in the analysis' order.
     tasks: tuple[str, ...]
-    #: The runs analysed.
+    #: The runs analyzed.
     runs: tuple[str, ...]
 
     @property
@@ -131,7 +131,7 @@ class PartialCorrelations(Result):
         """What a saved analysis records: every option, the tasks and the runs the table holds."""
         params = self.options.to_dict()
         params["tasks"] = sorted(set(self.table["task_x"]) | set(self.table["task_y"]))
-        params["runs_analysed"] = sorted(set(self.table["run"]))
+        params["runs_analyzed"] = sorted(set(self.table["run"]))
         return params
 
     @classmethod
@@ -142,13 +142,13 @@ class PartialCorrelations(Result):
         known = {f.name for f in fields(Options)}
         options = Options(**{key: value for key, value in params.items() if key in known})
         tasks = tuple(params.get("tasks") or sorted(set(table["task_x"]) | set(table["task_y"])))
-        runs = tuple(params.get("runs_analysed") or sorted(set(table["run"])))
+        runs = tuple(params.get("runs_analyzed") or sorted(set(table["run"])))
         return cls(partial_frame(table.select(PARTIAL_COLUMNS)), options, tasks, runs)
 
     def _summary(self) -> str:
         o, shape = self.options, f"{len(self.runs)} runs × {len(self.tasks)} OOD tasks"
         return (
-            f": {shape}, in-domain {o.in_domain!r}, {o.residualizer} residualiser, {o.method}; {self.table.height} rows"
+            f": {shape}, in-domain {o.in_domain!r}, {o.residualizer} residualizer, {o.method}; {self.table.height} rows"
         )
 
 
@@ -230,14 +230,14 @@ class BetweenGroups(Result):
 
 @dataclass(frozen=True, repr=False)
 class Sensitivity(Result):
-    """How far each pair's r depends on the residualiser (:mod:`~ood_store._analysis.sensitivity`).
+    """How far each pair's r depends on the residualizer (:mod:`~ood_store._analysis.sensitivity`).
 
     One row per (run, task_x, task_y), with the columns of :data:`SENSITIVITY_COLUMNS`.
     """
 
     summary_columns = ("run", "task_x", "task_y", "n", "r_linear", "r_gam_gcv", "r_gam_reml", "r_range", "fragile")
 
-    #: The analysis, but for its residualiser and smoothing, which vary.
+    #: The analysis, but for its residualizer and smoothing, which vary.
     options: Options
     #: The level at which the adjusted p-values count as significant.
     alpha: float

@@ -1,7 +1,7 @@
-"""How far each partial correlation depends on the residualiser: the line, the GAM by GCV, the GAM by REML.
+"""How far each partial correlation depends on the residualizer: the line, the GAM by GCV, the GAM by REML.
 
 With ≤ 30 checkpoints, reasonable smoothers of the in-domain score can move
-r by 0.1 to 0.5. A pair is *fragile* when a finding under one residualiser
+r by 0.1 to 0.5. A pair is *fragile* when a finding under one residualizer
 (a significant r of some sign) does not hold under another: it is
 significant under some and not others, or significant with opposite signs.
 A paper should not rest on a fragile pair. Sign changes of r that is
@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from ood_store._analysis.partial import Options
     from ood_store._store import Database
 
-#: The residualisers compared, as (name, partial_correlations options).
+#: The residualizers compared, as (name, partial_correlations options).
 VARIANTS: tuple[tuple[str, dict[str, Any]], ...] = (
     ("linear", {"residualizer": "linear"}),
     ("gam_gcv", {"residualizer": "gam", "smoothing": "gcv"}),
@@ -39,12 +39,12 @@ def report(tables: Mapping[str, pl.DataFrame], *, alpha: float = 0.05, inference
     """The sensitivity report from one partial-correlation table per variant of :data:`VARIANTS`.
 
     Each row is one (run, pair): its r and adjusted p (``p_eff_adj``, or
-    ``p_adj`` with ``inference="naive"``) under each residualiser;
+    ``p_adj`` with ``inference="naive"``) under each residualizer;
     ``r_range``, the largest minus the smallest r; ``sign_differs``, whether
-    the residualisers disagree on the sign; ``significance_differs``, whether
+    the residualizers disagree on the sign; ``significance_differs``, whether
     some find it significant at ``alpha`` and others not; ``fragile``:
-    significance differs, or the sign differs while some residualiser finds
-    it significant. Rows where some residualiser gives no r (too few
+    significance differs, or the sign differs while some residualizer finds
+    it significant. Rows where some residualizer gives no r (too few
     checkpoints, a constant series) have null flags.
 
     Examples
@@ -55,7 +55,7 @@ def report(tables: Mapping[str, pl.DataFrame], *, alpha: float = 0.05, inference
     >>> report(tables).select("r_range", "sign_differs", "significance_differs", "fragile").row(0)
     (0.36, True, True, True)
 
-    Signs that differ where no residualiser finds the pair significant are no finding lost:
+    Signs that differ where no residualizer finds the pair significant are no finding lost:
 
     >>> weak = {name: table.with_columns(p_eff_adj=pl.lit(0.6)) for name, table in tables.items()}
     >>> report(weak).select("sign_differs", "significance_differs", "fragile").row(0)
@@ -108,7 +108,7 @@ def residualizer_sensitivity(
     inference: str = "effective",
     **options: Any,
 ) -> Sensitivity:
-    """:func:`report` for an analysis run three times, once per residualiser of :data:`VARIANTS`.
+    """:func:`report` for an analysis run three times, once per residualizer of :data:`VARIANTS`.
 
     ``data``, ``in_domain``, ``ood``, ``runs`` and ``options`` are those of
     :func:`~ood_store._analysis.partial_correlations` but ``residualizer`` and

@@ -1,11 +1,11 @@
-"""Simulated training curves of a pair of OOD testsets, analysed by the same code as a real study.
+"""Simulated training curves of a pair of OOD testsets, analyzed by the same code as a real study.
 
-A run's two OOD series are modelled as what the residualiser leaves of them
+A run's two OOD series are modeled as what the residualizer leaves of them
 plus what it removes: ``x(s) = b_x z(s) + u_x(s) + e_x(s)`` (and ``y`` alike),
 at the checkpoints' step positions ``s``, where
 
 - ``z`` is the in-domain score (a pilot's mean in-domain curve, or a saturating
-  learning curve); the residualiser (a line or a GAM in ``z``, both of which
+  learning curve); the residualizer (a line or a GAM in ``z``, both of which
   reproduce ``b z`` exactly) removes ``b z`` whatever ``b`` is, so ``b`` is 0 here;
 - ``u_x``, ``u_y`` are the testsets' residual curves: a pair of stationary
   Ornstein–Uhlenbeck processes of unit variance, observed at the real step
@@ -21,12 +21,12 @@ at the checkpoints' step positions ``s``, where
 ``rho`` is a run's correlation of the noise-free curves: ``tanh(atanh(rho_f) +
 tau N(0, 1))`` for a run of family ``f`` whose seeds spread by ``tau`` on
 Fisher's z. :func:`run_statistics` then analyses the series with the
-analysis' own residualiser (:func:`~ood_store._analysis.residuals.linear`, or
+analysis' own residualizer (:func:`~ood_store._analysis.residuals.linear`, or
 the GAM of :class:`~ood_store._analysis.residuals.GamSmoother`), correlation
 (:func:`~ood_store._analysis.partial.correlation`), lag-1 autocorrelation,
 effective n and tests (:func:`~ood_store._analysis.partial.pair_statistics`)
 and Fisher-z variance (:func:`~ood_store._analysis.compare.fisher_variance`).
-One in-domain curve serves every simulated run, so that one residualiser
+One in-domain curve serves every simulated run, so that one residualizer
 fit serves all of them at once.
 """
 
@@ -179,7 +179,7 @@ def simulate(
 
 @dataclass(frozen=True)
 class Analysis:
-    """How the simulated runs are analysed: as ``analyze`` and ``compare`` would, with these options."""
+    """How the simulated runs are analyzed: as ``analyze`` and ``compare`` would, with these options."""
 
     residualizer: str = "linear"
     gam_df: int = residuals.GAM_DF

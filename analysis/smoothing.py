@@ -2,7 +2,7 @@
 
 For a model matrix ``B`` (n × k, full column rank) and a penalty ``S`` whose
 null space has dimension ``M`` (the straight lines of a cubic spline), the
-fit of a response ``x`` for the weight ``lambda`` minimises
+fit of a response ``x`` for the weight ``lambda`` minimizes
 ``||x - B beta||^2 + lambda beta' S beta``. With ``B = QR`` and
 ``R^-T S R^-1 = U diag(d) U'`` (the Demmler–Reinsch form, Wood 2017, section
 6.2), and ``y = U'Q'x``, every quantity is a sum over k components with
@@ -22,7 +22,7 @@ within the best grid cell, so the chosen ``lambda`` is a continuous function
 of the data (a grid alone would make it jump), determined to rounding error,
 and the same on any machine.
 
-statsmodels' ``GLMGam`` minimises a different GCV (its ``gcv`` attribute),
+statsmodels' ``GLMGam`` minimizes a different GCV (its ``gcv`` attribute),
 and neither it nor scipy offers REML smoothness selection; the algebra here
 uses scipy's and NumPy's decompositions. The agreement with R's mgcv is
 tested in ``tests/test_analysis_gam.py`` against ``tests/reference/``.
@@ -149,7 +149,7 @@ class PenalizedRegression:
         return (self.n - self.null_dim) / 2.0 * np.sum(y2 * both, axis=-2) / penalised - 0.5 * penalised_keep
 
     def _select(self, y: np.ndarray, e0: np.ndarray, criterion: str) -> np.ndarray:
-        """log(lambda) minimising the criterion for each column: the best grid point, then bisection."""
+        """log(lambda) minimizing the criterion for each column: the best grid point, then bisection."""
         y2 = y**2
         grid = self.grid
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -172,7 +172,7 @@ class PenalizedRegression:
             high = np.where(up, mid, high)
             low = np.where(up, low, mid)
         rho[cols] = np.where(bracketed, 0.5 * (low + high), rho[cols])
-        for i in np.flatnonzero(~bracketed):  # no single sign change in the cell: minimise the criterion itself
+        for i in np.flatnonzero(~bracketed):  # no single sign change in the cell: minimize the criterion itself
             j = cols[i]
             found = optimize.minimize_scalar(
                 lambda r, j=j: float(self._score(np.array([r]), y2[:, [j]], e0[[j]], criterion)[0]),

@@ -2,7 +2,7 @@
 
     python benchmarks/evaluate_cluster.py [--checkpoints 8] [--docs 120] [--width 256] [--layers 4] [--repeats 2]
 
-Set-up (not timed): a randomly initialised GPT-2 of --layers layers and --width dimensions (a byte-level
+Set-up (not timed): a randomly initialized GPT-2 of --layers layers and --width dimensions (a byte-level
 BPE tokenizer built from code, as ood_store._examples.toy does), saved as --checkpoints checkpoints
 (different seeds), and the ood_nli suite's 10 testsets (`--tasks ood_nli`) read from a generated
 --data-dir: each testset's fixture rows (tests/fixtures/nli-suite, in its dataset's own schema)
@@ -242,7 +242,7 @@ def main() -> None:
     for label, m in (("before", before), ("after", after)):
         share = 1 - m.get("forward passes", 0.0) / m["wall"]
         print(f"all outside the forward passes, {label} reusing tasks: {100 * share:.1f}%")
-    print("  (also lm-eval's work per document: prompts, tokenising, scoring; it grows with the documents)")
+    print("  (also lm-eval's work per document: prompts, tokenizing, scoring; it grows with the documents)")
 
 
 if __name__ == "__main__":

@@ -1,11 +1,11 @@
-"""Finetuning throughput on a GPU: `ood-store finetune` of a randomly initialised model of real size, LoRA and full.
+"""Finetuning throughput on a GPU: `ood-store finetune` of a randomly initialized model of real size, LoRA and full.
 
     python benchmarks/finetune_gpu.py                                   # a GPU machine: OPT-1.3b's shape, bf16
     python benchmarks/finetune_gpu.py --model tiny --device cpu --steps 3 --shots 16 --batch 4   # the same, on a CPU
 
 Set-up (not timed): generated NLI rows (the toy's sentences, ood_store._examples.toy, --rows of them) as
 a local training split; a byte-level BPE tokenizer trained from code on them, its vocabulary filled up to the shape's
-(benchmarks/evaluate_series.py's; nothing is downloaded); a randomly initialised OPT of the shape
+(benchmarks/evaluate_series.py's; nothing is downloaded); a randomly initialized OPT of the shape
 --model names (benchmarks/evaluate_gpu.py's shapes: opt-1.3b is 24 layers, width 2048, 1.3B
 parameters), saved as the base model.
 
@@ -80,7 +80,7 @@ def build(root: Path, shape: str, rows: int) -> tuple[Path, Path, int]:
         pad_token_id=tokenizer.pad_token_id,
     )  # fmt: skip
     torch.manual_seed(0)
-    with torch.device("cuda" if torch.cuda.is_available() else "cpu"):  # initialising 1.3B weights: faster on a GPU
+    with torch.device("cuda" if torch.cuda.is_available() else "cpu"):  # initializing 1.3B weights: faster on a GPU
         model = OPTForCausalLM(config).float()
     params = sum(p.numel() for p in model.parameters())
     base = toy.save_checkpoint(model, tokenizer, root / "base")
@@ -133,7 +133,7 @@ def main() -> None:
         base, data, params = build(root, args.model, args.rows)
         where = torch.cuda.get_device_name(0) if cuda else f"CPU ({os.cpu_count()} cores)"
         print(
-            f"a randomly initialised {args.model} ({params / 1e6:,.1f}M parameters), {args.shots} generated shots, "
+            f"a randomly initialized {args.model} ({params / 1e6:,.1f}M parameters), {args.shots} generated shots, "
             f"{args.steps} steps of {args.batch}, {where}, torch {torch.__version__}",
             flush=True,
         )

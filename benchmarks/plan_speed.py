@@ -1,4 +1,4 @@
-"""Speed of `ood-store plan`: a 100-design grid of 1,000 replications with the linear residualiser.
+"""Speed of `ood-store plan`: a 100-design grid of 1,000 replications with the linear residualizer.
 
     python benchmarks/plan_speed.py [--replications 1000] [--threads 1 2] [--baseline-studies 20]
 
@@ -8,7 +8,7 @@ simulated for its power and for its type I error (2 x 1,000 studies, 200,000 in 
 `power_analysis` call per --threads value, wall clock and CPU, with the machine's load average before and after
 (these machines are shared: read the ratio to the baseline, not the seconds).
 
-The baseline is what one would write without `plan`: each simulated study written as a frame and analysed by
+The baseline is what one would write without `plan`: each simulated study written as a frame and analyzed by
 `partial_correlations` and `between_groups`, one study at a time (--baseline-studies of the grid's middle design,
 5 seeds x 28 checkpoints, timed and scaled to the grid's 200,000 studies by their runs x checkpoints).
 """
@@ -46,7 +46,7 @@ def grid(replications: int, threads: int) -> dict:
 
 
 def baseline(studies: int, seeds: int = 5, checkpoints: int = 28) -> dict:
-    """Studies of one design analysed one at a time through the frame API: seconds per run x checkpoint."""
+    """Studies of one design analyzed one at a time through the frame API: seconds per run x checkpoint."""
     positions = CURVES.positions(checkpoints)
     z = CURVES.in_domain_curve(positions)
     neighbours = CURVES.neighbours(positions)

@@ -99,7 +99,7 @@ def make_store(folder: Path, runs: int, checkpoints: int, tasks: int, ood: int) 
             store.set_run_attributes(run, {"family": family, "size": size, "seed": str(seed), "in_domain": IN_DOMAIN})
         result = partial_correlations(store, IN_DOMAIN, names[1 : ood + 1])
         store.save_analysis(ANALYSIS, result)
-    print(f"ingested and analysed in {time.perf_counter() - started:.0f} s", file=sys.stderr)
+    print(f"ingested and analyzed in {time.perf_counter() - started:.0f} s", file=sys.stderr)
     return db
 
 

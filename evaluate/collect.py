@@ -9,7 +9,7 @@ the unit's ``stored`` marker. The store is held only for that commit, so that
 between units (a read-only open waits while a commit is under way; DuckDB
 never shows it half done). A collector killed at any point loses nothing: a
 unit whose commit did not finish is ingested again by the next ``collect``,
-and one whose commit finished is recognised by its content hash.
+and one whose commit finished is recognized by its content hash.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ hold for it yet (the resume rule: a (run, step, task) already in the store is
 skipped unless ``force``; of a tag only the missing tasks run, a group runs
 whole for its aggregate). Its id is stable: the same checkpoint, tasks,
 options and store give the same id on every run of the same command, so a
-unit finished by an earlier submission is recognised and not evaluated again.
+unit finished by an earlier submission is recognized and not evaluated again.
 """
 
 from __future__ import annotations

@@ -211,7 +211,7 @@ def evaluate(
     data_dir
         Read the ood_nli suite from JSONL exports here instead of the hub.
     variant
-        The ood_nli suite's prompt variant: pattern, verbalisers, neutral scheme
+        The ood_nli suite's prompt variant: pattern, verbalizers, neutral scheme
         (default: the suite's own; a study's runs: their ``[suite]`` tables); its
         key is part of the suite's task names.
     base_model

@@ -1,7 +1,7 @@
 """What every table caption and figure note says about the analysis: what was regressed out, how, and the test.
 
 A number in a paper is only readable with its method beside it: the in-domain
-task that was controlled for, the residualiser (a straight line or a GAM), the
+task that was controlled for, the residualizer (a straight line or a GAM), the
 correlation (Pearson or Spearman) and which p-values mark significance
 (autocorrelation-aware ``p_eff_adj`` or naive ``p_adj``, and their adjustment).
 
@@ -11,7 +11,7 @@ Examples
 >>> rows = pl.DataFrame({"in_domain": ["mnli"], "residualizer": ["gam"], "method": ["pearson"]})
 >>> method = Method.of(rows)
 >>> method.regressed_out({"mnli": "MNLI"})
-'in-domain MNLI regressed out (GAM residualiser, Pearson)'
+'in-domain MNLI regressed out (GAM residualizer, Pearson)'
 >>> method.test("effective")
 'p_eff_adj: effective n of autocorrelated checkpoints'
 """
@@ -57,12 +57,12 @@ class Method:
         return cls(one("in_domain"), one("residualizer"), one("method"), adjust)
 
     def regressed_out(self, names: Mapping[str, str] | None = None) -> str:
-        """``in-domain MNLI regressed out (GAM residualiser, Pearson)``, as far as it is known."""
+        """``in-domain MNLI regressed out (GAM residualizer, Pearson)``, as far as it is known."""
         names = names or {}
         text = f"in-domain {names.get(self.in_domain, self.in_domain)} regressed out" if self.in_domain else ""
         details = []
         if self.residualizer:
-            details.append(f"{_RESIDUALIZER.get(self.residualizer, self.residualizer)} residualiser")
+            details.append(f"{_RESIDUALIZER.get(self.residualizer, self.residualizer)} residualizer")
         if self.method:
             details.append(self.method.capitalize())
         if details:

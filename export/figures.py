@@ -8,7 +8,7 @@ a few runs) for grids of panels, 8 pt text and nothing smaller than 5 pt.
 Write one with :func:`save`, which picks PDF, PNG or SVG by the file's
 extension and records where the figure came from in its metadata. Every
 figure of an analysis says in its note what was regressed out, with which
-residualiser, and which p-values mark significance.
+residualizer, and which p-values mark significance.
 
 Heatmaps and sign matrices are lower triangles: for OOD tasks ``t0 .. tk-1``
 the rows are ``t1 .. tk-1`` and the columns ``t0 .. tk-2``, each pair drawn once.
@@ -57,7 +57,7 @@ COLUMN_WIDTH = page.COLUMN  # inches: one column of a two-column paper (ACL, Neu
 PAGE_WIDTH = page.PAGE  # inches: the full text width of a two-column paper
 # Sign counts are mostly unanimous; the middle three quarters of the map keep those cells from going near-black.
 _SIGN_CMAP = ListedColormap(matplotlib.colormaps[CMAP](np.linspace(0.125, 0.875, 256)), name="RdBu_r_light")
-_SIGN_BAR = grids.ColourBar(None, (-1, 0, 1), ("all r<0", "split", "all r>0"))
+_SIGN_BAR = grids.ColorBar(None, (-1, 0, 1), ("all r<0", "split", "all r>0"))
 _TITLE = 0.2  # inches a title takes
 #: How the sign matrix shows a verdict of :func:`~ood_store._analysis.compare` (read from its ``verdict``
 #: column; the rule that makes them is the analysis'). Verdicts not listed are drawn plain.
@@ -77,7 +77,7 @@ def sign_agreement(
 ) -> Figure:
     """How many runs agree on the sign of each pair's partial correlation: a lower-triangle matrix.
 
-    Each cell is coloured by ``(n_positive - n_negative) / runs`` on the same
+    Each cell is colored by ``(n_positive - n_negative) / runs`` on the same
     diverging map as the heatmaps (1: every run positive, -1: every run
     negative, 0: split evenly) and annotated ``"3+ 0−"`` (runs with r > 0 and
     r < 0). The verdict column of the comparison styles the cells
@@ -143,7 +143,7 @@ def _sign_note(result, names, layout: grids.GridLayout) -> list[str]:
     if regressed:
         lines.append(regressed[0].upper() + regressed[1:] + ".")
     counted = (
-        "+/\u2212: runs with r > 0 / r < 0." if layout.numbers else "Colour: the balance of runs with r > 0 and r < 0."
+        "+/\u2212: runs with r > 0 / r < 0." if layout.numbers else "Color: the balance of runs with r > 0 and r < 0."
     )
     hatched = [v for v, style in VERDICT_STYLE.items() if style == "hatched"]
     bold = [v for v, style in VERDICT_STYLE.items() if style == "bold"]
@@ -182,8 +182,8 @@ def training_curves(
 ) -> Figure:
     """The scores of one run over its training steps, one line per task, with ±1 standard-error bands.
 
-    The in-domain task, when given, is drawn thicker in black and labelled
-    "(in-domain)" in the legend; the other tasks get the colours of
+    The in-domain task, when given, is drawn thicker in black and labeled
+    "(in-domain)" in the legend; the other tasks get the colors of
     matplotlib's ``tab10`` cycle. A band is drawn wherever the store has the
     score's standard error and left out where it has none. The data come from
     :func:`ood_store._export.curves.curves` (one SQL query).
@@ -194,7 +194,7 @@ def training_curves(
         As for :func:`~ood_store._export.curves.curves`; ``in_domain`` is added to
         ``tasks`` first when missing.
     in_domain : str, optional
-        The in-domain task, drawn emphasised.
+        The in-domain task, drawn emphasized.
     names : mapping, optional
         Display names of tasks and the run.
     logx : bool
@@ -217,19 +217,19 @@ def training_curves(
     with matplotlib.rc_context(STYLE):
         figure = Figure(figsize=(width, height), layout="constrained")
         ax = figure.add_subplot()
-        colours = iter(matplotlib.colormaps["tab10"].colors)  # type: ignore[attr-defined]  # a ListedColormap
+        colors = iter(matplotlib.colormaps["tab10"].colors)  # type: ignore[attr-defined]  # a ListedColormap
         handles = []
         for task, label in zip(order, labels, strict=True):
             frame = data.filter(pl.col("task") == task)
             steps, value = frame["step"].to_numpy(), frame["value"].to_numpy()
-            emphasised = task == in_domain
-            colour = "black" if emphasised else next(colours)
+            emphasized = task == in_domain
+            color = "black" if emphasized else next(colors)
             (line,) = ax.plot(
-                steps, value, color=colour, lw=1.6 if emphasised else 1.0, zorder=3 if emphasised else 2, label=label
+                steps, value, color=color, lw=1.6 if emphasized else 1.0, zorder=3 if emphasized else 2, label=label
             )
             stderr = frame["stderr"].to_numpy()
             if frame["stderr"].is_not_null().any():
-                ax.fill_between(steps, value - stderr, value + stderr, color=colour, alpha=0.2, lw=0, zorder=1)
+                ax.fill_between(steps, value - stderr, value + stderr, color=color, alpha=0.2, lw=0, zorder=1)
             handles.append(line)
         if logx:
             positive = data.filter(pl.col("step") > 0)["step"].to_numpy()
@@ -324,7 +324,7 @@ def from_analysis(
         or faceted by ``rows`` and ``cols`` (:func:`heatmap_grid`);
         ``signs``: the sign agreement across runs of :func:`~ood_store._analysis.compare`,
         one panel per group of ``by``;
-        ``forest``: per pair, each run's r coloured by ``color_by`` (default the
+        ``forest``: per pair, each run's r colored by ``color_by`` (default the
         family, where runs have one) and the pooled r of ``compare`` with its interval.
     runs : list of str, optional
         The runs to draw (default all; for ``heatmap``, the one run).
@@ -348,9 +348,7 @@ def from_analysis(
     tasks = split_names(tasks, "tasks")
     settings = [f"alpha {alpha:g}", f"{inference} inference", f"{test} test", f"{adjust_pairs} over pairs"]
     settings += [f"by {', '.join(by)}"] if by else []
-    settings += [
-        f"{what} {value}" for what, value in (("rows", rows), ("cols", cols), ("colour by", color_by)) if value
-    ]
+    settings += [f"{what} {value}" for what, value in (("rows", rows), ("cols", cols), ("color by", color_by)) if value]
     provenance = Provenance.of_analysis(
         store, name, source=f"{_SOURCES[kind]} of analysis {name} ({', '.join(settings)})"
     )
@@ -376,7 +374,7 @@ def from_analysis(
     if kind == "forest":
         result = compare(subset, alpha=alpha, inference=inference, adjust_pairs=adjust_pairs, test=test)
         ordered = display.run_order(store, subset.table["run"].unique(), order_by)
-        groups, group_name = _colour_groups(store, ordered, color_by)
+        groups, group_name = _color_groups(store, ordered, color_by)
         figure = forest(result, groups=groups, group_name=group_name, runs=ordered, names=names,
                         tasks=tasks or analysis_order(subset), note=note, width=width or COLUMN_WIDTH)  # fmt: skip
         return PaperFigure(
@@ -399,7 +397,7 @@ def _subset(analysis, chosen: Sequence[str] | None, name: str):
     return dataclasses.replace(analysis, table=analysis.table.filter(pl.col("run").is_in(chosen)), runs=tuple(chosen))
 
 
-def _colour_groups(store: Database, runs: Sequence[str], color_by: str | None) -> tuple[dict, str | None]:
+def _color_groups(store: Database, runs: Sequence[str], color_by: str | None) -> tuple[dict, str | None]:
     """Run -> value of ``color_by`` (default the family, if any run has one), and the attribute's name."""
     attribute = color_by or "family"
     frame = attribute_columns(store, [attribute]).filter(pl.col("run").is_in(list(runs)))

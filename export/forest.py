@@ -2,12 +2,12 @@
 
 With twenty runs or more, a grid of heatmaps shows each run but not at a
 glance whether a pair "depends on the model". Here each pair is one row: a
-point per run (coloured by a run attribute such as family, filled where the
+point per run (colored by a run attribute such as family, filled where the
 run's own adjusted p is below alpha), and below them the pooled r of
 :func:`~ood_store._analysis.compare` (random effects on Fisher z) with its
 interval as the verdict reads it (adjusted over pairs: it excludes 0 exactly
 where the adjusted pooled p is below alpha), the verdict at the right. Pairs whose runs spread to both sides of
-zero, or cluster by colour, are the model-dependent ones.
+zero, or cluster by color, are the model-dependent ones.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from ood_store._export.captions import Method, adjusted_over_pairs, p_column
 from ood_store._export.display import task_order
 from ood_store._export.figure_files import STYLE
 
-#: Colours of run groups: Okabe and Ito's palette, told apart with any colour vision; then tab20.
+#: Colors of run groups: Okabe and Ito's palette, told apart with any color vision; then tab20.
 PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000")
 _ROW = 0.19  # inches per pair
 _MARKER = 10.0  # points², a run's point
@@ -61,7 +61,7 @@ def forest(
         adjusted p (``result.inference``) is at least ``result.alpha`` are hollow.
     groups : mapping, optional
         Run -> group (a value of ``group_name``, such as the family): the points'
-        colours, with a legend. Default: one colour.
+        colors, with a legend. Default: one color.
     group_name : str, optional
         What the groups are, for the legend's title.
     runs : list of str, optional
@@ -80,7 +80,7 @@ def forest(
     Returns
     -------
     matplotlib.figure.Figure
-        One point per run and pair (``PathCollection``\\ s labelled by group),
+        One point per run and pair (``PathCollection``\\ s labeled by group),
         one ``LineCollection`` of pooled intervals (gid ``pooled-ci``) and the
         pooled estimates (a ``Line2D``, gid ``pooled-r``).
     """
@@ -88,7 +88,7 @@ def forest(
     grouped = [c for c in frame.columns if c not in COMPARISON_COLUMNS and not c.startswith("r:")]
     if grouped:
         raise AnalysisError(
-            f"a forest plot draws one comparison of all runs, not one per {', '.join(grouped)}; colour runs by it "
+            f"a forest plot draws one comparison of all runs, not one per {', '.join(grouped)}; color runs by it "
             "with `color_by` instead",
             parameter="by",
         )
@@ -109,7 +109,7 @@ def forest(
     significant = _significant(result, order)
     labels = [f"{names.get(x, x)}\u2013{names.get(y, y)}" for x, y in pairs]
     rows = {(row["task_x"], row["task_y"]): row for row in frame.iter_rows(named=True)}
-    colours = {value: _colour(i) for i, value in enumerate(group_values)}
+    colors = {value: _color(i) for i, value in enumerate(group_values)}
     height = len(pairs) * _ROW + 0.9
     with matplotlib.rc_context(STYLE):
         figure = Figure(figsize=(width, height), layout="constrained")
@@ -123,10 +123,10 @@ def forest(
             if not points:
                 continue
             x, y, filled = (np.array(v) for v in zip(*points, strict=True))
-            colour = colours[value]
+            color = colors[value]
             ax.scatter(
-                x, y, s=_MARKER, marker="o", linewidths=0.6, edgecolors=colour, zorder=2, alpha=0.9,
-                facecolors=[colour if f else "white" for f in filled],
+                x, y, s=_MARKER, marker="o", linewidths=0.6, edgecolors=color, zorder=2, alpha=0.9,
+                facecolors=[color if f else "white" for f in filled],
                 label=names.get(str(value), str(value)) if value is not None else "runs",
             )  # fmt: skip
         low, high = ("ci_low_adj", "ci_high_adj") if "ci_low_adj" in frame.columns else ("ci_low", "ci_high")
@@ -152,7 +152,7 @@ def forest(
         ax.tick_params(axis="y", length=0)
         ax.spines[["top", "right", "left"]].set_visible(False)
         handles: list = [
-            Line2D([], [], linestyle="none", marker="o", markersize=3.5, color=colours[value],
+            Line2D([], [], linestyle="none", marker="o", markersize=3.5, color=colors[value],
                    label=names.get(str(value), str(value)) if value is not None else "runs")
             for value in group_values
         ]  # fmt: skip
@@ -189,7 +189,7 @@ def _significant(result, runs: Sequence[str]) -> dict[tuple[str, tuple[str, str]
     }
 
 
-def _colour(index: int):
+def _color(index: int):
     if index < len(PALETTE):
         return PALETTE[index]
     return matplotlib.colormaps["tab20"](index % 20)

@@ -1,4 +1,4 @@
-"""Grids of lower-triangle panels sized for the page: columns, titles, tick labels, colour bar and note.
+"""Grids of lower-triangle panels sized for the page: columns, titles, tick labels, color bar and note.
 
 The layout behind :func:`~ood_store._export.figures.heatmap_grid` and
 :func:`~ood_store._export.figures.sign_agreement`, for three runs or thirty:
@@ -13,7 +13,7 @@ The layout behind :func:`~ood_store._export.figures.heatmap_grid` and
   ellipsis if they still do not fit: titles never run into each other.
 - **Cell text** is sized to the cells as laid out and never below
   :data:`~ood_store._export.triangle.MIN_LABEL_SIZE`; cells too small for it
-  keep their colours and lose their numbers, and the note says so.
+  keep their colors and lose their numbers, and the note says so.
 - **Cells are square**: the height is set once the layout is known.
 """
 
@@ -33,7 +33,7 @@ from ood_store._export import page, triangle
 from ood_store._export.display import _TOKEN_END
 from ood_store._export.figure_files import STYLE
 
-COLORBAR = 0.62  # inches the colour bar and its labels take
+COLORBAR = 0.62  # inches the color bar and its labels take
 GAP = 0.12  # inches between panels
 MAX_SIDE = 2.0  # inches: the widest a panel gets when the width is not given
 MIN_SIDE = 1.2  # inches: panels narrower than this go onto more rows, while the page is tall enough
@@ -56,8 +56,8 @@ class Panel:
 
 
 @dataclass(frozen=True)
-class ColourBar:
-    """The one colour bar of a grid: label and ticks (labels default to the tick values)."""
+class ColorBar:
+    """The one color bar of a grid: label and ticks (labels default to the tick values)."""
 
     label: str | None
     ticks: Sequence[float]
@@ -104,7 +104,7 @@ def columns(
 
 
 def fixed_width(labels: Sequence[str], ncols: int, *, headers: bool = False) -> float:
-    """Inches of a grid's width that are not panels: task labels, row headers, gaps and the colour bar."""
+    """Inches of a grid's width that are not panels: task labels, row headers, gaps and the color bar."""
     left, _ = triangle.label_margins(labels)
     return left + (ROW_HEADER if headers else 0.0) + COLORBAR + 0.15 + (ncols - 1) * GAP
 
@@ -153,12 +153,12 @@ def draw(
     width: float,
     cmap: Colormap,
     norm: Normalize,
-    bar: ColourBar,
+    bar: ColorBar,
     note: Callable[[GridLayout], list[str]] | None = None,
     row_headers: Sequence[str | None] | None = None,
     spacers: Sequence[int] = (),
 ) -> tuple[Figure, GridLayout]:
-    """Draw ``panels`` (display-name ``labels``) as a grid of ``nrows`` × ``ncols`` with one colour bar.
+    """Draw ``panels`` (display-name ``labels``) as a grid of ``nrows`` × ``ncols`` with one color bar.
 
     Columns in ``spacers`` hold no panels: narrow gaps that set groups of columns apart.
 
@@ -204,11 +204,11 @@ def draw(
             if left_free and header:
                 ax.set_ylabel(header, fontsize=TITLE_SIZE, labelpad=4)
             axes.append(ax)
-        colourbar = figure.colorbar(ScalarMappable(norm=norm, cmap=cmap), ax=axes, fraction=0.05, aspect=25, pad=0.03)
+        colorbar = figure.colorbar(ScalarMappable(norm=norm, cmap=cmap), ax=axes, fraction=0.05, aspect=25, pad=0.03)
         if bar.label:
-            colourbar.set_label(bar.label)
-        colourbar.set_ticks(list(bar.ticks), labels=list(bar.tick_labels) if bar.tick_labels else None)
-        colourbar.ax.tick_params(labelsize=triangle.TICK_SIZE)
+            colorbar.set_label(bar.label)
+        colorbar.set_ticks(list(bar.ticks), labels=list(bar.tick_labels) if bar.tick_labels else None)
+        colorbar.ax.tick_params(labelsize=triangle.TICK_SIZE)
         figure.draw_without_rendering()  # the layout, before the cells and titles are sized to it
         box = axes[0].get_position()
         layout.cell_inches = box.width * width / (len(labels) - 1)

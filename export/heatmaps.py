@@ -1,6 +1,6 @@
 """Partial-correlation heatmaps: one run, a grid of runs wrapped to the page, or runs faceted by their attributes.
 
-Each heatmap is a lower triangle of OOD × OOD cells coloured by r on a
+Each heatmap is a lower triangle of OOD × OOD cells colored by r on a
 diverging map fixed to [-1, 1]. A grid (:func:`heatmap_grid`) draws one per
 run, wrapped into rows and columns for the page (:mod:`~ood_store._export.grids`),
 or, with ``rows``/``cols``, one row of panels per value of one run attribute
@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 
 CMAP = "RdBu_r"  # diverging: red positive, blue negative, white at 0
 SEEDS = ("pool", "each")
-_R_BAR = grids.ColourBar("partial correlation r", (-1, -0.5, 0, 0.5, 1))
+_R_BAR = grids.ColorBar("partial correlation r", (-1, -0.5, 0, 0.5, 1))
 
 
 def heatmap(
@@ -49,14 +49,14 @@ def heatmap(
 ) -> Figure:
     """One run's partial correlations between OOD tasks as a lower-triangle heatmap.
 
-    Each cell is coloured by r on a diverging map fixed to [-1, 1] (white at
+    Each cell is colored by r on a diverging map fixed to [-1, 1] (white at
     0) and annotated with r to two decimals (with a true minus sign; on cells
     too small for that, without the leading zero, or not at all: never below
     5 pt). Cells of pairs that are not significant (adjusted p at least
     ``alpha``) are faded to 30 % opacity with grey text; significant ones keep
-    full colour and bold text. A pair whose r is NaN is a grey cell marked
+    full color and bold text. A pair whose r is NaN is a grey cell marked
     "n/a". The note under the figure says what was regressed out, with which
-    residualiser and test. Tasks label the rows on the left and the columns below.
+    residualizer and test. Tasks label the rows on the left and the columns below.
 
     Parameters
     ----------
@@ -113,7 +113,7 @@ def heatmap_grid(
     adjust_pairs: str = DEFAULT_ADJUST_PAIRS,
     test: str = DEFAULT_TEST,
 ) -> Figure:
-    """A grid of :func:`heatmap` panels with one shared colour bar: do results generalise across runs?
+    """A grid of :func:`heatmap` panels with one shared color bar: do results generalize across runs?
 
     Every panel has the same tasks in the same order. Without ``rows`` and
     ``cols`` there is one panel per run, in the order of ``runs``, wrapped
@@ -383,7 +383,7 @@ def _note(method: Method, names, inference, test: _Test, layout: grids.GridLayou
     else:
         test_text = f"Faded: not significant, {test.column} \u2265 {test.alpha:g} ({method.test(inference)})."
     if not layout.numbers:
-        test_text += " The cells are too small at this width to print r: the colour bar gives it."
+        test_text += " The cells are too small at this width to print r: the color bar gives it."
     lines.append(test_text)
     if facets.affixes:
         lines.append(f"Runs: {facets.affixes}")

@@ -28,7 +28,7 @@ def power_curves(result: PowerAnalysis, *, note: bool = True, width: float = pag
     Returns
     -------
     matplotlib.figure.Figure
-        One ``Line2D`` per line (labelled ``"<n> checkpoints"`` or ``"<n> seeds"``), error bars of ±2
+        One ``Line2D`` per line (labeled ``"<n> checkpoints"`` or ``"<n> seeds"``), error bars of ±2
         Monte Carlo standard errors, the target (gid ``target``) and the chosen design (gid ``chosen``).
     """
     table = result.table.filter(pl.col("power").is_not_null())
@@ -36,16 +36,16 @@ def power_curves(result: PowerAnalysis, *, note: bool = True, width: float = pag
         raise AnalysisError("no design of the plan has a test to draw the power of")
     by_seeds = table["seeds"].n_unique() > 1 or table["checkpoints"].n_unique() == 1
     x_column, line_column = ("seeds", "checkpoints") if by_seeds else ("checkpoints", "seeds")
-    colours = matplotlib.colormaps["viridis"](np.linspace(0.1, 0.85, max(table[line_column].n_unique(), 1)))
+    colors = matplotlib.colormaps["viridis"](np.linspace(0.1, 0.85, max(table[line_column].n_unique(), 1)))
     with matplotlib.rc_context(STYLE):
         figure = Figure(figsize=(width, width * 0.72), layout="constrained")
         ax = figure.add_subplot()
-        for colour, ((value,), part) in zip(colours, table.sort(x_column).group_by(line_column, maintain_order=True),
+        for color, ((value,), part) in zip(colors, table.sort(x_column).group_by(line_column, maintain_order=True),
                                             strict=False):  # fmt: skip
             part = part.sort(x_column)
             label = f"{value} {line_column}"
             ax.errorbar(
-                part[x_column], part["power"], yerr=2 * part["power_se"], color=colour, marker="o", markersize=3,
+                part[x_column], part["power"], yerr=2 * part["power_se"], color=color, marker="o", markersize=3,
                 linewidth=1.1, capsize=1.5, elinewidth=0.6, label=label,
             )  # fmt: skip
         if result.target_power is not None:
@@ -80,7 +80,7 @@ def _note(result: PowerAnalysis) -> list[str]:
         f"Partial correlations {effects} by family, seed spread tau {s.tau:.2g} on Fisher z, residual curves with "
         f"lag-1 autocorrelation {s.curves.ar1:.2g} at {s.curves.ar1_checkpoints} even checkpoints, item noise "
         f"{s.curves.noise[0]:.2g} and {s.curves.noise[1]:.2g} of their variance; {s.schedule} schedule, "
-        f"{s.analysis.residualizer} residualiser, {s.analysis.inference} n.",
+        f"{s.analysis.residualizer} residualizer, {s.analysis.inference} n.",
     ]
     if result.target_power is not None:
         found = (

@@ -5,7 +5,7 @@ and :func:`from_analysis` / :func:`from_query` that read the store) return a
 :class:`~ood_store._export.paper_table.PaperTable`: the rows as a tidy Polars
 frame and a layout for the typeset formats. Every file written carries its
 :class:`~ood_store._export.provenance.Provenance`; every caption says what was
-regressed out, with which residualiser, and which p-values the marks use.
+regressed out, with which residualizer, and which p-values the marks use.
 
 A table with many runs or testsets can be too wide for the page: ``fit()``
 measures it (:mod:`~ood_store._export.table_fit`) and names the changes that
@@ -98,7 +98,7 @@ def partial_table(
         The runs in the order to print them (:func:`~ood_store._export.display.run_order`);
         default: as in ``table``, sorted by name. Runs not listed are left out.
     caption, label : str, optional
-        Default: a caption that says the in-domain task, residualiser, method and
+        Default: a caption that says the in-domain task, residualizer, method and
         marks; label ``tab:partial-correlations``.
     provenance : Provenance, optional
         Where the rows came from, written into every file.

@@ -23,7 +23,7 @@ from matplotlib.textpath import text_to_path
 
 FONT_SIZE = 8.0  # pt: the base size of every figure (two-column papers use 8–9 pt captions)
 TICK_SIZE = 7.0
-MUTED_ALPHA = 0.3  # opacity of a muted cell's colour
+MUTED_ALPHA = 0.3  # opacity of a muted cell's color
 MUTED_TEXT = "0.45"  # grey
 MISSING_FACE = "0.93"
 OUTLINE = "0.1"  # the frame of an outlined cell
@@ -38,9 +38,9 @@ class Cells:
     Cells above the diagonal are NaN in ``values`` and None in ``labels``.
     """
 
-    values: np.ndarray  # colour value; NaN: nothing to colour
+    values: np.ndarray  # color value; NaN: nothing to color
     labels: np.ndarray  # object array of annotation text (None: no annotation)
-    muted: np.ndarray  # bool: faded colour and grey text
+    muted: np.ndarray  # bool: faded color and grey text
     bold: np.ndarray  # bool: bold annotation
     hatched: np.ndarray  # bool: hatched cell
     outlined: np.ndarray  # bool: framed cell (what bold text says, still there when the text is left out)
@@ -99,7 +99,7 @@ def draw(
     """Draw ``cells`` on ``ax`` as a lower triangle with ``tasks`` (display names) as labels, without annotations.
 
     :func:`annotate` writes them once the layout says how big a cell is.
-    Returns the :class:`~matplotlib.collections.QuadMesh` of the coloured
+    Returns the :class:`~matplotlib.collections.QuadMesh` of the colored
     cells: its array is masked outside the drawn cells, its alpha is
     :data:`MUTED_ALPHA` on muted cells and 1 elsewhere.
     """
@@ -121,7 +121,7 @@ def draw(
     ax.set_yticks(np.arange(size) + 0.5, tasks[1:] if show_y else [""] * size)
     for tick in ax.get_xticklabels():
         tick.set(rotation=rotation, ha="right" if rotation else "center", rotation_mode="anchor")
-        if rotation == 90.0:  # centred on its tick, not hanging to its right
+        if rotation == 90.0:  # centered on its tick, not hanging to its right
             tick.set(va="center")
     ax.tick_params(length=0, labelsize=labelsize, pad=2)
     for spine in ax.spines.values():
@@ -138,7 +138,7 @@ def annotate(ax: Axes, cells: Cells, labels: np.ndarray, fontsize: float, *, cma
     for i, j in (cell for cell in cells_below if labels[cell] is not None):
         grey = cells.muted[i, j] or cells.missing[i, j]
         dark = not grey and abs(norm(cells.values[i, j]) - 0.5) > 0.3
-        # On a hatched cell, a patch of the cell's colour keeps the hatching off the text.
+        # On a hatched cell, a patch of the cell's color keeps the hatching off the text.
         backing = None
         if cells.hatched[i, j]:
             backing = {"boxstyle": "square,pad=0.15", "facecolor": cmap(norm(cells.values[i, j])), "linewidth": 0}

@@ -121,7 +121,7 @@ def train(
     callbacks: Sequence[Any] = (),
     in_loop: dict[str, Any] | None = None,
 ) -> TrainResult:
-    """Train (or resume, or recognise as finished) the run whose folder the runner wrote.
+    """Train (or resume, or recognize as finished) the run whose folder the runner wrote.
 
     ``keep`` overrides the folder's ``keep_checkpoints``; ``callbacks`` are
     further ``TrainerCallback`` s; ``in_loop`` (see

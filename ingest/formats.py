@@ -1,7 +1,7 @@
 """Which reader reads a file that ``ingest`` found: every format ood-store reads results from, told apart by content.
 
 =========================  =====================================================  ==================
-format                     recognised by (whatever the file's name)               module
+format                     recognized by (whatever the file's name)               module
 =========================  =====================================================  ==================
 inspect_ai log (.eval)     a zip archive holding ``header.json`` or               :mod:`.inspect_logs`
                            ``_journal/start.json`` (any ``*.eval``)
@@ -17,7 +17,7 @@ Each reader validates the whole file before anything is written and returns one
 :class:`~ood_store._ingest.records.EvaluationRecord` per evaluation it holds (one,
 except a W&B history: one per step); :class:`Detected` says which format a file was
 taken for and why, for ``ingest --dry-run`` and for messages. A file none of them
-recognises raises :class:`NotResults` saying what it is instead (a W&B binary run
+recognizes raises :class:`NotResults` saying what it is instead (a W&B binary run
 file, a zip archive of something else, JSON without any of the keys above), and is
 skipped, and named, when it was found by searching a folder.
 """
@@ -106,7 +106,7 @@ def _detect(path: Path, shown: str, data: bytes, history: HistoryOptions) -> tup
         raise NotResults(shown, "a zip archive without an inspect_ai log's header.json")
     if is_history_file(path):
         kind = suffix[1:].upper() if suffix == ".csv" else "Parquet"
-        if not history.recognises(path, data):
+        if not history.recognizes(path, data):
             raise NotResults(shown, f'a {kind} file without the step column "{history.step}" (a W&B history has '
                              "it; `wandb_step` names another)")  # fmt: skip
         return Detected("W&B history", f'a {kind} file with the step column "{history.step}"'), partial(

@@ -163,7 +163,7 @@ def _ingest(
     }
     stored_without_campaign = {k.evaluation_id for k in known.values() if k.campaign is None}
     outcomes: dict[int, FileOutcome] = {}
-    recognised: set[str] = set()  # arguments that found at least one lm-eval file
+    recognized: set[str] = set()  # arguments that found at least one lm-eval file
     batch = Batch(con, run_attributes, outcomes, dry_run=read.dry_run)
     campaigns_found: dict[int, str] = {}  # for evaluations already present that had none
     with progress_bar(progress, len(candidates), "ingesting") as advance:
@@ -181,7 +181,7 @@ def _ingest(
                     known[record.content_hash] = _Known(record.path, record.identity.run, -1, record.campaign)
                 batch.add(index, result)
             if not isinstance(result, FileOutcome) or result.status != "skipped":
-                recognised.add(candidate.root)
+                recognized.add(candidate.root)
             advance(1, candidate.path.name)
         batch.flush()
     report.files.extend(outcomes[i] for i in sorted(outcomes))
@@ -190,7 +190,7 @@ def _ingest(
         _update_present(con, sorted(present), run_attributes, campaigns_found)
 
     matched_nothing = {e.path for e in errors}
-    for root in sorted(set(searched) - recognised - matched_nothing):
+    for root in sorted(set(searched) - recognized - matched_nothing):
         report.files.append(
             FileOutcome(
                 root, "rejected", f"{root}: no results files found ({formats.KNOWN}){_skipped_in(report, root)}"

@@ -135,7 +135,7 @@ class HistoryOptions:
             raise InputError(str(config), None, "no such file", parameter="wandb_config")
         return cls(tuple(parse_rule(t) for t in texts), wandb_step or "_step", config, texts)
 
-    def recognises(self, path: Path, data: bytes) -> bool:
+    def recognizes(self, path: Path, data: bytes) -> bool:
         """Whether the file is a history (it has the step column)."""
         try:
             return self.step in _columns(path, data)

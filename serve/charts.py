@@ -3,7 +3,7 @@
 Every spec holds its data inline (``data.values``): names from the store (runs,
 tasks, attribute values) are data, never part of an expression, a field name
 or markup, so a name such as ``<script>`` or ``{{x}}`` is drawn as text. The
-colours follow the paper figures of :mod:`ood_store._export`: r on a diverging
+colors follow the paper figures of :mod:`ood_store._export`: r on a diverging
 red (positive) to blue (negative) scale fixed to [-1, 1], run groups in Okabe
 and Ito's palette, the in-domain task in black. Marks that tests count carry a
 name (a Vega-Lite layer ``name`` becomes ``<name>_marks``).
@@ -26,7 +26,7 @@ _CONFIG = {
     "header": {"labelFontSize": 11, "labelLimit": 240},
     "legend": {"labelFontSize": 11, "titleFontSize": 11, "labelLimit": 200},
 }
-#: Above this many series, a chart has no colour legend (its tooltips name each line).
+#: Above this many series, a chart has no color legend (its tooltips name each line).
 MAX_LEGEND = 12
 
 
@@ -35,10 +35,10 @@ def _spec(**parts: Any) -> dict[str, Any]:
 
 
 def palette(groups: Sequence[Any]) -> dict[str, Any]:
-    """A colour scale giving each of ``groups`` (in order) a colour of the forest plots' palette, then Tableau's."""
+    """A color scale giving each of ``groups`` (in order) a color of the forest plots' palette, then Tableau's."""
     extra = ["#4E79A7", "#F28E2B", "#E15759", "#76B7B2", "#59A14F", "#EDC948", "#B07AA1", "#FF9DA7", "#9C755F"]
-    colours = list(PALETTE) + extra
-    return {"domain": list(groups), "range": [colours[i % len(colours)] for i in range(len(groups))]}
+    colors = list(PALETTE) + extra
+    return {"domain": list(groups), "range": [colors[i % len(colors)] for i in range(len(groups))]}
 
 
 def _tooltip(*fields: tuple[str, str] | tuple[str, str, str]) -> list[dict[str, Any]]:
@@ -129,7 +129,7 @@ def grid(
 
 
 def forest(rows: list[dict[str, Any]], *, order: Sequence[str], groups: Sequence[Any], group_name: str | None):
-    """One pair across runs: each run's r with its interval (coloured by group, hollow where not significant; the
+    """One pair across runs: each run's r with its interval (colored by group, hollow where not significant; the
     run marked ``chosen`` ringed), then the pooled r with its interval (a black diamond) in a row of its own; a
     dashed line at 0.
 
@@ -137,9 +137,9 @@ def forest(rows: list[dict[str, Any]], *, order: Sequence[str], groups: Sequence
     ``ci_high``, ``significant``, ``group`` and ``href``.
     """
     y = {"field": "label", "type": "nominal", "sort": list(order), "axis": {"title": None}}
-    colour = {"field": "group", "type": "nominal", "scale": palette(groups), "legend": {"title": group_name}}
+    color = {"field": "group", "type": "nominal", "scale": palette(groups), "legend": {"title": group_name}}
     if not group_name:
-        colour = {"value": PALETTE[0]}
+        color = {"value": PALETTE[0]}
     tooltip = _tooltip(
         ("label", "nominal"), ("r", "quantitative", ".3f"), ("ci_low", "quantitative", ".3f"),
         ("ci_high", "quantitative", ".3f"), ("n_eff", "quantitative", ".1f"), ("p", "quantitative", ".3g"),
@@ -163,7 +163,7 @@ def forest(rows: list[dict[str, Any]], *, order: Sequence[str], groups: Sequence
                 "name": "intervals",
                 "transform": runs,
                 "mark": {"type": "rule", "strokeWidth": 1.5},
-                "encoding": {"y": y, "x": {**x, "field": "ci_low"}, "x2": {"field": "ci_high"}, "color": colour},
+                "encoding": {"y": y, "x": {**x, "field": "ci_low"}, "x2": {"field": "ci_high"}, "color": color},
             },
             {
                 "name": "estimates",
@@ -172,8 +172,8 @@ def forest(rows: list[dict[str, Any]], *, order: Sequence[str], groups: Sequence
                 "encoding": {
                     "y": y,
                     "x": x,
-                    "stroke": colour,
-                    "fill": {"condition": {"test": "datum.significant", **colour}, "value": "white"},
+                    "stroke": color,
+                    "fill": {"condition": {"test": "datum.significant", **color}, "value": "white"},
                     "fillOpacity": {"value": 1},
                     "href": {"field": "href", "type": "nominal"},
                     "tooltip": tooltip,
@@ -235,8 +235,8 @@ def residuals(series: list[dict[str, Any]], points: list[dict[str, Any]], *, x_t
 
 
 def signs(cells: list[dict[str, Any]], *, x_order: Sequence[str], y_order: Sequence[str], facet: dict[str, Any]):
-    """How many runs agree on each pair's sign: cells coloured by (runs with r > 0 - runs with r < 0) / runs,
-    labelled ``3+ 0−``; consistently positive or negative pairs framed, model-dependent ones framed dashed."""
+    """How many runs agree on each pair's sign: cells colored by (runs with r > 0 - runs with r < 0) / runs,
+    labeled ``3+ 0−``; consistently positive or negative pairs framed, model-dependent ones framed dashed."""
     encoding = {
         "x": {"field": "x", "type": "nominal", "sort": list(x_order), "axis": {"title": None, "labelAngle": -45}},
         "y": {"field": "y", "type": "nominal", "sort": list(y_order), "axis": {"title": None}},
@@ -316,9 +316,9 @@ def curves(points: list[dict[str, Any]], *, series: Sequence[str], in_domain: st
     if log:
         x["scale"] = {"type": "symlog"}
     others = [s for s in series if s != in_domain]
-    colour: dict[str, Any] = {"field": "series", "type": "nominal", "scale": palette(others), "title": "task"}
+    color: dict[str, Any] = {"field": "series", "type": "nominal", "scale": palette(others), "title": "task"}
     if len(others) > MAX_LEGEND:
-        colour["legend"] = None
+        color["legend"] = None
     tooltip = _tooltip(
         ("series", "nominal"), ("step", "quantitative"), ("value", "quantitative", ".4f"),
         ("stderr", "quantitative", ".4f"), ("campaign", "nominal"),
@@ -329,7 +329,7 @@ def curves(points: list[dict[str, Any]], *, series: Sequence[str], in_domain: st
             "name": "tasks",
             "transform": [{"filter": "!datum.in_domain"}],
             "mark": {"type": "line", "strokeWidth": 1.2, "opacity": 0.85},
-            "encoding": {"x": x, "y": y, "color": colour, "detail": {"field": "series"}, "tooltip": tooltip},
+            "encoding": {"x": x, "y": y, "color": color, "detail": {"field": "series"}, "tooltip": tooltip},
         }
     ]
     if in_domain in series:
@@ -401,7 +401,7 @@ def step_groups(points: list[dict[str, Any]], groups: list[dict[str, Any]], *, o
 def group_curves(rows: list[dict[str, Any]], *, order: Sequence[str], step: int | None, by: str | None):
     """One task over training, a line per group: the mean over its runs and a band of ± 1 SD; the chosen step marked."""
     x = {"field": "step", "type": "quantitative", "title": "training step"}
-    colour = {"field": "group", "type": "nominal", "scale": palette(order), "sort": list(order), "title": by or None}
+    color = {"field": "group", "type": "nominal", "scale": palette(order), "sort": list(order), "title": by or None}
     layers: list[dict[str, Any]] = [
         {
             "name": "bands",
@@ -410,7 +410,7 @@ def group_curves(rows: list[dict[str, Any]], *, order: Sequence[str], step: int 
                 "x": x,
                 "y": {"field": "low", "type": "quantitative", "title": "score", "scale": {"zero": False}},
                 "y2": {"field": "high"},
-                "color": colour,
+                "color": color,
             },
         },  # fmt: skip
         {
@@ -419,7 +419,7 @@ def group_curves(rows: list[dict[str, Any]], *, order: Sequence[str], step: int 
             "encoding": {
                 "x": x,
                 "y": {"field": "mean", "type": "quantitative"},
-                "color": colour,
+                "color": color,
                 "tooltip": _tooltip(
                     ("group", "nominal"),
                     ("step", "quantitative"),

@@ -366,7 +366,7 @@ def run_page(store: Store, q: Query, run: str) -> Page:
 def _analysed_in_domain(store: Store, run: str) -> str | None:
     """For a run without an in_domain attribute: the in-domain task of the newest saved analysis of it, if any."""
     for row in store.analyses().iter_rows(named=True):
-        if run in (orjson.loads(row["params"]).get("runs_analysed") or ()):
+        if run in (orjson.loads(row["params"]).get("runs_analyzed") or ()):
             return row["in_domain"]
     return None
 
@@ -572,19 +572,19 @@ def analysis_page(store: Store, q: Query, name: str) -> Page:
     )
     figure_params = [(k, v) for k, v in q.pairs if k in ("alpha", "inference", "rows", "cols", "seeds")]
     toggles = [
-        Link("without residualiser sensitivity", analysis_url(name, params=q.with_(sensitivity=None)), not sensitivity),
-        Link("mark fragile pairs (recomputes the analysis with each residualiser)",
+        Link("without residualizer sensitivity", analysis_url(name, params=q.with_(sensitivity=None)), not sensitivity),
+        Link("mark fragile pairs (recomputes the analysis with each residualizer)",
              analysis_url(name, params=q.with_(sensitivity=1)), sensitivity),
         Link("sign agreement", analysis_url(name, "signs", params=keep)),
         Link(f"every row ({table.height}) in the SQL box", sql_url(every_row)),
     ]  # fmt: skip
     attribute_choices = _attribute_choices(store)
     note = (
-        f"Colour: r; faded: not significant ({p_col} \u2265 {alpha:g}"
+        f"Color: r; faded: not significant ({p_col} \u2265 {alpha:g}"
         + (", pooled p adjusted over each panel's pairs" if by and seeds == "pool" else "")
         + "). Click a cell for the pair across runs."
         + (
-            " Framed in black: fragile under another residualiser (linear, GAM by GCV, GAM by REML)."
+            " Framed in black: fragile under another residualizer (linear, GAM by GCV, GAM by REML)."
             if sensitivity
             else ""
         )
@@ -755,7 +755,7 @@ def _faceted_cells(
 
 
 def _fragile(store: Store, analysis: PartialCorrelations, alpha: float, inference: str) -> dict:
-    """(run, pair) -> whether the pair's finding changes with the residualiser (``analyze --sensitivity``)."""
+    """(run, pair) -> whether the pair's finding changes with the residualizer (``analyze --sensitivity``)."""
     from ood_store._analysis.sensitivity import sensitivity_of
 
     options = dataclasses.replace(analysis.options, bootstrap=0)
@@ -770,7 +770,7 @@ def _fragile(store: Store, analysis: PartialCorrelations, alpha: float, inferenc
 
 
 def pair_page(store: Store, q: Query, name: str, task_x: str, task_y: str) -> Page:
-    """One pair across runs (r, interval, n_eff, family colour, pooled r, verdict, the test between groups) beside
+    """One pair across runs (r, interval, n_eff, family color, pooled r, verdict, the test between groups) beside
     the two residual series of one run and their scatter: the data behind one r."""
     analysis = _analysis(store, name)
     alpha, inference = _test(q)
@@ -782,10 +782,10 @@ def pair_page(store: Store, q: Query, name: str, task_x: str, task_y: str) -> Pa
         raise NotFound(f"no pair {task_x!r}, {task_y!r} in analysis {name!r}")
     stored_x, stored_y = table["task_x"][0], table["task_y"][0]
     runs = display.run_order(store, table["run"].to_list())
-    colour = q.get("color") or "family"
-    groups = attribute_columns(store, [colour]).filter(pl.col("run").is_in(runs)) if colour else None
-    group_of = dict(zip(groups["run"], groups[colour], strict=True)) if groups is not None else {}
-    group_name = colour if any(v is not None for v in group_of.values()) else None
+    color = q.get("color") or "family"
+    groups = attribute_columns(store, [color]).filter(pl.col("run").is_in(runs)) if color else None
+    group_of = dict(zip(groups["run"], groups[color], strict=True)) if groups is not None else {}
+    group_name = color if any(v is not None for v in group_of.values()) else None
     # verdicts are adjusted across the analysis' pairs (as `ood-store compare` adjusts them): test every pair,
     # show this one
     this_pair = (pl.col("task_x") == stored_x) & (pl.col("task_y") == stored_y)
@@ -918,7 +918,7 @@ def pair_page(store: Store, q: Query, name: str, task_x: str, task_y: str) -> Pa
         ],  # fmt: skip
         choices=[
             Choice("run", "run", tuple((r, titles[r]) for r in runs), chosen),
-            Choice("color", "colour by", attributes, colour),
+            Choice("color", "color by", attributes, color),
             Choice("between", "test between", attributes, between),
             Choice("within", "beyond", attributes, within),
             Choice("inference", "inference", tuple((i, i) for i in INFERENCE), inference),

@@ -22,12 +22,12 @@ REMEDY = (
     "or rebuild it from the lm-eval files (`ood-store ingest`)"
 )
 
-_NOT_RECOGNISED = "DuckDB does not recognise it as a database"
+_NOT_RECOGNIZED = "DuckDB does not recognize it as a database"
 _MAGIC = b"DUCK"  # bytes 8..12 of every DuckDB database file
 # DuckDB's words for a store file it cannot read, and what they mean for the user.
 _DAMAGE = (
     ("Corrupt database file", "a checksum fails"),
-    ("not a valid DuckDB database file", _NOT_RECOGNISED),
+    ("not a valid DuckDB database file", _NOT_RECOGNIZED),
     ("Could not read enough bytes", "it is shorter than DuckDB expects (truncated?)"),
     ("database has been invalidated", "DuckDB stopped using it after a fatal error"),
 )
@@ -53,13 +53,13 @@ def what_is_wrong(exc: BaseException) -> str | None:
 def damaged(path: str | os.PathLike[str], exc: BaseException) -> StoreDamagedError | None:
     """The one-line error for a damaged store file at ``path``, or None when ``exc`` is not about one.
 
-    A file DuckDB does not recognise is damaged when it starts as a DuckDB file does, or is empty;
+    A file DuckDB does not recognize is damaged when it starts as a DuckDB file does, or is empty;
     another file (a JSON file given as the store) is no store at all, not a damaged one.
     """
     what = what_is_wrong(exc)
     if what is None:
         return None
-    if what == _NOT_RECOGNISED:
+    if what == _NOT_RECOGNIZED:
         head = _head(path)
         if head == b"":
             return damaged_file(path, "it is empty (0 bytes)")

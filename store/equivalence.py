@@ -1,10 +1,10 @@
 """One evaluation, one row, however it arrived: the equivalence key, beside the content hash.
 
 The content hash (the sha256 of a file's bytes, or the hash an EEE file of
-ood-store's records) recognises a file ingested again. The same evaluation can
+ood-store's records) recognizes a file ingested again. The same evaluation can
 also arrive in another format: an lm-eval results file and EEE's lm-eval
 converter's files made from it (one per task), an inspect_ai log and the
-converter's file of it. Such an evaluation is recognised by its scores:
+converter's file of it. Such an evaluation is recognized by its scores:
 
     an evaluation is already held when every one of its scores is held, with the
     same value, under the same **run, step, task, metric and filter**, with the

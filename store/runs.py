@@ -32,7 +32,7 @@ COLUMNS = {
 
 
 def parse_attributes(pairs: list[str] | Mapping[str, Any]) -> dict[str, Any]:
-    """``["family=OPT", "seed=1"]`` (or a mapping) as a checked dict; keys are normalised."""
+    """``["family=OPT", "seed=1"]`` (or a mapping) as a checked dict; keys are normalized."""
     items = list(pairs.items()) if isinstance(pairs, Mapping) else [_split(p) for p in pairs]
     out: dict[str, Any] = {}
     for key, value in items:
@@ -151,7 +151,7 @@ def load_run_file(path: str | Path, what: str = "run file") -> dict[str, Any]:
 
 
 def scalar_attributes(attributes: Mapping[str, Any]) -> dict[str, Any]:
-    """Attributes read from a file: scalar values only, checked and normalised by :func:`parse_attributes`."""
+    """Attributes read from a file: scalar values only, checked and normalized by :func:`parse_attributes`."""
     for key, value in attributes.items():
         if not isinstance(value, str | int | float | bool):
             raise InputError(None, str(key), f"expected a string, number or boolean, got {type(value).__name__}")

@@ -1,4 +1,4 @@
-"""The GAM residualiser: against R's mgcv (tests/reference/), its own definitions, ties, and reproducibility."""
+"""The GAM residualizer: against R's mgcv (tests/reference/), its own definitions, ties, and reproducibility."""
 
 from __future__ import annotations
 
@@ -89,7 +89,7 @@ def _augmented(design: np.ndarray, penalty: np.ndarray, lam: float):
     return Q1 @ Q1.T, np.linalg.solve(R, Q1.T), 2 * np.sum(np.log(np.abs(np.diag(R))))
 
 
-def test_chosen_smoothing_parameter_minimises_the_criteria_by_their_textbook_formulas():
+def test_chosen_smoothing_parameter_minimizes_the_criteria_by_their_textbook_formulas():
     """GCV = n RSS / (n - tr A)^2 and the profiled REML, from explicit hat matrices on a fine grid of lambda.
 
     REML (Wood 2011, Gaussian, scale profiled out): ``(n - M)/2 log(RSS + lam b'Sb) + 1/2 log|B'B + lam S|

@@ -1,4 +1,4 @@
-"""Planning a study (`ood-store plan`): simulations analysed by the analysis' own code, checked against closed forms
+"""Planning a study (`ood-store plan`): simulations analyzed by the analysis' own code, checked against closed forms
 (R's pwr.r.test, Jackson & Turner's formula, the noncentral t: tests/reference/power.csv), the calibration table of
 docs/how-to/planning.md (benchmarks/plan_calibration.py), and determinism over threads."""
 

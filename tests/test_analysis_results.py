@@ -41,7 +41,7 @@ def test_each_result_says_in_its_repr_what_it_holds(analysis_db):
         by_size = compare(result, by=["size"], attributes=store)
         sensitivity = residualizer_sensitivity(store, PYTHIA_IN_DOMAIN, ["sciq", "piqa"], alpha=0.1)
     assert repr(result) == (
-        "<PartialCorrelations: 3 runs × 3 OOD tasks, in-domain 'lambada_openai', linear residualiser, pearson; 9 rows>"
+        "<PartialCorrelations: 3 runs × 3 OOD tasks, in-domain 'lambada_openai', linear residualizer, pearson; 9 rows>"
     )
     assert repr(compare(result)) == (
         "<Comparison: 3 pairs, alpha 0.05 (holm over pairs), knha test, effective inference>"
@@ -70,7 +70,7 @@ def test_a_saved_analysis_comes_back_as_the_result_it_was_saved_from(analysis_db
     assert back.table.sort("run", "task_x", "task_y").equals(result.table.sort("run", "task_x", "task_y"))
     # The saved parameters are the result's own: every option, the tasks and runs the table holds.
     assert stored["method"] == "spearman" and stored["ood"] == ["piqa", "sciq", "winogrande"]
-    assert stored["tasks"] == ["piqa", "sciq", "winogrande"] and stored["runs_analysed"] == sorted(RUNS)
+    assert stored["tasks"] == ["piqa", "sciq", "winogrande"] and stored["runs_analyzed"] == sorted(RUNS)
 
 
 def test_saving_needs_a_result_not_a_bare_frame(analysis_db, tmp_path):

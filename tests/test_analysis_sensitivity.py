@@ -1,4 +1,4 @@
-"""The residualiser sensitivity report: planted fragile and robust pairs, and its agreement with the three analyses."""
+"""The residualizer sensitivity report: planted fragile and robust pairs, and its agreement with the three analyses."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from ood_store._errors import AnalysisError
 def _frame() -> pl.DataFrame:
     """60 checkpoints. bump_a and bump_b share a non-linear function of z and nothing else: the line leaves it
     in (strongly significant r), the GAM takes it out. lin_a and lin_b share noise beyond a linear trend:
-    significant, positive, under every residualiser."""
+    significant, positive, under every residualizer."""
     n = 60
     rng = np.random.default_rng(5)
     z = np.linspace(0.35, 0.85, n)

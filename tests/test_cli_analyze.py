@@ -118,7 +118,7 @@ def test_save_list_reload_and_compare_a_saved_analysis(runner, tmp_path):
     assert [(r["name"], r["in_domain"], r["rows"]) for r in listed] == [("main", IN_DOMAIN, "18")]
     params = json.loads(listed[0]["params"])
     assert params["ood"] == list(OOD) and params["residualizer"] == "linear" and params["adjust"] == "holm"
-    assert params["tasks"] == sorted(OOD) and params["runs_analysed"] == sorted(set(fresh_runs(computed.stdout)))
+    assert params["tasks"] == sorted(OOD) and params["runs_analyzed"] == sorted(set(fresh_runs(computed.stdout)))
     with ood_store.open(db, read_only=True) as store:
         saved = store.analysis("main").table
     fresh = pl.read_csv(io.StringIO(computed.stdout))
@@ -245,7 +245,7 @@ def test_analyze_takes_the_runs_in_domain_attribute_when_they_agree(runner, tmp_
     )
 
 
-def test_analyze_sensitivity_reports_the_three_residualisers(runner, store_db):
+def test_analyze_sensitivity_reports_the_three_residualizers(runner, store_db):
     base = ["analyze", "--in-domain", IN_DOMAIN, "--ood", ",".join(OOD), "--format", "csv"]
     report = _csv(invoke(runner, store_db, *base, "--sensitivity").stdout)
     assert len(report) == 18
@@ -254,9 +254,9 @@ def test_analyze_sensitivity_reports_the_three_residualisers(runner, store_db):
                         ("gam_reml", ["--residualizer", "gam"])):  # fmt: skip
         rows = {(r["run"], r["task_x"], r["task_y"]): r for r in _csv(invoke(runner, store_db, *base, *extra).stdout)}
         for row in report:
-            analysed = rows[(row["run"], row["task_x"], row["task_y"])]
-            assert float(row[f"r_{name}"]) == float(analysed["r"])
-            assert float(row[f"p_{name}"]) == float(analysed["p_eff_adj"])
+            analyzed = rows[(row["run"], row["task_x"], row["task_y"])]
+            assert float(row[f"r_{name}"]) == float(analyzed["r"])
+            assert float(row[f"p_{name}"]) == float(analyzed["p_eff_adj"])
     for row in report:
         p = [float(row[f"p_{name}"]) < 0.05 for name in ("linear", "gam_gcv", "gam_reml")]
         signs = {math.copysign(1, float(row[f"r_{name}"])) for name in ("linear", "gam_gcv", "gam_reml")}

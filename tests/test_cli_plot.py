@@ -104,7 +104,7 @@ def test_signs_by_size(runner, analysis_db, tmp_path):
         (["grid", "--analysis", PYTHIA_ANALYSIS, "-o", "{tmp}/x.jpg"], ["x.jpg", ".pdf, .png, .svg"]),
         (["grid", "--analysis", "nope", "-o", "{tmp}/x.png"], ["no saved analysis named 'nope'"]),
         (["grid", "--analysis", PYTHIA_ANALYSIS, "--run", "nope", "-o", "{tmp}/x.png"], ["'nope'"]),
-        (["grid", "--analysis", PYTHIA_ANALYSIS, "--order-by", "colour", "-o", "{tmp}/x.png"], ["'colour'"]),
+        (["grid", "--analysis", PYTHIA_ANALYSIS, "--order-by", "color", "-o", "{tmp}/x.png"], ["'color'"]),
         (["heatmap", "--analysis", PYTHIA_ANALYSIS, "-o", "{tmp}/x.png"], ["choose one with --run", RUN_410M]),
         (
             ["heatmap", "--analysis", PYTHIA_ANALYSIS, "--run", RUN_410M, "--tasks", "piqa,mnli", "-o", "{tmp}/x.png"],
@@ -117,7 +117,7 @@ def test_signs_by_size(runner, analysis_db, tmp_path):
         (["curves", "--tasks", "piqa", "-o", "{tmp}/x.png"], ["choose one with --run", RUN_410M]),
         (["curves", "--run", "nope", "--tasks", "piqa", "-o", "{tmp}/x.png"], ["no run 'nope'"]),
         (["curves", "--run", RUN_410M, "--tasks", "mnli", "-o", "{tmp}/x.png"], ["'mnli'", RUN_410M]),
-        (["signs", "--analysis", PYTHIA_ANALYSIS, "--by", "colour", "-o", "{tmp}/x.png"], ["'colour'"]),
+        (["signs", "--analysis", PYTHIA_ANALYSIS, "--by", "color", "-o", "{tmp}/x.png"], ["'color'"]),
         (["signs", "--analysis", PYTHIA_ANALYSIS, "-o", "{tmp}/missing/x.png"], ["missing/x.png", "cannot write"]),
     ],
 )

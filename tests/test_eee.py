@@ -65,7 +65,7 @@ def test_exporting_again_writes_the_same_bytes(pythia_export, analysis_db, tmp_p
     assert first == second
 
 
-def test_an_exported_evaluation_is_recognised_by_the_store_it_came_from(pythia_export, analysis_db, tmp_path):
+def test_an_exported_evaluation_is_recognized_by_the_store_it_came_from(pythia_export, analysis_db, tmp_path):
     copy = tmp_path / "store.duckdb"
     copy.write_bytes(analysis_db.read_bytes())
     before = table_dump(copy)

@@ -171,12 +171,12 @@ def test_study_options_are_the_per_run_fields_of_a_run_request():
             "study.toml: suite.pattern: 'nope' is neither a shipped pattern",
         ),
         (
-            RUN_A.replace("[[runs]]", 'tasks = ["t"]\n[[runs]]') + "[runs.suite]\ncolour = 1\n",
-            "study.toml: runs[1].suite.colour: unknown key",
+            RUN_A.replace("[[runs]]", 'tasks = ["t"]\n[[runs]]') + "[runs.suite]\ncolor = 1\n",
+            "study.toml: runs[1].suite.color: unknown key",
         ),
         (
             'tasks = ["t"]\n[suite]\npattern = "minimal"\n' + RUN_A + '[runs.suite]\nverbalizer = "Yes"\n',
-            "study.toml: runs[1].suite.verbalizer: expected two verbalisers",
+            "study.toml: runs[1].suite.verbalizer: expected two verbalizers",
         ),
     ],
 )

@@ -100,7 +100,7 @@ def test_heatmap_annotates_each_pair_with_its_saved_r(table, saved, run):
     for pair, text in annotated.items():
         assert len(pair) == 2  # never the diagonal of a task with itself
         assert text.get_text() == r_text(saved[(run, pair)]["r"])
-    # Only the lower triangle is coloured: cell (i, j) with j <= i.
+    # Only the lower triangle is colored: cell (i, j) with j <= i.
     mask = np.ma.getmaskarray(mesh_of(ax).get_array())
     assert mask.tolist() == [[False, True, True], [False, False, True], [False, False, False]]
 
@@ -130,7 +130,7 @@ def test_naive_and_effective_inference_disagree_where_autocorrelation_matters(ta
     assert weights == {"effective": "normal", "naive": "bold"}
 
 
-def test_heatmap_colours_on_a_diverging_map_centred_on_zero(table):
+def test_heatmap_colors_on_a_diverging_map_centred_on_zero(table):
     figure = figures.heatmap(table, RUN_410M)
     mesh = mesh_of(panels(figure)[0])
     assert (mesh.norm.vmin, mesh.norm.vmax) == (-1.0, 1.0)
@@ -189,7 +189,7 @@ def test_heatmap_errors_name_the_runs_and_tasks(table):
 # -- grid -----------------------------------------------------------------------------------------------
 
 
-def test_grid_has_a_panel_per_run_in_the_order_given_and_one_colour_bar(table, saved, analysis_db):
+def test_grid_has_a_panel_per_run_in_the_order_given_and_one_color_bar(table, saved, analysis_db):
     with ood_store.open(analysis_db, read_only=True) as store:
         order = run_order(store, table["run"].unique())
     assert order == list(BY_SIZE)  # family, then size as a number: 160m < 410m < 1.4b
@@ -207,7 +207,7 @@ def test_grid_has_a_panel_per_run_in_the_order_given_and_one_colour_bar(table, s
         annotated = cells(ax, rows, columns)
         assert len(annotated) == 6
         assert {p: t.get_text() for p, t in annotated.items()} == {p: r_text(saved[(run, p)]["r"]) for p in annotated}
-    # Rows are labelled once, on the left.
+    # Rows are labeled once, on the left.
     assert all(set(labels(ax.get_yticklabels())) == {""} for ax in grid[1:])
 
 
@@ -369,8 +369,8 @@ def test_png_is_300_dpi_and_carries_the_provenance(table, provenance, analysis_d
         assert image.format == "PNG"
         assert image.size[0] == round(3.25 * 300)
         assert 0.5 < image.size[1] / image.size[0] < 1.5
-        colours = image.convert("RGB").getcolors(maxcolors=1_000_000)
-        assert len(colours) > 50  # drawn, not blank
+        colors = image.convert("RGB").getcolors(maxcolors=1_000_000)
+        assert len(colors) > 50  # drawn, not blank
         text = image.text
     assert text["Title"] == f"ood-store: analysis {PYTHIA_ANALYSIS}"
     assert text["Software"] == f"ood-store {ood_store.__version__}"

@@ -146,7 +146,7 @@ def test_grid_of_24_runs_wraps_to_the_page_with_labels_on_every_row_and_column(g
     assert 24 % len(columns) == 0  # every row full
     check_tick_labels(figure)
     check_layout(figure, tmp_path)
-    # Each panel's colours are its run's saved r: cell (i, j) is the pair (OOD[i + 1], OOD[j]).
+    # Each panel's colors are its run's saved r: cell (i, j) is the pair (OOD[i + 1], OOD[j]).
     for run, ax in zip(RUNS, drawn_panels, strict=True):
         (mesh,) = [c for c in ax.collections if isinstance(c, QuadMesh)]
         values = mesh.get_array()
@@ -163,12 +163,12 @@ def test_full_titles_are_whole_display_names_wrapped_and_still_apart(grid, tmp_p
     check_layout(figure, tmp_path)
 
 
-def test_cells_too_small_for_their_numbers_keep_their_colours_and_the_note_says_so(grid):
+def test_cells_too_small_for_their_numbers_keep_their_colors_and_the_note_says_so(grid):
     figure = grid(width=3.25).figure
     assert all(not ax.texts for ax in panels(figure))  # no r printed: 5 pt would not fit a 0.06 in cell
     note = figure.get_supxlabel().replace("\n", " ")
-    assert "too small at this width to print r: the colour bar gives it" in note
-    assert "In-domain MNLI regressed out (linear residualiser, Pearson)" in note
+    assert "too small at this width to print r: the color bar gives it" in note
+    assert "In-domain MNLI regressed out (linear residualizer, Pearson)" in note
     assert "p_eff_adj \u2265 0.05 (p_eff_adj: effective n of autocorrelated checkpoints, Holm-adjusted" in note
 
 
@@ -253,8 +253,8 @@ def test_runs_without_data_are_left_out_and_named_in_the_note(store):
 
 
 def test_facet_errors_name_the_parameter(store):
-    with pytest.raises(AnalysisError, match="^rows: no run has attribute 'colour'"):
-        figures.from_analysis(store, PLANTED_ANALYSIS, "grid", rows="colour")
+    with pytest.raises(AnalysisError, match="^rows: no run has attribute 'color'"):
+        figures.from_analysis(store, PLANTED_ANALYSIS, "grid", rows="color")
     with pytest.raises(AnalysisError, match="^cols: rows and cols are both 'family'"):
         figures.from_analysis(store, PLANTED_ANALYSIS, "grid", rows="family", cols="family")
     with pytest.raises(AnalysisError, match="^seeds: must be one of pool, each"):
@@ -284,7 +284,7 @@ def test_forest_has_one_point_per_run_and_pair_at_its_saved_r(forest, saved):
     rows = pair_of_row(ax)
     assert len(rows) == 28 and set(rows.values()) == {frozenset(p) for p in itertools.combinations(OOD, 2)}
     points = [c for c in ax.collections if isinstance(c, PathCollection)]
-    assert sorted(c.get_label() for c in points) == sorted(FAMILIES)  # coloured by family
+    assert sorted(c.get_label() for c in points) == sorted(FAMILIES)  # colored by family
     assert sum(len(c.get_offsets()) for c in points) == 24 * 28
     for collection in points:
         family = collection.get_label()
@@ -338,16 +338,16 @@ def test_forest_layout_at_print_size(forest, tmp_path):
     assert legend.x0 >= 0 and legend.x1 <= figure.bbox.x1 and not legend.overlaps(ax.get_window_extent(renderer))
     assert all(box.x1 <= figure.bbox.x1 + 1 for _, box in verdicts)  # the verdicts are not cut off
     note = figure.get_supxlabel().replace("\n", " ")
-    assert "In-domain MNLI regressed out (linear residualiser, Pearson)" in note and "p_eff_adj" in note
+    assert "In-domain MNLI regressed out (linear residualizer, Pearson)" in note and "p_eff_adj" in note
     saved_size_is_the_figure_size(figure, tmp_path)
 
 
-def test_forest_colours_by_any_attribute_and_names_a_missing_one(store):
+def test_forest_colors_by_any_attribute_and_names_a_missing_one(store):
     by_size = figures.from_analysis(store, PLANTED_ANALYSIS, "forest", color_by="size").figure
     (ax,) = by_size.axes
     assert sorted(c.get_label() for c in ax.collections if isinstance(c, PathCollection)) == sorted(SIZES)
-    with pytest.raises(AnalysisError, match="^color_by: no run has attribute 'colour'"):
-        figures.from_analysis(store, PLANTED_ANALYSIS, "forest", color_by="colour")
+    with pytest.raises(AnalysisError, match="^color_by: no run has attribute 'color'"):
+        figures.from_analysis(store, PLANTED_ANALYSIS, "forest", color_by="color")
     result = compare(store.analysis(PLANTED_ANALYSIS), by=["family"], attributes=store)
     with pytest.raises(AnalysisError, match="^by: a forest plot draws one comparison of all runs"):
         figures.forest(result)

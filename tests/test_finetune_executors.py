@@ -128,7 +128,7 @@ def test_one_progress_bar_over_runs_and_steps_with_the_time_left(study, tmp_path
         env={"TTY_COMPATIBLE": "1", "COLUMNS": "200"},
     )  # fmt: skip
     assert result.exit_code == 0, result.output
-    plain = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", result.output)  # rich's colours and cursor moves
+    plain = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", result.output)  # rich's colors and cursor moves
     drawn = [line.strip() for line in re.split(r"[\r\n]", plain) if "finetuning 2 runs" in line]
     assert drawn, result.output
     # One bar over 2 runs x 5 steps; each step of each run moves it, with the time left and where it is.

@@ -1,5 +1,5 @@
 """A finetuning study end to end, offline: 2 data seeds x 2 shot counts, LoRA and full, trained on the toy; the
-study file it writes evaluated by ``evaluate --study`` and analysed, in one test.
+study file it writes evaluated by ``evaluate --study`` and analyzed, in one test.
 
 Independent sources: the shots are llmft's rule computed here with NumPy's global generator over the
 training rows read with json (for the suite's MNLI, over its rows with neutral ones dropped, as llmft

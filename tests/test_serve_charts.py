@@ -111,7 +111,7 @@ def test_the_schema_check_can_fail(validator):
     good = {"data": {"values": [{"a": 1}]}, "mark": "point", "encoding": {"x": {"field": "a", "type": "quantitative"}}}
     assert not list(validator.iter_errors(good))
     assert list(validator.iter_errors({**good, "mark": "pointz"}))
-    assert list(validator.iter_errors({**good, "encoding": {"colour": {"field": "a"}}}))
+    assert list(validator.iter_errors({**good, "encoding": {"color": {"field": "a"}}}))
 
 
 def test_the_planted_charts_are_valid_and_draw_every_run_pair_and_checkpoint(planted_client, validator):

@@ -22,10 +22,10 @@ from ood_store._cli import main
 SUITE_DATA = FIXTURES / "nli-suite"
 RUN = "toy/nli-variants"
 TASKS = ("ood_nli_rte", "ood_nli_snli", "ood_nli_hans")
-# Two patterns and two verbaliser sets: one by name through a run file, one written out on the command line.
+# Two patterns and two verbalizer sets: one by name through a run file, one written out on the command line.
 CUSTOM = ("Premise: {premise}\nHypothesis: {hypothesis}\nAnswer:", " True,False", (" True", " False"))
 MINIMAL = ("{premise} {hypothesis} ?", (" Yes", " No"))
-# Native labels that answer with the first verbaliser (entailed), per task, from the dataset cards;
+# Native labels that answer with the first verbalizer (entailed), per task, from the dataset cards;
 # SNLI's neutral (1) and no-gold (-1) rows are dropped under the default neutral scheme.
 ENTAILED = {"ood_nli_rte": {0}, "ood_nli_snli": {0}, "ood_nli_hans": {0}}
 DROPPED = {"ood_nli_rte": set(), "ood_nli_snli": {1, -1}, "ood_nli_hans": set()}
@@ -81,7 +81,7 @@ def stored_evaluations(db: Path) -> list[tuple[int, str, dict]]:
 
 
 @shared_store
-def test_each_variant_prompts_with_its_own_pattern_and_verbalisers(evaluated):
+def test_each_variant_prompts_with_its_own_pattern_and_verbalizers(evaluated):
     from ood_store._evaluate.suite.variant import Variant
 
     key = Variant.of(CUSTOM[0], CUSTOM[1]).key
@@ -92,7 +92,7 @@ def test_each_variant_prompts_with_its_own_pattern_and_verbalisers(evaluated):
             (MINIMAL[0], MINIMAL[1]) if variant["pattern_name"] == "minimal" else (CUSTOM[0], CUSTOM[2])
         )
         suffix = "minimal" if variant["pattern_name"] == "minimal" else key
-        # The recorded pattern and verbalisers are the ones given.
+        # The recorded pattern and verbalizers are the ones given.
         assert variant["pattern"] == pattern and tuple(variant["verbalizers"]) == verbalizers
         results = json.loads(Path(path).read_text())
         for task in TASKS:

@@ -38,16 +38,16 @@ def test_different_variants_never_share_a_key():
     assert len({v.key for v in variants}) == len(distinct)
 
 
-def test_verbalisers_are_written_with_their_leading_space():
+def test_verbalizers_are_written_with_their_leading_space():
     assert parse_verbalizers(" Yes,No") == (" Yes", " No")
     assert parse_verbalizers(" Yes, No") == (" Yes", " No")
     assert parse_verbalizers("Yes,No") == ("Yes", "No")
     assert parse_verbalizers([" Yes", "\nNo"]) == (" Yes", "\nNo")
     assert Variant.of("minimal").delimiter_and_choices() == (" ", ["Yes", "No"])
     assert Variant.of("minimal", [" Yes", "\nNo"]).delimiter_and_choices() == ("", [" Yes", "\nNo"])
-    with pytest.raises(InputError, match=r"^verbalizer: expected two verbalisers"):
+    with pytest.raises(InputError, match=r"^verbalizer: expected two verbalizers"):
         parse_verbalizers(" Yes,No,Maybe")
-    with pytest.raises(InputError, match=r"^verbalizer: the two verbalisers are the same: ' Yes'$"):
+    with pytest.raises(InputError, match=r"^verbalizer: the two verbalizers are the same: ' Yes'$"):
         Variant.of("minimal", " Yes,Yes")
 
 
@@ -93,7 +93,7 @@ def test_bad_variant_options_on_the_command_line(runner, tmp_path):
     assert result.exit_code == 1
     assert result.output.startswith("Error: --pattern: '{premise} {x}': unknown field {x}")
     result = runner.invoke(main, [*base, "--tasks", "ood_nli", "--verbalizer", "Yes"])
-    assert result.output.startswith("Error: --verbalizer: expected two verbalisers, entailed first")
+    assert result.output.startswith("Error: --verbalizer: expected two verbalizers, entailed first")
 
 
 def test_shipped_display_names_cover_every_task_and_shipped_pattern(runner, db):

@@ -207,11 +207,11 @@ def test_transposed_tables_have_pairs_as_rows_and_runs_as_columns(planted, plant
     assert table.frame["pair"][0] == "SNLI–SciTail"  # the analysis' order: snli, scitail, rte, ...
 
 
-def test_captions_say_what_was_regressed_out_the_residualiser_and_the_test(planted):
+def test_captions_say_what_was_regressed_out_the_residualizer_and_the_test(planted):
     for options in ({}, {"wide": True}, {"compared": True}):
         table = planted_table(planted, **options)
         for text in (table.to_markdown(), table.to_latex()):
-            assert "in-domain MNLI regressed out (linear residualiser, Pearson)" in text, options
+            assert "in-domain MNLI regressed out (linear residualizer, Pearson)" in text, options
         compared = "compared" in options
         test = (
             "p of the pooled r: Knapp–Hartung t; Holm-adjusted over every pair, with the heterogeneity tests"

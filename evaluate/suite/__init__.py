@@ -4,7 +4,7 @@
   from, their splits and sizes, their display names (the one definition);
 - :mod:`~ood_store._evaluate.suite.labels`: each testset's column layouts and labels,
   cast to Yes/No under a neutral scheme;
-- :mod:`~ood_store._evaluate.suite.variant`: prompt variants (pattern, verbalisers,
+- :mod:`~ood_store._evaluate.suite.variant`: prompt variants (pattern, verbalizers,
   neutral scheme) and the shipped patterns;
 - :mod:`~ood_store._evaluate.suite.configs`: the lm-eval task configs of a variant,
   built at run time;

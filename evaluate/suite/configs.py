@@ -151,7 +151,7 @@ def record(testset: Testset, variant: Variant, fewshot: bool = False) -> dict[st
         "dataset": testset.source(),
         "split": testset.split,
         "fewshot_split": testset.fewshot_split if fewshot else None,
-        # native label -> answer index (0: the first verbaliser, 1: the second; None: dropped)
+        # native label -> answer index (0: the first verbalizer, 1: the second; None: dropped)
         "labels": {k: (None if v is None else variant.verbalizers[v]) for k, v in scheme.items()},
         **({"heuristic": testset.subset[0], "subset": testset.subset[1]} if testset.subset else {}),
     }

@@ -4,7 +4,7 @@ Each native label of a dataset has a meaning: entailed, neutral, not entailed
 (contradiction, non-entailment, not a paraphrase) or unlabelled (SNLI's and
 MNLI's ``-1`` / ``-``: no gold label). The cast adds ``premise``,
 ``hypothesis`` and ``answer`` (0 = entailed, answered with the first
-verbaliser, " Yes"; 1 = not entailed, the second, " No") and keeps the
+verbalizer, " Yes"; 1 = not entailed, the second, " No") and keeps the
 dataset's own columns (HANS's ``heuristic``, ``subcase``, ``template``).
 
 - Entailed rows answer Yes; not-entailed rows answer No.

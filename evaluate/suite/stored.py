@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 
 
 def variants(store: Database, runs: Sequence[str] | None = None) -> pl.DataFrame:
-    """One row per run and variant: key, pattern, verbalisers, neutral scheme, checkpoints and tasks evaluated."""
+    """One row per run and variant: key, pattern, verbalizers, neutral scheme, checkpoints and tasks evaluated."""
     return read(
         store, sqlfiles.load("ood_store._evaluate.suite", "variants"), runs=None if runs is None else list(runs)
     )

@@ -1,6 +1,6 @@
-"""Prompt variants of the ood_nli suite: the pattern, the verbalisers and the neutral scheme of a run.
+"""Prompt variants of the ood_nli suite: the pattern, the verbalizers and the neutral scheme of a run.
 
-A checkpoint is evaluated with the pattern and verbalisers it was trained
+A checkpoint is evaluated with the pattern and verbalizers it was trained
 with, and with the same treatment of the neutral class. A :class:`Variant`
 holds those three; its :attr:`~Variant.key` is part of every task name it
 evaluates (``ood_nli_snli__minimal``), so that two variants of one checkpoint
@@ -9,7 +9,7 @@ the same names (evaluations resume). The default variant keeps the suite's
 plain names (``ood_nli_snli``).
 
 Patterns are written with ``{premise}`` and ``{hypothesis}`` (``{{`` and
-``}}`` for literal braces). Verbalisers are the exact continuations scored
+``}}`` for literal braces). Verbalizers are the exact continuations scored
 after the prompt, leading space included: ``(" Yes", " No")``, entailed first.
 """
 
@@ -30,7 +30,7 @@ from ood_store._evaluate.suite.testsets import TESTSETS
 
 @dataclass(frozen=True)
 class Pattern:
-    """A shipped pattern: its text, the verbalisers it goes with, and where it comes from."""
+    """A shipped pattern: its text, the verbalizers it goes with, and where it comes from."""
 
     text: str
     verbalizers: tuple[str, str]
@@ -63,7 +63,7 @@ def _digest(*parts: str) -> str:
 
 @dataclass(frozen=True)
 class Variant:
-    """One prompt variant: pattern, verbalisers (entailed first) and neutral scheme.
+    """One prompt variant: pattern, verbalizers (entailed first) and neutral scheme.
 
     Build it from user input with :meth:`of`; the fields are checked when it is made.
     """
@@ -77,12 +77,12 @@ class Variant:
         _check_pattern(self.pattern)
         if len(self.verbalizers) != 2 or not all(isinstance(v, str) and v.strip() for v in self.verbalizers):
             raise InputError(
-                None, None, f"expected two verbalisers (entailed, not entailed), got {self.verbalizers!r}",
+                None, None, f"expected two verbalizers (entailed, not entailed), got {self.verbalizers!r}",
                 parameter="verbalizer",
             )  # fmt: skip
         if self.verbalizers[0] == self.verbalizers[1]:
             raise InputError(
-                None, None, f"the two verbalisers are the same: {self.verbalizers[0]!r}", parameter="verbalizer"
+                None, None, f"the two verbalizers are the same: {self.verbalizers[0]!r}", parameter="verbalizer"
             )
         if self.neutral not in NEUTRAL_SCHEMES:
             raise InputError(
@@ -104,7 +104,7 @@ class Variant:
             A shipped pattern's name (``minimal``, see :data:`PATTERNS`) or a
             pattern text with ``{premise}`` and ``{hypothesis}``.
         verbalizer
-            Two verbalisers, entailed first: a pair such as ``[" Yes", " No"]``
+            Two verbalizers, entailed first: a pair such as ``[" Yes", " No"]``
             taken as written, or one text ``" Yes,No"`` whose leading
             whitespace goes before each (``"Yes,No"``: none).
         neutral
@@ -139,7 +139,7 @@ class Variant:
         """What the variant adds to task names: ``""`` for the default, else e.g. ``minimal__neutral-no``.
 
         Made of the pattern's name (or ``p`` + a digest of a pattern of your
-        own), the verbalisers when they are not the pattern's own (``v-True-False``,
+        own), the verbalizers when they are not the pattern's own (``v-True-False``,
         or ``v`` + a digest), and the neutral scheme when it is not ``drop``.
         """
         name = self.pattern_name
@@ -179,7 +179,7 @@ class Variant:
         return f"{shown} -> {self.verbalizers[0]!r} / {self.verbalizers[1]!r}, {neutral} (tasks {task})"
 
     def delimiter_and_choices(self) -> tuple[str, list[str]]:
-        """lm-eval's ``target_delimiter`` (the verbalisers' shared leading whitespace) and ``doc_to_choice``."""
+        """lm-eval's ``target_delimiter`` (the verbalizers' shared leading whitespace) and ``doc_to_choice``."""
         first, second = self.verbalizers
         width = 0
         while width < min(len(first), len(second)) and first[width] == second[width] and first[width].isspace():
@@ -241,7 +241,7 @@ def parse_verbalizers(value: str | Sequence[str]) -> tuple[str, str]:
         items = list(value)
     if len(items) != 2 or not all(isinstance(v, str) and v.strip() for v in items):
         raise InputError(
-            None, None, f"expected two verbalisers, entailed first, such as ' Yes,No', got {value!r}",
+            None, None, f"expected two verbalizers, entailed first, such as ' Yes,No', got {value!r}",
             parameter="verbalizer",
         )  # fmt: skip
     return items[0], items[1]

@@ -206,7 +206,7 @@ def evaluate(
         except EvaluationInterrupted as interrupted:
             _interrupted(interrupted.report, settings.db)
             raise SystemExit(130) from None
-    _summarise(report, settings.db, quiet, report.variant)
+    _summarize(report, settings.db, quiet, report.variant)
     if report.failed or report.pending:
         raise SystemExit(1)
 
@@ -226,7 +226,7 @@ def _progress_bars_off(off: bool) -> Iterator[None]:
             os.environ.pop("TQDM_DISABLE", None)
 
 
-def _summarise(report: EvaluateReport, db, quiet: bool, variant: Variant | None) -> None:
+def _summarize(report: EvaluateReport, db, quiet: bool, variant: Variant | None) -> None:
     study = len(report.runs) > 1
     for outcomes, what in ((report.failed, "Failed"), (report.pending, "Not evaluated (pending)")):
         if outcomes:

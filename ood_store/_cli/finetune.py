@@ -160,12 +160,12 @@ def finetune(settings, study, training, lora, attributes, shots, data_seeds, see
     except FinetuneInterrupted as interrupted:
         _interrupted(interrupted.report, settings.db)
         raise SystemExit(130) from None
-    _summarise(report, quiet, settings.db)
+    _summarize(report, quiet, settings.db)
     if report.failed:
         raise SystemExit(1)
 
 
-def _summarise(report: FinetuneReport, quiet: bool, db: Path) -> None:
+def _summarize(report: FinetuneReport, quiet: bool, db: Path) -> None:
     if report.failed:
         click.echo(f"Failed: {n(len(report.failed), 'run')}:", err=True)
         for outcome in report.failed:

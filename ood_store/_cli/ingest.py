@@ -14,7 +14,7 @@ from ood_store._ingest.report import ConflictGroup, FileOutcome, MixGroup
 from ood_store._store.attribute_rules import read_attribute_file
 from ood_store._store.runs import parse_attributes
 
-# How many groups of disagreeing scores (or of runs that mix campaigns) to name before summarising the rest.
+# How many groups of disagreeing scores (or of runs that mix campaigns) to name before summarizing the rest.
 _SHOWN = 10
 # How many skipped files to name without -v.
 _NAMED = 3
@@ -113,13 +113,13 @@ def ingest(settings, paths, run, step, model, campaign, shots, attributes, attri
     if dry_run:
         _plan(report, settings.db, verbose)
     else:
-        (_quietly if quiet else _summarise)(report, settings.db, hint, verbose)
+        (_quietly if quiet else _summarize)(report, settings.db, hint, verbose)
     _rejected(report.rejected, verbose)
     if not report.ok:
         raise SystemExit(1)
 
 
-def _summarise(report: IngestReport, db, hint: str, verbose: bool) -> None:
+def _summarize(report: IngestReport, db, hint: str, verbose: bool) -> None:
     ingested = report.ingested
     scores = sum(f.scores for f in ingested)
     non_finite = sum(f.non_finite for f in ingested)

@@ -59,7 +59,7 @@ def load(settings, folder: Path, prefer: str | None, quiet: bool) -> None:
     """
     with settings.open() as store:
         report = store.load(folder, prefer=prefer, progress=not quiet)
-    _summarise("Loaded", report, settings.db)
+    _summarize("Loaded", report, settings.db)
 
 
 @click.command()
@@ -70,10 +70,10 @@ def merge(settings, other: Path, prefer: str | None) -> None:
     """Add every result of the store OTHER (opened read-only) to the store; the rules of `ood-store load`."""
     with settings.open() as store:
         report = store.merge(other, prefer=prefer)
-    _summarise("Merged", report, settings.db)
+    _summarize("Merged", report, settings.db)
 
 
-def _summarise(verb: str, report: MergeReport, db: Path) -> None:
+def _summarize(verb: str, report: MergeReport, db: Path) -> None:
     analyses = report.analyses_added + report.analyses_replaced
     click.echo(
         f"{verb} {report.source} into {db}: {n(report.evaluations_added, 'evaluation')} "

@@ -35,7 +35,7 @@ def list_tasks(output_format: str, output) -> None:
 @suite.command("patterns")
 @output_options
 def patterns(output_format: str, output) -> None:
-    """List the shipped prompt patterns (--pattern NAME) with their verbalisers and sources."""
+    """List the shipped prompt patterns (--pattern NAME) with their verbalizers and sources."""
     import polars as pl
 
     from ood_store._evaluate.suite.variant import PATTERNS, Variant
@@ -62,7 +62,7 @@ def patterns(output_format: str, output) -> None:
 @output_options
 @click.pass_obj
 def variants(settings, runs: tuple[str, ...], output_format: str, output) -> None:
-    """List the prompt variants the store holds, per run: key, pattern, verbalisers, neutral scheme."""
+    """List the prompt variants the store holds, per run: key, pattern, verbalizers, neutral scheme."""
     from ood_store._evaluate.suite.stored import variants as stored_variants
 
     with settings.open(read_only=True) as store:

@@ -5,7 +5,7 @@ Fully offline: the base model, tokenizer and data are built from code
 finetune`` from the study file the demo writes (``WORKDIR/finetune.toml``),
 the study file that finetuning writes is evaluated by ``evaluate --study``
 (the tasks are local JSONL lm-eval tasks in the finetuning prompt), and the
-scores are analysed as a real run's are.
+scores are analyzed as a real run's are.
 """
 
 from __future__ import annotations

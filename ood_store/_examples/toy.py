@@ -4,7 +4,7 @@ Nothing is downloaded. The model (a 2-layer GPT-2 with 32-dimensional
 embeddings) and the byte-level BPE tokenizer are built from scratch; the NLI
 sets follow one made-up rule (a hypothesis that negates the premise's fact is
 not entailed) written in several styles. They exist to exercise the
-evaluate → store → analyse pipeline in seconds on a CPU, not to say anything
+evaluate → store → analyze pipeline in seconds on a CPU, not to say anything
 about real models. Needs the ``eval`` extra (torch, transformers, tokenizers).
 """
 
@@ -144,7 +144,7 @@ def build_tokenizer(texts: Sequence[str] | None = None, vocab_size: int = 400):
 
 
 def build_model(tokenizer, seed: int = 0, n_positions: int = 128):
-    """A randomly initialised 2-layer GPT-2 with 32-dimensional embeddings (about 40k parameters)."""
+    """A randomly initialized 2-layer GPT-2 with 32-dimensional embeddings (about 40k parameters)."""
     import torch
     from transformers import GPT2Config, GPT2LMHeadModel
 
@@ -189,7 +189,7 @@ def finetune(
     torch.manual_seed(seed)
     rng = random.Random(seed)
     answer_ids = [tokenizer(" " + a)["input_ids"] for a in ANSWERS]
-    optimiser = torch.optim.AdamW(model.parameters(), lr=lr)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=lr)
     model.loss_type = "ForCausalLM"  # the plain next-token loss, said outright (transformers warns otherwise)
     paths = [save_checkpoint(model, tokenizer, out / "checkpoint-0")]
     model.train()
@@ -205,8 +205,8 @@ def finetune(
             labels[i, len(text) - n : len(text)] = torch.tensor(text[-n:])
         loss = model(input_ids=ids, labels=labels).loss
         loss.backward()
-        optimiser.step()
-        optimiser.zero_grad()
+        optimizer.step()
+        optimizer.zero_grad()
         if step % save_every == 0 or step == steps:
             paths.append(save_checkpoint(model, tokenizer, out / f"checkpoint-{step}"))
     model.eval()
