@@ -60,7 +60,8 @@ def test_scores_are_the_files_values(notebook):
     )
     doc = json.loads(source.read_text())
     expected = doc["results"]["piqa"]["acc"]
-    frame = store.scores(runs="pythia-160m", tasks="piqa", metric="acc").filter(ood_store_step_is(0))
+    run = doc["config"]["model_args"].split("pretrained=", 1)[1].split(",", 1)[0]  # as lm-eval names the model
+    frame = store.scores(runs=run, tasks="piqa", metric="acc").filter(ood_store_step_is(0))
     assert frame.height == 1 and frame["value"][0] == pytest.approx(expected, abs=1e-12)
 
 
@@ -89,7 +90,7 @@ def test_partial_correlations_equal_pingouins_and_present_themselves(notebook):
     # beyond the first significant one)
     summary = result.summary()
     assert {"run", "task_x", "task_y", "r", "ci_low", "ci_high"} <= set(summary.frame.columns)
-    assert "stderr" not in summary.frame.columns and "stderr" in result.summary(all_columns=True).frame.columns
+    assert "acf1_x" not in summary.frame.columns and "acf1_x" in result.summary(all_columns=True).frame.columns
     r = row["r"][0]
     by_hand = round(r, 2 - int(math.floor(math.log10(abs(r)))))
     shown = summary.frame.filter(summary.frame["run"] == run)

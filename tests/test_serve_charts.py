@@ -107,11 +107,11 @@ def test_the_vendored_bundle_is_the_one_recorded():
 
 
 def test_the_schema_check_can_fail(validator):
-    """The validation below is not vacuous: a misspelt mark, an unknown channel are errors."""
+    """The validation below is not vacuous: a misspelled mark, an unknown channel are errors."""
     good = {"data": {"values": [{"a": 1}]}, "mark": "point", "encoding": {"x": {"field": "a", "type": "quantitative"}}}
     assert not list(validator.iter_errors(good))
     assert list(validator.iter_errors({**good, "mark": "pointz"}))
-    assert list(validator.iter_errors({**good, "encoding": {"color": {"field": "a"}}}))
+    assert list(validator.iter_errors({**good, "encoding": {"hue": {"field": "a"}}}))
 
 
 def test_the_planted_charts_are_valid_and_draw_every_run_pair_and_checkpoint(planted_client, validator):
