@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -16,11 +17,24 @@ ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.xdist_group("wheel")
 
 
+#: What the wheel is built from: the package's folders and the files pyproject.toml names.
+SOURCES = ("pyproject.toml", "README.md", "ood_store", "finetune", "evaluate", "ingest", "store", "schema", "analysis",
+           "export", "serve")  # fmt: skip
+
+
 @pytest.fixture(scope="module")
 def wheel_names(tmp_path_factory) -> list[str]:
+    # Built from a copy: setuptools writes build/ in the tree it builds, and what an earlier build (or another
+    # process) left there can break this one.
+    source = tmp_path_factory.mktemp("source")
+    for name in SOURCES:
+        if (ROOT / name).is_dir():
+            shutil.copytree(ROOT / name, source / name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+        else:
+            shutil.copyfile(ROOT / name, source / name)
     out = tmp_path_factory.mktemp("wheel")
     built = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", str(ROOT), "-w", str(out)],
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", str(source), "-w", str(out)],
         capture_output=True,
         text=True,
     )
