@@ -14,6 +14,7 @@ import math
 from pathlib import Path
 
 import pingouin
+import polars as pl
 import pytest
 
 import ood_store
@@ -61,14 +62,8 @@ def test_scores_are_the_files_values(notebook):
     doc = json.loads(source.read_text())
     expected = doc["results"]["piqa"]["acc"]
     run = doc["config"]["model_args"].split("pretrained=", 1)[1].split(",", 1)[0]  # as lm-eval names the model
-    frame = store.scores(runs=run, tasks="piqa", metric="acc").filter(ood_store_step_is(0))
+    frame = store.scores(runs=run, tasks="piqa", metric="acc").filter(pl.col("step") == 0)
     assert frame.height == 1 and frame["value"][0] == pytest.approx(expected, abs=1e-12)
-
-
-def ood_store_step_is(step: int):
-    import polars as pl
-
-    return pl.col("step") == step
 
 
 def test_partial_correlations_equal_pingouins_and_present_themselves(notebook):
