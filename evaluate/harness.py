@@ -27,6 +27,8 @@ def run_lm_eval(
     *,
     lm: Any = None,
     timings: Timings | None = None,
+    max_length: int | None = None,
+    truncation: str = "left",
 ) -> Path:
     """Evaluate ``checkpoint`` with lm-eval on ``tasks`` (names, config dicts or task objects).
 
@@ -37,16 +39,18 @@ def run_lm_eval(
     ``suite_record`` (the ood_nli suite's prompt variant and task definitions)
     goes into the results file's ``config`` as ``ood_nli``, and so into
     ``evaluations.config``. ``timings`` gets the seconds of the forward passes and
-    of writing the files. Returns the results file.
+    of writing the files. ``max_length`` and ``truncation`` are the prompt
+    length the model sees and which end of a longer prompt is cut (what ``lm``
+    was made with; recorded in ``model_args``). Returns the results file.
     """
     from ood_store._evaluate.scorer import hf_model, score
 
     options = {**options, "device": options.get("device") or default_device()}
     if lm is None:
-        lm = hf_model("lm-eval", **hf_arguments(checkpoint, options, dtype))
+        lm = hf_model("lm-eval", **hf_arguments(checkpoint, options, dtype, max_length, truncation))
     scored = score(
-        lm, list(tasks), task_manager=manager, model_args=checkpoint.model_args(dtype), suite_record=suite_record,
-        **options,
+        lm, list(tasks), task_manager=manager, model_args=recorded_model_args(checkpoint, dtype, max_length,
+        truncation), suite_record=suite_record, **options,
     )  # fmt: skip
     started = time.perf_counter()
     path = scored.write(folder)
@@ -57,14 +61,35 @@ def run_lm_eval(
     return path
 
 
-def hf_arguments(checkpoint: Checkpoint, options: dict[str, Any], dtype: str | None) -> dict[str, Any]:
-    """The arguments ``simple_evaluate(model="hf", ...)`` gives lm-eval's ``HFLM`` for this checkpoint."""
+def hf_arguments(
+    checkpoint: Checkpoint,
+    options: dict[str, Any],
+    dtype: str | None,
+    max_length: int | None = None,
+    truncation: str = "left",
+) -> dict[str, Any]:
+    """The arguments ``simple_evaluate(model="hf", ...)`` gives lm-eval's ``HFLM`` for this checkpoint (and the
+    verbalizer scorer's ``truncation``, when it is ``right``)."""
     return {
-        **checkpoint.model_args(dtype),
+        **recorded_model_args(checkpoint, dtype, max_length, truncation),
         "batch_size": options.get("batch_size"),
         "max_batch_size": options.get("max_batch_size"),
         "device": options.get("device") or default_device(),
     }
+
+
+def recorded_model_args(
+    checkpoint: Checkpoint, dtype: str | None, max_length: int | None = None, truncation: str = "left"
+) -> dict[str, Any]:
+    """The ``model_args`` a results file records for this checkpoint: lm-eval's (``pretrained=``, ``peft=``,
+    ``revision=``, ``dtype=``, ``max_length=``, as ``--model_args`` gives them), and ``truncation=right`` where
+    the prompt's first ``max_length`` tokens were kept (the verbalizer scorer's argument)."""
+    args = checkpoint.model_args(dtype)
+    if max_length is not None:
+        args["max_length"] = max_length
+    if truncation != "left":
+        args["truncation"] = truncation
+    return args
 
 
 def environment_described_once() -> None:

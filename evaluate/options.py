@@ -39,6 +39,8 @@ class EvaluateOptions(TypedDict, total=False):
     limit: int | float | None
     samples: bool | None
     scorer: str | None
+    max_length: int | None
+    truncation: str | None
     force: bool
     attributes: Mapping[str, Any] | list[str] | None
     lm_eval_kwargs: Mapping[str, Any] | None
@@ -81,6 +83,37 @@ def scorer(value: Any) -> str:
     return text
 
 
+#: Which end of a prompt longer than ``max_length`` tokens is cut: lm-eval's (the first is the default) or the end.
+TRUNCATIONS = ("left", "right")
+
+
+def max_length(value: Any) -> int:
+    """The most prompt tokens the model sees (lm-eval's ``max_length`` model argument): a whole number, 1 or more."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise InputError(None, None, f"expected a whole number of tokens, 1 or more, got {value!r}",
+                         parameter="max_length")  # fmt: skip
+    return value
+
+
+def truncation(value: Any) -> str:
+    """``left`` (lm-eval's: the prompt's last ``max_length`` tokens are kept) or ``right`` (its first)."""
+    text = value.strip().lower() if isinstance(value, str) else None
+    if text not in TRUNCATIONS:
+        raise InputError(None, None, f"expected {' or '.join(TRUNCATIONS)}, got {value!r}", parameter="truncation")
+    return text
+
+
+def truncation_needs_verbalizer(scorer_: str, truncation_: str) -> str | None:
+    """Why ``truncation`` cannot be had with ``scorer``, or None: lm-eval's ``hf`` model only cuts from the left
+    (``(context + continuation)[-(max_length + 1):]``); the verbalizer scorer cuts either end."""
+    if truncation_ == "right" and scorer_ != "verbalizer":
+        return (
+            "right truncation (the prompt's first max_length tokens, as the run was trained) needs the verbalizer "
+            'scorer: lm-eval\'s own cuts prompts from the left (scorer = "verbalizer", --scorer verbalizer)'
+        )
+    return None
+
+
 def limit(value: Any) -> int | float:
     """Documents per task: a whole number, or a fraction below 1."""
     if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
@@ -115,6 +148,8 @@ _CHECKS = {
     "dtype": lambda v: text("dtype", v),
     "base_model": lambda v: text("base_model", v),
     "scorer": scorer,
+    "max_length": max_length,
+    "truncation": truncation,
 }
 
 

@@ -52,6 +52,8 @@ class RunRequest:
     attributes: dict[str, Any] | None = None
     lm_eval_kwargs: dict[str, Any] = field(default_factory=dict)
     scorer: str = "lm-eval"  # or the verbalizer scorer (ood_store._evaluate.scorer)
+    max_length: int | None = None  # the most prompt tokens the model sees (None: lm-eval's length for the model)
+    truncation: str = "left"  # which end of a longer prompt is cut: left (lm-eval's) or right (the verbalizer scorer)
 
     def task_source(self) -> dict[str, Any]:
         """What this run's task list is built from (:func:`~ood_store._evaluate.tasklist.task_list_of`), as plain
@@ -163,6 +165,8 @@ def _unit(
         "samples": request.samples,
         "nonce": nonce,
         **({"scorer": request.scorer} if request.scorer != "lm-eval" else {}),  # lm-eval's: the ids of before
+        **({"max_length": request.max_length} if request.max_length is not None else {}),
+        **({"truncation": request.truncation} if request.truncation != "left" else {}),
     }
     digest = hashlib.sha256(json.dumps(identity, sort_keys=True, default=str).encode()).hexdigest()[:10]
     step = step_name(checkpoint.step)
@@ -186,6 +190,8 @@ def _unit(
         attributes=request.attributes,
         log_to_file=log_to_file,
         scorer=request.scorer,
+        max_length=request.max_length,
+        truncation=request.truncation,
     )
 
 

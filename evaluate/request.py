@@ -4,7 +4,8 @@ attributes, the suite's prompt settings and a study.
 ``Store.evaluate`` and ``ood-store evaluate`` take the same inputs; this is where they are merged, so
 that the command line adds nothing of its own. Precedence, highest first: ``attributes`` given, then
 the attribute file's rules for the run, then the run file's attributes; ``pattern``, ``verbalizer``
-and ``neutral`` given win over the run file's ``[suite]`` table (or, for a study, over every run's).
+and ``neutral`` given win over the run file's ``[suite]`` table (or, for a study, over every run's), as
+do ``max_length`` and ``truncation`` given over the table's.
 """
 
 from __future__ import annotations
@@ -49,8 +50,13 @@ def resolve(
         if run is not None and (run_file is not None or rules):
             explicit = parse_attributes(attributes) if attributes else {}
             out["attributes"] = {**file_attributes, **for_run(run, rules), **explicit} or None
+        table = from_run_file(Path(run_file)) if run_file is not None else {}
+        for key in ("max_length", "truncation"):  # run options a [suite] table may give: given ones win
+            value = table.pop(key, None)
+            if value is not None and out.get(key) is None:
+                out[key] = value
         if out.get("variant") is None:
-            out["variant"] = variant_of(from_run_file(Path(run_file)) if run_file is not None else {}, given)
+            out["variant"] = variant_of(table, given)
         return run, out
     if run_file is not None:
         raise InputError(

@@ -55,7 +55,8 @@ POLL_S = 0.5
 #: The keywords of :func:`evaluate` besides ``checkpoints``, ``run`` and ``tasks``.
 KEYWORDS = tuple(EvaluateOptions.__annotations__)
 # Those that define a run's evaluation (as a study's runs have them) and those of the executor.
-_RUN_OPTIONS = ("variant", "base_model", "batch_size", "device", "dtype", "num_fewshot", "limit", "samples", "scorer")
+_RUN_OPTIONS = ("variant", "base_model", "batch_size", "device", "dtype", "num_fewshot", "limit", "samples", "scorer",
+                "max_length", "truncation")  # fmt: skip
 _EXECUTOR_OPTIONS = ("workers", "units_per_task", "slurm_partition", "gpus_per_task", "timeout_min", "max_parallel",
                      "slurm_params", "ray_address")  # fmt: skip
 
@@ -229,6 +230,15 @@ def evaluate(
         position, equal to lm-eval's scores and files (see
         :mod:`ood_store._evaluate.scorer`); a task it cannot score exactly
         fails its unit, with one line naming it.
+    max_length, truncation
+        The most prompt tokens the model sees (lm-eval's ``max_length`` model
+        argument; default: lm-eval's length for the model), and which end of a
+        longer prompt is cut: ``left`` (lm-eval's, the default: the last
+        ``max_length`` tokens are kept) or ``right`` (the first, as a run
+        finetuned with ``truncation = "right"`` saw its prompts; the
+        verbalizer scorer only, anything else is refused before anything
+        runs). A study written by ``ood-store finetune`` gives each run those
+        it was trained with.
     force
         Evaluate (run, step, task) combinations that the store already holds.
     attributes
@@ -300,6 +310,7 @@ def evaluate(
         executor_options["slurm_params"] = executors.slurm_params(executor_options["slurm_params"])
     study, executor, attributes = given.get("study"), given.get("executor"), given.get("attributes")
     output_dir, work_dir = given.get("output_dir"), given.get("work_dir")
+    study_path: Path | None = None
     if study is not None:
         for name, value in (("checkpoints", checkpoints), ("run", run), ("attributes", attributes)):
             if value:
@@ -310,6 +321,7 @@ def evaluate(
                     parameter=name,
                 )
         loaded = study if isinstance(study, Study) else load_study(study)
+        study_path = loaded.path
         requests = loaded.requests(overrides)
         executor, executor_options = _with_study_executor(loaded.executor, executor, executor_options)
         output_dir = output_dir or loaded.output_dir
@@ -323,6 +335,11 @@ def evaluate(
         requests = [
             RunRequest(run=check_run(run), checkpoints=[str(c) for c in checkpoints], attributes=attrs, **overrides)
         ]
+    for request in requests:
+        why = options.truncation_needs_verbalizer(request.scorer, request.truncation)
+        if why is not None:
+            where = "" if study_path is None else f"{study_path}: run {request.run}: "
+            raise InputError(None, None, where + why, parameter="truncation")
     chosen = executors.settings(executor, **executor_options)
     if given.get("detach") and chosen.name == "inline":
         raise InputError(

@@ -22,8 +22,10 @@ length × vocabulary logits; this scorer
   tokenize once;
 * keeps the last ``max_length`` tokens of the context (lm-eval's left
   truncation of ``(context + continuation)[-(max_length + 1):][:-1]`` for a
-  continuation of one token), and scores each distinct context once, however
-  many answers share it;
+  continuation of one token), or with ``truncation="right"`` its first
+  ``max_length`` tokens (as a run finetuned with right truncation saw its
+  prompts; lm-eval's own model cannot cut that end), and scores each
+  distinct context once, however many answers share it;
 * sorts the contexts by length and batches neighbours, padded on the right
   as lm-eval pads them (a causal model's states before the padding do not
   depend on it), and applies the language-model head only where an answer is
@@ -108,9 +110,14 @@ class VerbalizerLM(HFLM):
     lm-eval loads itself. ``batch_size`` is the rows of one forward pass
     (``auto``: the most that fit for the longest context, found once and kept,
     with more rows for shorter contexts as long as they hold no more tokens).
+    ``truncation`` says which end of a context longer than ``max_length`` is
+    cut: ``left`` (lm-eval's) or ``right``.
     """
 
-    def __init__(self, pretrained: Any, **kwargs: Any):
+    def __init__(self, pretrained: Any, truncation: str = "left", **kwargs: Any):
+        from ood_store._evaluate.options import truncation as check_truncation
+
+        self.truncation_side = check_truncation(truncation)  # HFLM's own `truncation` is another thing
         with _quiet_lm_eval():
             super().__init__(pretrained, **kwargs)
         self._encodings: dict[str, list[int]] = {}
@@ -164,7 +171,8 @@ class VerbalizerLM(HFLM):
         for index, ((_, continuation), context_enc, continuation_enc) in enumerate(requests):
             if len(continuation_enc) != 1:
                 raise ScorerRefused(self._not_one_token(index, continuation, len(continuation_enc)))
-            key = tuple(context_enc[-self.max_length :])
+            cut = context_enc[-self.max_length :] if self.truncation_side == "left" else context_enc[: self.max_length]
+            key = tuple(cut)
             row_of.append(rows.setdefault(key, len(rows)))
             answer_of.append(continuation_enc[0])
         contexts = list(rows)
@@ -360,6 +368,8 @@ def hf_model(scorer: str, pretrained: Any, **kwargs: Any) -> HFLM:
     kwargs = {k: v for k, v in kwargs.items() if v is not None}
     if check_scorer(scorer) == "verbalizer":
         return VerbalizerLM(pretrained, **kwargs)
+    if kwargs.pop("truncation", "left") != "left":
+        raise OodStoreError("right truncation needs the verbalizer scorer: lm-eval's own cuts prompts from the left")
     with _quiet_lm_eval():
         return TimedHFLM(pretrained, **kwargs)
 

@@ -486,8 +486,8 @@ def unit_model(session: ModelSession, unit: Any, checkpoint: Checkpoint, tasks: 
             f"{checkpoint.label}: its base model {base} does not exist (adapter_config.json's "
             "base_model_name_or_path; `base_model` names another)"
         )
-    arguments = hf_arguments(checkpoint, unit.options, unit.dtype)
-    settings = {k: v for k, v in arguments.items() if k not in ("pretrained", "peft", "revision")}
+    arguments = hf_arguments(checkpoint, unit.options, unit.dtype, unit.max_length, unit.truncation)
+    settings = {k: v for k, v in arguments.items() if k not in ("pretrained", "peft", "revision")}  # with max_length
     key = (unit.run, unit.scorer, json.dumps(settings, sort_keys=True, default=str))
 
     def build() -> Any:

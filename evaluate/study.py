@@ -24,10 +24,13 @@ is an option here too), with ``include_path`` and ``lm_eval`` accepted for
 ``include_paths`` and ``lm_eval_kwargs``, and the ood_nli suite's prompt
 variant written as a ``[suite]`` table (``pattern``, ``verbalizer``,
 ``neutral``, as in run files; a run's ``[runs.suite]`` keys win over the
-top-level ``[suite]``). Everything else in a run is an attribute (scalars
-only), as is everything in an ``[attributes]`` table (top level: shared by
-every run). Relative paths (checkpoints, include paths, data, output and work
-folders) are read from the study file's folder.
+top-level ``[suite]``). The options ``max_length`` and ``truncation`` may be
+written in a ``[suite]`` table too (as ``ood-store finetune`` writes the
+prompt length a run was trained with), not in both places. Everything else in
+a run is an attribute (scalars only), as is everything in an
+``[attributes]`` table (top level: shared by every run). Relative paths
+(checkpoints, include paths, data, output and work folders) are read from the
+study file's folder.
 """
 
 from __future__ import annotations
@@ -50,8 +53,11 @@ RUN_OPTIONS = tuple(f.name for f in fields(RunRequest) if f.name not in ("run", 
 ALIASES = {"include_path": "include_paths", "lm_eval": "lm_eval_kwargs", "suite": "variant"}
 #: Each key of a file that is an option, and the option it sets.
 FILE_OPTIONS = {**{name: name for name in RUN_OPTIONS if name not in ALIASES.values()}, **ALIASES}
-#: The keys of a [suite] table (see ood_store._evaluate.suite.variant.Variant.of).
-SUITE_KEYS = ("pattern", "verbalizer", "neutral")
+#: The keys of a [suite] table: the prompt variant's (see ood_store._evaluate.suite.variant.Variant.of), and
+#: the prompt's length and which end of a longer one is cut (the run options ``max_length`` and ``truncation``).
+VARIANT_KEYS = ("pattern", "verbalizer", "neutral")
+PROMPT_LENGTH_KEYS = ("max_length", "truncation")
+SUITE_KEYS = (*VARIANT_KEYS, *PROMPT_LENGTH_KEYS)
 #: Top-level keys that are not run options.
 STUDY_KEYS = ("runs", "executor", "attributes", "output_dir", "work_dir")
 _PATH_OPTIONS = ("include_paths", "data_dir")
@@ -175,6 +181,14 @@ def _options(table: Mapping[str, Any], base: Path, where: _Where, prefix: str) -
         if name in out:
             raise where.error(field_, f"given twice (as {name} too)")
         out[name] = _option(name, value, base, where, field_)
+    suite = out.get("variant")
+    for key in PROMPT_LENGTH_KEYS:  # run options written in [suite], as ood-store finetune writes them
+        if suite is not None and key in suite:
+            if key in out:
+                raise where.error(f"{prefix}suite.{key}", f"given twice (as {key} too)")
+            out[key] = _option(key, suite.pop(key), base, where, f"{prefix}suite.{key}")
+    if suite is not None and not suite:
+        del out["variant"]
     return out
 
 
@@ -200,7 +214,7 @@ def _option(name: str, value: Any, base: Path, where: _Where, field_: str) -> An
             if unknown:
                 known = ", ".join(SUITE_KEYS)
                 raise where.error(f"{field_}.{unknown[0]}", f"unknown key (a [suite] table has {known})")
-            _variant(value, where, field_)
+            _variant({k: v for k, v in value.items() if k in VARIANT_KEYS}, where, field_)
             return dict(value)
         return checks.check(name, value)
     except InputError as exc:

@@ -84,6 +84,8 @@ class Unit:
     log_to_file: bool  # lm-eval's output goes to lm-eval.log in the unit's folder
     scorer: str = "lm-eval"  # lm-eval's own hf model, or the verbalizer scorer (ood_store._evaluate.scorer)
     series: dict[str, Any] | None = None  # what every checkpoint of the run shares (ood_store._evaluate.series)
+    max_length: int | None = None  # the most prompt tokens the model sees (None: lm-eval's length for the model)
+    truncation: str = "left"  # which end of a longer prompt is cut (right: the verbalizer scorer only)
     format: int = FORMAT
 
 

@@ -127,6 +127,8 @@ def run_unit(
                     catalogue.suite_record(unit.tasks),
                     lm=lm,
                     timings=timings,
+                    max_length=unit.max_length,
+                    truncation=unit.truncation,
                 )
                 session.keep_batch_size()
             writing = time.monotonic()

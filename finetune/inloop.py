@@ -39,7 +39,7 @@ from ood_store._evaluate.workdir import Done, Unit, WorkDir, this_host
 
 #: What a run's in-loop evaluation is told (written by the runner into the run's spec in the work folder).
 SPEC_KEYS = ("store", "work_dir", "output_dir", "tasks", "include_paths", "data_dir", "variant", "options",
-             "attributes")  # fmt: skip
+             "attributes", "max_length", "truncation")  # fmt: skip
 
 
 class InLoopEvaluation(TrainerCallback):
@@ -71,7 +71,7 @@ class InLoopEvaluation(TrainerCallback):
 
     def checkpoint_saved(self, model: Any, step: int) -> None:
         """Score the model as saved at ``step`` and write it as a finished unit (unless it is one already)."""
-        from ood_store._evaluate.harness import output_to
+        from ood_store._evaluate.harness import output_to, recorded_model_args
         from ood_store._evaluate.scorer import VerbalizerLM, score, suite_tasks
         from ood_store._evaluate.suite.variant import Variant
 
@@ -99,12 +99,14 @@ class InLoopEvaluation(TrainerCallback):
                     )
                 if self._lm is None:  # lm-eval's hf model over the model object: nothing is loaded or copied
                     batch = self.spec["options"]["batch_size"]
-                    self._lm = VerbalizerLM(model, tokenizer=self.tokenizer, batch_size=batch)
+                    self._lm = VerbalizerLM(model, tokenizer=self.tokenizer, batch_size=batch, **self._prompt_length())
                 with _generators_kept():
                     scored = score(
                         self._lm,
                         self._tasks,
-                        model_args=Checkpoint(**unit.checkpoint).model_args(),
+                        model_args=recorded_model_args(
+                            Checkpoint(**unit.checkpoint), None, unit.max_length, unit.truncation
+                        ),
                         **{k: v for k, v in unit.options.items() if k not in ("batch_size", "device")},
                     )
         finally:
@@ -148,6 +150,7 @@ class InLoopEvaluation(TrainerCallback):
             attributes=self.spec["attributes"],
             lm_eval_kwargs=dict(options.get("lm_eval") or {}),
             scorer="verbalizer",
+            **self._prompt_length(),
         )
         source = request.task_source()
         if not hasattr(self, "_leaves"):
@@ -159,6 +162,10 @@ class InLoopEvaluation(TrainerCallback):
         return _unit(request, checkpoint, self._names, self._leaves, source, Path(self.spec["store"]),
                      Path(self.spec["output_dir"]), None, False)  # fmt: skip
 
+    def _prompt_length(self) -> dict[str, Any]:
+        """The prompt length the run was trained with and which end of a longer prompt it cut (its evaluation's)."""
+        return {"max_length": self.spec.get("max_length"), "truncation": self.spec.get("truncation") or "left"}
+
 
 def spec_of(
     store: str | os.PathLike[str],
@@ -169,8 +176,11 @@ def spec_of(
     variant: Any,
     evaluate: dict[str, Any],
     attributes: dict[str, Any],
+    max_length: int | None = None,
+    truncation: str = "left",
 ) -> dict[str, Any]:
-    """A run's in-loop evaluation: into ``store``, in evaluate's layout beside the study file (``output``)."""
+    """A run's in-loop evaluation: into ``store``, in evaluate's layout beside the study file (``output``), with
+    prompts cut as in training (``max_length`` tokens, from the ``truncation`` side)."""
     options = {"batch_size": evaluate.get("batch_size", "auto"), **{k: v for k, v in evaluate.items()
                                                                     if k != "batch_size"}}  # fmt: skip
     return {
@@ -183,6 +193,8 @@ def spec_of(
         "variant": variant,
         "options": options,
         "attributes": attributes,
+        "max_length": max_length,
+        "truncation": truncation,
     }
 
 

@@ -203,7 +203,7 @@ def _in_loop(study: FinetuneStudy, output: Path, p: _Prepared, store: str | os.P
     suite = any(expand(t) is not None for t in study.tasks)
     variant = {k: p.config.variant.record()[k] for k in ("pattern", "verbalizers", "neutral")} if suite else None
     return spec_of(store, output, study.tasks, study.include_paths, study.data_dir, variant, study.evaluate,
-                   attributes(p.config, p.record))  # fmt: skip
+                   attributes(p.config, p.record), p.record["length"], p.config.truncation)  # fmt: skip
 
 
 def _check_in_loop(study: FinetuneStudy) -> None:
@@ -559,7 +559,9 @@ class _Driver:
 
 def write_study_file(study: FinetuneStudy, output: Path, report: FinetuneReport) -> Path | None:
     """``OUTPUT/study.toml`` for ``ood-store evaluate --study``: every finished run with checkpoints, its attributes
-    and (where suite tasks are evaluated) its prompt variant; None when no run has checkpoints to evaluate."""
+    and the prompt it was trained with: (where suite tasks are evaluated) its prompt variant, and its prompt length
+    and cut side (``max_length``, ``truncation``; right truncation with the verbalizer scorer, the one that can cut
+    that side). None when no run has checkpoints to evaluate."""
     import tomli_w
 
     from ood_store._evaluate.suite.testsets import expand
@@ -579,10 +581,16 @@ def write_study_file(study: FinetuneStudy, output: Path, report: FinetuneReport)
             "checkpoints": [f"{outcome.folder.name}/checkpoint-{s}" for s in done["checkpoints"]],
             "attributes": attributes(run, record),
         }
+        # The prompt as trained: its length and cut side too, so that evaluation cannot see another one.
+        length = {"max_length": record["length"], "truncation": run.truncation}
+        if run.truncation != "left":  # lm-eval's own scorer cuts prompts from the left only
+            entry["scorer"] = "verbalizer"
         if suite:
             variant = run.variant
             entry["suite"] = {"pattern": variant.pattern, "verbalizer": list(variant.verbalizers),
-                              "neutral": variant.neutral}  # fmt: skip
+                              "neutral": variant.neutral, **length}  # fmt: skip
+        else:
+            entry.update(length)
         entries.append(entry)
     if not entries:
         return None

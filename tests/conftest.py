@@ -82,6 +82,19 @@ def validate_eee_folder(root: Path) -> list[Path]:
     return files
 
 
+def stored_loglikelihoods(db: Path) -> dict[tuple, list[float]]:
+    """(run, step, task, document) -> the document's stored answer loglikelihoods, in choice order."""
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        rows = con.execute(
+            "SELECT e.run, e.step, s.task, s.doc_id, s.loglikelihoods FROM samples s JOIN evaluations e "
+            "USING (evaluation_id)"
+        ).fetchall()
+        return {(run, step, task, doc): list(lls) for run, step, task, doc, lls in rows}
+    finally:
+        con.close()
+
+
 def table_dump(db: Path) -> dict[str, list[tuple]]:
     """Every row of every table, sorted: equal dumps mean an unchanged store."""
     con = duckdb.connect(str(db), read_only=True)
@@ -268,6 +281,18 @@ def finetune_inputs(tmp_path_factory) -> dict[str, Path]:
 PYTHIA_ANALYSIS = "pythia-linear"
 PYTHIA_IN_DOMAIN = "lambada_openai"
 PYTHIA_OOD = ("arc_easy", "piqa", "sciq", "winogrande")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _nothing_written_into_the_checkout():
+    """evaluate's default output and work folders are the current folder's: a test that forgets its own
+    output_dir writes them into the checkout, where a later run finds them (stale ones broke tests once)."""
+    root = Path(__file__).resolve().parents[1]
+    names = ("lm-eval-results", "lm-eval-results-work")
+    before = {name for name in names if (root / name).exists()}
+    yield
+    written = sorted(name for name in names if (root / name).exists() and name not in before)
+    assert not written, f"a test wrote {written} into the checkout: give it an output_dir under tmp_path"
 
 
 @pytest.fixture(scope="session")

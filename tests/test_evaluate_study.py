@@ -106,6 +106,19 @@ def test_a_study_file_names_runs_options_attributes_and_the_executor(study_dir, 
     assert (a.limit, b.limit, b.num_fewshot, a.num_fewshot) == (4, 4, 0, None)
 
 
+def test_the_prompt_length_is_an_option_in_a_suite_table_or_beside_it(tmp_path):
+    # As ood-store finetune writes it: in [suite]; a run's own (either place) wins over the study's.
+    path = tmp_path / "study.toml"
+    path.write_text(
+        'tasks = ["t"]\nmax_length = 64\n[suite]\npattern = "minimal"\n'
+        '[[runs]]\nrun = "a"\ncheckpoints = "x"\n[runs.suite]\nmax_length = 128\ntruncation = "right"\n'
+        '[[runs]]\nrun = "b"\ncheckpoints = "y"\n'
+    )
+    a, b = study.load_study(path).requests()
+    assert (a.max_length, a.truncation, b.max_length, b.truncation) == (128, "right", 64, "left")
+    assert a.variant == b.variant == Variant.of("minimal")  # the prompt length is not part of the variant
+
+
 def test_study_options_are_the_per_run_fields_of_a_run_request():
     # A field added to RunRequest (e.g. a prompt variant of the suite) is a study option at once.
     import dataclasses
@@ -177,6 +190,18 @@ def test_study_options_are_the_per_run_fields_of_a_run_request():
         (
             'tasks = ["t"]\n[suite]\npattern = "minimal"\n' + RUN_A + '[runs.suite]\nverbalizer = "Yes"\n',
             "study.toml: runs[1].suite.verbalizer: expected two verbalizers",
+        ),
+        (
+            RUN_A.replace("[[runs]]", 'tasks = ["t"]\n[[runs]]') + "max_length = 64\n[runs.suite]\nmax_length = 128\n",
+            "study.toml: runs[1].suite.max_length: given twice (as max_length too)",
+        ),
+        (
+            RUN_A.replace("[[runs]]", 'tasks = ["t"]\n[[runs]]') + '[runs.suite]\ntruncation = "middle"\n',
+            "study.toml: runs[1].suite.truncation: expected left or right, got 'middle'",
+        ),
+        (
+            'tasks = ["t"]\n[suite]\nmax_length = 0\n' + RUN_A,
+            "study.toml: suite.max_length: expected a whole number of tokens, 1 or more, got 0",
         ),
     ],
 )
@@ -277,6 +302,7 @@ def test_each_run_of_a_study_is_evaluated_with_its_own_suite_prompt(runner, tmp_
 
     (tmp_path / "study.toml").write_text(
         f'tasks = ["ood_nli_rte", "ood_nli_snli"]\ndata_dir = "{FIXTURES / "nli-suite"}"\nbatch_size = 8\n'
+        'output_dir = "lm-eval-results"\n'  # beside the study (the default is the current folder's)
         f'[[runs]]\nrun = "plain"\ncheckpoints = "{FIXTURES / "toy-checkpoint"}"\n'
         f'[[runs]]\nrun = "minimal"\ncheckpoints = "{FIXTURES / "toy-checkpoint"}"\n'
         '[runs.suite]\npattern = "minimal"\nneutral = "no"\n'

@@ -16,6 +16,7 @@ import duckdb
 import pytest
 
 from conftest import FIXTURES
+from conftest import stored_loglikelihoods as loglikelihoods
 from ood_store._cli import main
 
 STUDY = """
@@ -49,18 +50,6 @@ def scores(db) -> dict[tuple, float]:
     try:
         rows = con.execute("SELECT run, step, task, value FROM scores WHERE metric = 'acc'").fetchall()
         return {(run, step, task): value for run, step, task, value in rows}
-    finally:
-        con.close()
-
-
-def loglikelihoods(db) -> dict[tuple, list[float]]:
-    con = duckdb.connect(str(db), read_only=True)
-    try:
-        rows = con.execute(
-            "SELECT e.run, e.step, s.task, s.doc_id, s.loglikelihoods FROM samples s JOIN evaluations e "
-            "USING (evaluation_id)"
-        ).fetchall()
-        return {(run, step, task, doc): list(lls) for run, step, task, doc, lls in rows}
     finally:
         con.close()
 

@@ -226,6 +226,7 @@ def test_a_run_whose_answers_are_not_one_token_fails_in_one_line_and_the_others_
     study = tmp_path / "study.toml"
     study.write_text(
         f'tasks = ["ood_nli_rte"]\ndata_dir = "{SUITE_DATA}"\nbatch_size = 4\nscorer = "verbalizer"\n'
+        'output_dir = "lm-eval-results"\n'  # beside the study (the default is the current folder's)
         f'[[runs]]\nrun = "odd-answers"\ncheckpoints = "{checkpoint}"\n'
         '[runs.suite]\npattern = "minimal"\nverbalizer = " Certainly,Nevertheless"\n'
         f'[[runs]]\nrun = "yes-no"\ncheckpoints = "{checkpoint}"\n'

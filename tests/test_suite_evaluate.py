@@ -224,15 +224,30 @@ def test_few_shot_prompts_hold_two_solved_training_examples_the_same_at_every_ch
     assert shots == [(2,)]
 
 
+def test_a_run_files_suite_table_gives_the_prompt_length_unless_it_is_given(tmp_path):
+    from ood_store._evaluate.request import resolve
+    from ood_store._evaluate.suite.variant import Variant
+
+    run_file = tmp_path / "run.toml"
+    run_file.write_text(f'run = "{RUN}"\n[suite]\npattern = "minimal"\nmax_length = 128\ntruncation = "right"\n')
+    suite = {"pattern": None, "verbalizer": None, "neutral": None}
+    run, options = resolve(run=None, run_file=run_file, attribute_file=None, suite=suite, options={})
+    assert run == RUN
+    assert (options["variant"], options["max_length"], options["truncation"]) == (Variant.of("minimal"), 128, "right")
+    _, options = resolve(run=None, run_file=run_file, attribute_file=None, suite=suite, options={"max_length": 64})
+    assert options["max_length"] == 64  # given wins over the file
+
+
 def test_a_bad_suite_table_in_a_run_file_is_one_line(toy_run, tmp_path, runner):
     db = tmp_path / "store.duckdb"
     for table, message in (
         ('[suite]\npattern = "{premise} {answer}"\n', "suite.pattern: '{premise} {answer}': unknown field {answer}"),
         (
             '[suite]\nprompt = "minimal"\n',
-            "suite.prompt: unknown key (a [suite] table has pattern, verbalizer, neutral)",
+            "suite.prompt: unknown key (a [suite] table has pattern, verbalizer, neutral, max_length, truncation)",
         ),
         ('[suite]\nneutral = "maybe"\n', "suite.neutral: expected one of drop, no, got 'maybe'"),
+        ('[suite]\ntruncation = "both"\n', "suite.truncation: expected left or right, got 'both'"),
     ):
         run_file = tmp_path / "run.toml"
         run_file.write_text(f'run = "{RUN}"\n{table}')

@@ -248,21 +248,24 @@ def parse_verbalizers(value: str | Sequence[str]) -> tuple[str, str]:
 
 
 def from_run_file(path: str | Path) -> dict[str, Any]:
-    """The ``[suite]`` table of a run file: ``pattern``, ``verbalizer`` and ``neutral`` as given there."""
+    """The ``[suite]`` table of a run file: ``pattern``, ``verbalizer`` and ``neutral`` as given there, and the
+    run options ``max_length`` and ``truncation`` (checked) where it gives them."""
+    from ood_store._evaluate.options import check
     from ood_store._store.runs import load_run_file
 
+    keys = ("pattern", "verbalizer", "neutral", "max_length", "truncation")
     table = load_run_file(path).get("suite")
     if table is None:
         return {}
     if not isinstance(table, Mapping):
-        raise InputError(str(path), "suite", "expected a table: [suite] with pattern, verbalizer, neutral")
-    unknown = sorted(set(table) - {"pattern", "verbalizer", "neutral"})
+        raise InputError(str(path), "suite", f"expected a table: [suite] with {', '.join(keys)}")
+    unknown = sorted(set(table) - set(keys))
     if unknown:
-        raise InputError(
-            str(path), f"suite.{unknown[0]}", "unknown key (a [suite] table has pattern, verbalizer, neutral)"
-        )
+        raise InputError(str(path), f"suite.{unknown[0]}", f"unknown key (a [suite] table has {', '.join(keys)})")
     try:
-        Variant.of(**table)
+        Variant.of(**{k: v for k, v in table.items() if k in keys[:3]})
+        for key in keys[3:]:
+            check(key, table.get(key))
     except InputError as exc:
         raise InputError(str(path), f"suite.{exc.parameter}", exc.message) from None
     return dict(table)

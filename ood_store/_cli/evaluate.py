@@ -13,7 +13,7 @@ from ood_store._cli.options import FILE, FOLDER, attr_file_option
 from ood_store._counts import n
 from ood_store._errors import InputError
 from ood_store._evaluate.executors import NAMES
-from ood_store._evaluate.options import SCORERS
+from ood_store._evaluate.options import SCORERS, TRUNCATIONS
 from ood_store._evaluate.plan import run_folder
 from ood_store._evaluate.runner import EvaluateReport, EvaluationInterrupted
 from ood_store._evaluate.suite.labels import NEUTRAL_SCHEMES
@@ -102,6 +102,17 @@ from ood_store._evaluate.timings import where_the_time_went
     type=click.Choice(SCORERS, case_sensitive=False),
     help="lm-eval (lm-eval's hf model, the reference) or verbalizer: for answers of one token after the prompt "
     "(the ood_nli suite), one forward pass per document, the same scores and files.  [default: lm-eval]",
+)
+@click.option(
+    "--max-length",
+    type=click.IntRange(min=1),
+    help="The most prompt tokens the model sees (lm-eval's max_length; default: lm-eval's length for the model).",
+)
+@click.option(
+    "--truncation",
+    type=click.Choice(TRUNCATIONS, case_sensitive=False),
+    help="Which end of a longer prompt is cut: left (lm-eval's) or right (as a run trained with right truncation "
+    "saw its prompts; needs --scorer verbalizer).  [default: left]",
 )
 @click.option("--num-fewshot", type=click.IntRange(min=0), help="Few-shot examples per prompt.")
 @click.option(
