@@ -188,8 +188,9 @@ def run_unit(
         return UnitResult(unit.id, False, seconds, error)
     finally:
         if own_session:
-            session.close()
-        release_memory()
+            session.close()  # lets the model go, and gives back its memory
+        elif session.held is None:
+            release_memory()  # nothing held (a failure let the model go): give back what the last one held
 
 
 def _model_untouched(exc: BaseException) -> bool:

@@ -27,21 +27,27 @@ def test_the_series_benchmark_measures_its_three_comparisons_in_its_tiny_form(tm
 
     for what in ("lora", "full"):
         fresh, kept_model = figures[f"{what}-fresh"], figures[f"{what}-series"]
-        for f in (fresh, kept_model):
+        verbalizer = figures[f"{what}-series-verbalizer"]
+        for f in (fresh, kept_model, verbalizer):
             assert (f["units"], f["documents"]) == (checkpoints, checkpoints * kept(docs))
             assert f["forward_s"] > 0 and f["load_s"] < f["unit_s"] <= f["wall_s"]
+            assert len(f["load_s_each"]) == len(f["scoring_s_each"]) == checkpoints
         assert fresh["loads"] == {"from_pretrained": checkpoints} and fresh["prefetched"] == 0
         again = "adapter_swap" if what == "lora" else "in_place"
-        assert kept_model["loads"] == {"from_pretrained": 1, again: checkpoints - 1}
-        assert kept_model["prefetched"] == checkpoints - 1  # each later checkpoint was read while one was scored
+        for f in (kept_model, verbalizer):
+            assert f["loads"] == {"from_pretrained": 1, again: checkpoints - 1}
+            assert f["prefetched"] == checkpoints - 1  # each later checkpoint was read while one was scored
     for scorer in ("lm-eval", "verbalizer"):
         f = figures[f"suite-{scorer}"]
-        assert (f["units"], f["documents"]) == (1, kept(suite_docs))
+        assert (f["units"], f["documents"]) == (bench.SUITE_CHECKPOINTS, bench.SUITE_CHECKPOINTS * kept(suite_docs))
         assert f["tokens"] >= f["documents"]  # each document's context ran through the model, one position or more
 
     lines = bench.report(figures)
     assert lines[0] == f"(a) LoRA series, {checkpoints} checkpoints:"
-    assert lines[4] == f"(b) full checkpoints, {checkpoints} checkpoints:"
-    assert lines[8] == f"(c) the ood_nli suite, {kept(suite_docs)} documents of one checkpoint:"
-    assert lines[3].startswith("  wall time ") and lines[3].endswith("(target < 10%)")
+    assert lines[5] == f"(b) full checkpoints, {checkpoints} checkpoints:"
+    assert lines[10] == (
+        f"(c) the ood_nli suite, {kept(suite_docs)} documents per checkpoint, {bench.SUITE_CHECKPOINTS} checkpoints "
+        "of one run:"
+    )
+    assert lines[4].startswith("  wall time ") and "(target < 10%); verbalizer scorer: " in lines[4]
     assert lines[-1].startswith("  verbalizer / lm-eval: ") and lines[-1].endswith("target >= 3x)")
