@@ -109,7 +109,7 @@ def truncation_needs_verbalizer(scorer_: str, truncation_: str) -> str | None:
     if truncation_ == "right" and scorer_ != "verbalizer":
         return (
             "right truncation (the prompt's first max_length tokens, as the run was trained) needs the verbalizer "
-            'scorer: lm-eval\'s own cuts prompts from the left (scorer = "verbalizer", --scorer verbalizer)'
+            "scorer: lm-eval's own cuts prompts from the left"
         )
     return None
 
