@@ -17,7 +17,7 @@ from typing import Any
 
 from ood_store._errors import InputError
 from ood_store._evaluate.study import Study, load_study
-from ood_store._evaluate.suite.variant import from_run_file, variant_of
+from ood_store._evaluate.suite.variant import PROMPT_LENGTH_KEYS, from_run_file, variant_of
 from ood_store._store.attribute_rules import attributes_for, for_run, read_attribute_file
 from ood_store._store.runs import parse_attributes, read_run_file
 
@@ -51,7 +51,7 @@ def resolve(
             explicit = parse_attributes(attributes) if attributes else {}
             out["attributes"] = {**file_attributes, **for_run(run, rules), **explicit} or None
         table = from_run_file(Path(run_file)) if run_file is not None else {}
-        for key in ("max_length", "truncation"):  # run options a [suite] table may give: given ones win
+        for key in PROMPT_LENGTH_KEYS:  # run options a [suite] table may give: given ones win
             value = table.pop(key, None)
             if value is not None and out.get(key) is None:
                 out[key] = value

@@ -44,7 +44,7 @@ from typing import Any
 
 from ood_store._errors import InputError, OodStoreError
 from ood_store._evaluate.plan import RunRequest
-from ood_store._evaluate.suite.variant import Variant
+from ood_store._evaluate.suite.variant import PROMPT_LENGTH_KEYS, SUITE_KEYS, VARIANT_KEYS, Variant
 from ood_store._store.runs import load_run_file, parse_attributes
 
 #: Per-run options: the fields of RunRequest other than the run, its checkpoints and attributes.
@@ -53,11 +53,6 @@ RUN_OPTIONS = tuple(f.name for f in fields(RunRequest) if f.name not in ("run", 
 ALIASES = {"include_path": "include_paths", "lm_eval": "lm_eval_kwargs", "suite": "variant"}
 #: Each key of a file that is an option, and the option it sets.
 FILE_OPTIONS = {**{name: name for name in RUN_OPTIONS if name not in ALIASES.values()}, **ALIASES}
-#: The keys of a [suite] table: the prompt variant's (see ood_store._evaluate.suite.variant.Variant.of), and
-#: the prompt's length and which end of a longer one is cut (the run options ``max_length`` and ``truncation``).
-VARIANT_KEYS = ("pattern", "verbalizer", "neutral")
-PROMPT_LENGTH_KEYS = ("max_length", "truncation")
-SUITE_KEYS = (*VARIANT_KEYS, *PROMPT_LENGTH_KEYS)
 #: Top-level keys that are not run options.
 STUDY_KEYS = ("runs", "executor", "attributes", "output_dir", "work_dir")
 _PATH_OPTIONS = ("include_paths", "data_dir")

@@ -36,7 +36,7 @@ from pathlib import Path
 from ood_store._errors import OodStoreError
 from ood_store._evaluate.checkpoints import Checkpoint
 from ood_store._evaluate.grouping import UnitQueue
-from ood_store._evaluate.harness import output_to, release_memory, require_eval_extra, run_lm_eval
+from ood_store._evaluate.harness import output_to, require_eval_extra, run_lm_eval
 from ood_store._evaluate.series import ModelSession, NotOfRun, unit_model
 from ood_store._evaluate.tasklist import TaskObjects
 from ood_store._evaluate.timings import Timings
@@ -188,9 +188,7 @@ def run_unit(
         return UnitResult(unit.id, False, seconds, error)
     finally:
         if own_session:
-            session.close()  # lets the model go, and gives back its memory
-        elif session.held is None:
-            release_memory()  # nothing held (a failure let the model go): give back what the last one held
+            session.close()  # a model let go gives its memory back (ModelSession.release); a kept one is reused
 
 
 def _model_untouched(exc: BaseException) -> bool:

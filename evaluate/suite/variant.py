@@ -54,6 +54,11 @@ PATTERNS: dict[str, Pattern] = {
 }
 DEFAULT_PATTERN = "ood-nli"
 FIELDS = ("premise", "hypothesis")
+#: The keys of a ``[suite]`` table (run and study files): the variant's, and the run options that say how long a
+#: prompt the model sees and which end of a longer one is cut (``max_length``, ``truncation``).
+VARIANT_KEYS = ("pattern", "verbalizer", "neutral")
+PROMPT_LENGTH_KEYS = ("max_length", "truncation")
+SUITE_KEYS = (*VARIANT_KEYS, *PROMPT_LENGTH_KEYS)
 _WORD = re.compile(r"^ [A-Za-z]+$")
 
 
@@ -253,18 +258,17 @@ def from_run_file(path: str | Path) -> dict[str, Any]:
     from ood_store._evaluate.options import check
     from ood_store._store.runs import load_run_file
 
-    keys = ("pattern", "verbalizer", "neutral", "max_length", "truncation")
     table = load_run_file(path).get("suite")
     if table is None:
         return {}
     if not isinstance(table, Mapping):
-        raise InputError(str(path), "suite", f"expected a table: [suite] with {', '.join(keys)}")
-    unknown = sorted(set(table) - set(keys))
+        raise InputError(str(path), "suite", f"expected a table: [suite] with {', '.join(SUITE_KEYS)}")
+    unknown = sorted(set(table) - set(SUITE_KEYS))
     if unknown:
-        raise InputError(str(path), f"suite.{unknown[0]}", f"unknown key (a [suite] table has {', '.join(keys)})")
+        raise InputError(str(path), f"suite.{unknown[0]}", f"unknown key (a [suite] table has {', '.join(SUITE_KEYS)})")
     try:
-        Variant.of(**{k: v for k, v in table.items() if k in keys[:3]})
-        for key in keys[3:]:
+        Variant.of(**{k: v for k, v in table.items() if k in VARIANT_KEYS})
+        for key in PROMPT_LENGTH_KEYS:
             check(key, table.get(key))
     except InputError as exc:
         raise InputError(str(path), f"suite.{exc.parameter}", exc.message) from None
