@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import time
 import uuid
 from dataclasses import asdict, dataclass, field
@@ -39,6 +38,7 @@ from typing import Any, Literal, TypeVar
 
 from ood_store._errors import InputError, OodStoreError
 from ood_store._evaluate.timings import PARTS, Timings
+from ood_store._processes import alive, this_host
 
 #: The version of the work folder's files. 1: the unversioned folders of ood-store 0.1.0 (no
 #: ``format`` field, untyped markers); 2: a ``format`` field in every file, records typed.
@@ -190,10 +190,6 @@ class UnitStatus:
 #: A record of the work folder: one of the dataclasses above, or another stage's completion marker
 #: (:attr:`WorkDir.DONE`), each a frozen dataclass with a ``format`` field, checked strictly by pydantic.
 Record = TypeVar("Record")
-
-
-def this_host() -> str:
-    return socket.gethostname()
 
 
 def this_job() -> str | None:
@@ -513,30 +509,17 @@ def _alive(claim: Claim, path: Path) -> bool:
     """Whether the worker that wrote ``claim`` still runs: its process on this host, else a recent heartbeat."""
     pid = claim.pid
     if claim.host == this_host():
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return False
-        except PermissionError:
-            return True
-        return _not_zombie(pid)
+        return alive(pid)
     try:
         return time.time() - path.stat().st_mtime < STALE_AFTER_S
     except FileNotFoundError:
         return False
 
 
-def _not_zombie(pid: int) -> bool:
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return True  # no /proc (macOS): the signal test above is all there is
-    return fields[0] != "Z"
-
-
 def status_table(statuses: list[UnitStatus]) -> Any:
-    """One row per unit (a Polars DataFrame): unit, run, step, tasks, state, host, job, job_state, seconds, how
-    its model was loaded and the seconds of each part (:mod:`~ood_store._evaluate.timings`; finished units), error."""
+    """One row per unit (a Polars DataFrame): unit, run, step, tasks, state, host, job, job_state, seconds,
+    documents scored, how its model was loaded and the seconds of each part (:mod:`~ood_store._evaluate.timings`;
+    finished units), error."""
     import polars as pl
 
     def part(s: UnitStatus, name: str) -> float | None:
@@ -553,13 +536,16 @@ def status_table(statuses: list[UnitStatus]) -> Any:
             "job": [s.job for s in statuses],
             "job_state": [s.job_state for s in statuses],
             "seconds": [None if s.seconds is None else round(s.seconds, 1) for s in statuses],
+            "documents": [None if s.timings is None or not s.timings.documents else s.timings.documents
+                          for s in statuses],  # fmt: skip
             "load": [None if s.timings is None else s.timings.load for s in statuses],
             **{name: [part(s, name) for s in statuses] for name in PARTS},
             "error": [s.error for s in statuses],
         },
         schema={
             "unit": pl.String, "run": pl.String, "step": pl.Int64, "tasks": pl.Int64, "state": pl.String,
-            "host": pl.String, "job": pl.String, "job_state": pl.String, "seconds": pl.Float64, "load": pl.String,
+            "host": pl.String, "job": pl.String, "job_state": pl.String, "seconds": pl.Float64, "documents": pl.Int64,
+            "load": pl.String,
             **dict.fromkeys(PARTS, pl.Float64), "error": pl.String,
         },
     )  # fmt: skip

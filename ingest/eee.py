@@ -57,6 +57,7 @@ provenance.
 from __future__ import annotations
 
 import ast
+import copy
 import json
 import re
 from functools import cache
@@ -124,30 +125,58 @@ def _parts(version: str) -> tuple[int, ...]:
 
 
 @cache
-def _validator(version: str) -> Any:
+def _validator(version: str, nulls: bool = False) -> Any:
     import jsonschema
 
     name = f"eee-eval-{version}.schema.json"
     schema = json.loads(resources.files(__package__).joinpath(name).read_text("utf-8"))
-    return jsonschema.Draft7Validator(schema)
+    return jsonschema.Draft7Validator(_optional_nulls(schema) if nulls else schema)
 
 
-def validate(path: str, doc: Any, version: str = SCHEMA_VERSION) -> None:
-    """Check ``doc`` against EEE's schema ``version``; the first problem is an InputError naming its field."""
+def _optional_nulls(schema: Any) -> Any:
+    """``schema`` with ``null`` allowed in every field an object may lack (not in its ``required``, or
+    one of its ``additionalProperties``).
+
+    Each such field's schema ``S`` becomes ``{"if": {"type": "null"}, "else": S}``, so that any other
+    value is checked by ``S`` and refused in its words. The conditions of ``if`` are left as they are:
+    a null ``score_type`` is not ``"levels"``.
+    """
+    if isinstance(schema, list):
+        return [_optional_nulls(item) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = {key: value if key == "if" else _optional_nulls(value) for key, value in schema.items()}
+    fields = out.get("properties")
+    if isinstance(fields, dict) and all(isinstance(field, dict) for field in fields.values()):
+        required = set(schema.get("required", ()))
+        out["properties"] = {
+            name: field if name in required else {"if": {"type": "null"}, "else": field}
+            for name, field in fields.items()
+        }
+    extra = out.get("additionalProperties")
+    if isinstance(extra, dict):  # any other key (additional_details' values) may be left out too
+        out["additionalProperties"] = {"if": {"type": "null"}, "else": extra}
+    return out
+
+
+def validate(path: str, doc: Any, version: str = SCHEMA_VERSION, nulls: bool = False) -> None:
+    """Check ``doc`` against EEE's schema ``version``; the first problem is an InputError naming its field.
+
+    With ``nulls``, a ``null`` in a field that an object may lack passes (see :func:`without_nulls`).
+    """
     try:
-        import jsonschema
+        import jsonschema  # noqa: F401
     except ImportError:
         raise InputError(
             path, None, "reading Every Eval Ever files needs jsonschema: pip install 'ood-store[eee]'"
         ) from None
-    error = jsonschema.exceptions.best_match(_validator(version).iter_errors(doc))
+    error = _best_match(_validator(version, nulls), doc)
     if error is None:
         return
-    where = ".".join(str(p) if isinstance(p, str) else f"[{p}]" for p in error.absolute_path).replace(".[", "[")
+    where = _field(error.absolute_path)
     schema = f"EEE schema {version}"
     if error.validator == "required":
-        missing = error.message.split("'")[1] if "'" in error.message else ""
-        raise InputError(path, f"{where}.{missing}".lstrip("."), f"missing ({schema} requires it)")
+        raise InputError(path, _required_field(error), f"missing ({schema} requires it)")
     if error.validator in ("oneOf", "anyOf"):
         message = f"matches none of the forms {schema} allows"
     elif error.validator == "type":
@@ -161,6 +190,54 @@ def validate(path: str, doc: Any, version: str = SCHEMA_VERSION) -> None:
     else:
         message = f"{_clipped(error.message)} ({schema})"
     raise InputError(path, where or None, message)
+
+
+def without_nulls(doc: dict[str, Any], version: str) -> dict[str, Any]:
+    """``doc`` less the ``null`` values that its version's schema types otherwise, for a document that
+    :func:`validate` passed with ``nulls``: each such null is in a field an object may lack.
+
+    Real files carry ``null`` where their schema types a field as a string or a number (EEE's HELM
+    converter writes 0.1.0 files with hundreds): a null in a field that may be left out is a missing
+    value, NULL in the store; a null in a field the schema requires is refused as any other wrong type.
+    """
+    found = {
+        tuple(error.absolute_path)
+        for error in _type_errors(_validator(version).iter_errors(doc))
+        if error.instance is None and error.absolute_path and isinstance(error.absolute_path[-1], str)
+    }
+    if not found:
+        return doc
+    cleaned = copy.deepcopy(doc)
+    for where in found:
+        parent: Any = cleaned
+        for key in where[:-1]:
+            parent = parent[key]
+        parent.pop(where[-1], None)
+    return cleaned
+
+
+def _best_match(validator: Any, doc: Any) -> Any:
+    import jsonschema
+
+    return jsonschema.exceptions.best_match(validator.iter_errors(doc))
+
+
+def _type_errors(errors: Any) -> Any:
+    """The "type" errors among ``errors`` and the errors of the forms of their oneOf/anyOf, at any depth."""
+    for error in errors:
+        if error.validator == "type":
+            yield error
+        yield from _type_errors(error.context or ())
+
+
+def _required_field(error: Any) -> str:
+    missing = error.message.split("'")[1] if "'" in error.message else ""
+    return f"{_field(error.absolute_path)}.{missing}".lstrip(".")
+
+
+def _field(where: Any) -> str:
+    """A path into a document as messages write it: ``evaluation_results[0].score_details``."""
+    return ".".join(str(p) if isinstance(p, str) else f"[{p}]" for p in where).replace(".[", "[")
 
 
 def _clipped(text: str) -> str:
@@ -204,7 +281,8 @@ def parse_eee(
 def _parse(
     path: str, digest: str, doc: dict[str, Any], overrides: Overrides, file: Path | None, version: str
 ) -> EvaluationRecord:
-    validate(path, doc, version)
+    validate(path, doc, version, nulls=True)
+    doc = without_nulls(doc, version)
     producer = producer_of(doc)
     model = doc["model_info"]
     details = _strings(model.get("additional_details"))

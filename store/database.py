@@ -25,8 +25,8 @@ import polars as pl
 from ood_store import _sqlfiles as sqlfiles
 from ood_store._errors import StoreError, StoreLockedError
 from ood_store._schema import latest_version
-from ood_store._store import migrations, query, sandbox
-from ood_store._store.connection import DEFAULT_LOCK_TIMEOUT, connect, fetch_value
+from ood_store._store import birth, migrations, query, sandbox
+from ood_store._store.connection import DEFAULT_LOCK_TIMEOUT, close, connect, fetch_value
 from ood_store._store.damage import damaged
 
 P = ParamSpec("P")
@@ -52,23 +52,42 @@ class Database:
         self.read_only = read_only
         self.lock_timeout = lock_timeout
         self.allow_files = sandbox.folders(allow_files)
-        self._created = not read_only and not path.exists()
+        self._created = False  # whether this object made the store file (birth.create)
+        self._born: list[int] = []  # the migrations of the store it made
         self._discard_if_empty = False  # set by an ingest or evaluate that added nothing to the store it created
         self._user_sql = ExitStack()  # holds the sandbox of a read-only store between queries
         self._closed = False
         self._sandbox_con: duckdb.DuckDBPyConnection | None = None
         # The store's own connection; None while another process holds the store after released().
-        self._live: duckdb.DuckDBPyConnection | None = connect(path, read_only=read_only, lock_timeout=lock_timeout)
+        self._live: duckdb.DuckDBPyConnection | None = self._connect()
         try:
-            self.migrations_applied = self._prepare()
+            self.migrations_applied = self._born + self._prepare()
         except BaseException as exc:
-            self._con.close()
+            close(self._con, self.path, writer=not self.read_only)
             problem = damaged(path, exc)  # the schema's tables are the first thing read
             if problem is not None:
                 raise problem from None
             raise
 
     # -- lifecycle ---------------------------------------------------------
+    def _connect(self) -> duckdb.DuckDBPyConnection:
+        """The store's connection, waiting up to ``lock_timeout``; a store that is not there (when opened
+        for writing) is made first, whole (:func:`ood_store._store.birth.create`), and what a process killed
+        while it made the store left beside it is removed."""
+        if not self.read_only:
+            birth.remove_leftovers(self.path)
+        return connect(
+            self.path,
+            read_only=self.read_only,
+            lock_timeout=self.lock_timeout,
+            create=None if self.read_only else self._create,
+        )
+
+    def _create(self, path: Path) -> None:
+        applied = birth.create(path)
+        if applied is not None:
+            self._created, self._born = True, applied
+
     def _prepare(self) -> list[int]:
         version = migrations.current_version(self._con)
         migrations.check_supported(version, str(self.path))
@@ -90,10 +109,10 @@ class Database:
         self._closed = True
         self._user_sql.close()
         if self._live is not None:
-            self._live.close()
-        if discard:
-            for leftover in (self.path, self.path.with_name(self.path.name + ".wal")):
-                leftover.unlink(missing_ok=True)
+            if discard:
+                birth.discard(self._live, self.path)  # closes it
+            else:
+                close(self._live, self.path, writer=not self.read_only)
 
     @property
     def _con(self) -> duckdb.DuckDBPyConnection:
@@ -102,7 +121,7 @@ class Database:
         if self._live is None:
             if self._closed:
                 raise StoreError(f"{self.path}: the store is closed")
-            self._live = connect(self.path, read_only=self.read_only, lock_timeout=self.lock_timeout)
+            self._live = self._connect()
         return self._live
 
     def _holds_nothing(self) -> bool:
@@ -210,7 +229,7 @@ def released(db: Database) -> Iterator[None]:
     For an evaluation, whose collector opens the store for each commit only, and for a query on a
     store opened for writing, whose sandbox attaches the file read-only.
     """
-    db._con.close()
+    close(db._con, db.path, writer=not db.read_only)
     db._live = None
     try:
         yield
@@ -218,7 +237,7 @@ def released(db: Database) -> Iterator[None]:
         # Another process may have taken the store meanwhile: what the block did stands, and the
         # store is opened again when next used (the _con property), waiting for that process then.
         with suppress(StoreLockedError):
-            db._live = connect(db.path, read_only=db.read_only, lock_timeout=db.lock_timeout)
+            db._live = db._connect()
 
 
 def discard_if_empty(db: Database) -> None:

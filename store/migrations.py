@@ -1,8 +1,9 @@
 """Bringing a store to the schema's latest version: the migrations of :mod:`ood_store._schema`, applied in order.
 
-Each migration runs in one transaction together with its row in ``schema_version``; a store is either
-at a version or at the one before it. The views, made for the latest version only, come with the
-latest migration's transaction.
+All the migrations a store needs run in one transaction, each with its row in ``schema_version``, and
+the views (made for the latest version only) with them: a store is either at the version it had or at
+the latest, never in between, whenever the process is stopped. A new store is made the same way in a
+file of its own and appears whole (:mod:`ood_store._store.birth`).
 """
 
 from __future__ import annotations
@@ -44,14 +45,13 @@ def migrate(con: duckdb.DuckDBPyConnection, where: str, upto: int | None = None)
     A store brought to an older version (``upto``, for staging an older dump) has its tables only:
     the views are those of the latest version and come with its migration.
     """
-    version = current_version(con)
-    check_supported(version, where)
     latest = schema.latest_version()
-    applied = []
-    for migration in schema.migrations():
-        if migration.version <= version or (upto is not None and migration.version > upto):
-            continue
-        with transaction(con):
+    with transaction(con):
+        # The version is read inside the transaction that migrates: two processes cannot both apply it.
+        version = current_version(con)
+        check_supported(version, where)
+        pending = [m for m in schema.migrations() if version < m.version and (upto is None or m.version <= upto)]
+        for migration in pending:
             con.execute(migration.sql)
             if migration.version == latest:
                 con.execute(sqlfiles.load(_SCHEMA, "views"))
@@ -59,8 +59,7 @@ def migrate(con: duckdb.DuckDBPyConnection, where: str, upto: int | None = None)
                 sqlfiles.load(_SCHEMA, "record_migration"),
                 {"version": migration.version, "name": migration.name, "applied_at": _utcnow()},
             )
-        applied.append(migration.version)
-    return applied
+    return [m.version for m in pending]
 
 
 def _utcnow() -> _dt.datetime:

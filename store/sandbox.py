@@ -31,7 +31,7 @@ import duckdb
 
 from ood_store import _sqlfiles as sqlfiles
 from ood_store._errors import InputError
-from ood_store._store.connection import waiting
+from ood_store._store.connection import guarded, waiting
 
 # Set when the database starts: DuckDB refuses them later. Spilling goes to a folder of the sandbox's own
 # (DuckDB lets queries read its temporary folder): not one in the working directory, shared with others.
@@ -73,7 +73,7 @@ def sandbox(
         waiting(
             path,
             lock_timeout,
-            lambda: con.execute(sqlfiles.load("ood_store._store", "sandbox_attach"), {"path": str(path)}),
+            lambda: _attach(con, path),
         )
         sqlfiles.execute(
             con, sqlfiles.load("ood_store._store", "sandbox_lock"), {"folders": [str(f) for f in allow_files]}
@@ -82,3 +82,10 @@ def sandbox(
     finally:
         con.close()
         shutil.rmtree(spill, ignore_errors=True)
+
+
+def _attach(con: duckdb.DuckDBPyConnection, path: Path) -> None:
+    """Attach the store at ``path`` read-only, while no writer of it lets go
+    (:func:`~ood_store._store.connection.guarded`)."""
+    with guarded(path, exclusive=False):
+        con.execute(sqlfiles.load("ood_store._store", "sandbox_attach"), {"path": str(path)})

@@ -19,6 +19,7 @@ from ood_store import _sqlfiles as sqlfiles
 from ood_store._errors import InputError, StoreError, first_line
 from ood_store._progress import progress_bar
 from ood_store._store import migrations
+from ood_store._store.connection import guarded
 from ood_store._store.dump import Manifest, quoted
 
 
@@ -99,7 +100,8 @@ def fill_from_store(path: Path) -> Callable[[duckdb.DuckDBPyConnection, dict[str
     """A ``fill`` for :func:`staged` that copies every table of the (older) store at ``path``."""
 
     def fill(con: duckdb.DuckDBPyConnection, tables: dict[str, list[str]]) -> None:
-        con.execute(_sql("attach_source"), {"path": str(path)})
+        with guarded(path, exclusive=False):  # DuckDB reads the headers before its lock: not while a writer lets go
+            con.execute(_sql("attach_source"), {"path": str(path)})
         try:
             for name in tables:
                 con.execute(_sql("copy_attached_table").format(table=quoted(name)))

@@ -53,6 +53,24 @@ def pythia_files(size: str | None = None) -> list[Path]:
     return sorted(p for s in sizes for p in (PYTHIA / f"pythia-{s}" / "zero-shot").glob("*.json"))
 
 
+#: A worker process (python -c INGEST_WORKER) for concurrent ingests (tests/test_store_birth.py,
+#: benchmarks/concurrent_ingest.py): one JSON task a line ({"db": ..., "files": [...]}), one JSON answer a line.
+INGEST_WORKER = """
+import json, sys
+import ood_store
+print("ready", flush=True)
+for line in sys.stdin:
+    task = json.loads(line)
+    try:
+        with ood_store.open(task["db"], lock_timeout=120) as store:
+            report = store.ingest(task["files"])
+        answer = {"ingested": len(report.ingested), "rejected": [f.reason for f in report.rejected]}
+    except BaseException as exc:
+        answer = {"error": f"{type(exc).__name__}: {exc}"}
+    print(json.dumps(answer), flush=True)
+"""
+
+
 def expected_pythia_rows(files: list[Path]) -> dict[tuple, tuple]:
     """(run, step, task, metric) -> (value, stderr), read directly from v0.3 files."""
     rows = {}
@@ -520,3 +538,21 @@ def hostile_db(tmp_path_factory) -> Path:
         result = partial_correlations(store, "mnli", HOSTILE_TASKS[1:4])
         store.save_analysis(HOSTILE_ANALYSIS, result)
     return root / "store.duckdb"
+
+
+def suite_checkpoint(folder: Path, positions: int) -> Path:
+    """A tiny GPT-2 of ``positions`` positions and a tokenizer trained on the suite's fixture rows
+    (fixtures/nli-suite) and every shipped pattern and verbalizer (each answer one token), saved in ``folder``."""
+    from ood_store._evaluate.suite.variant import PATTERNS
+    from ood_store._examples import toy
+
+    texts = [
+        value
+        for path in sorted((FIXTURES / "nli-suite").glob("*.jsonl"))
+        for line in path.read_text("utf-8").splitlines()
+        for value in json.loads(line).values()
+        if isinstance(value, str)
+    ]
+    texts += [p.text.format(premise="it", hypothesis="it") + v for p in PATTERNS.values() for v in p.verbalizers] * 40
+    tokenizer = toy.build_tokenizer(texts, vocab_size=600)
+    return toy.save_checkpoint(toy.build_model(tokenizer, n_positions=positions), tokenizer, folder)

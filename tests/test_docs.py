@@ -345,12 +345,13 @@ def test_ci_runs_the_readme_test_command():
     assert command == "make test"
     ci = (ROOT / ".ci" / "run").read_text()
     steps = [line for line in ci.splitlines() if line and not line.startswith(("#", "set ", "cd ", "export "))]
-    # The README's command last, after installing LaTeX and Chromium, lint, the type check and the site, and after
-    # starting the test cluster, which is stopped however CI ends; the developing page documents each.
-    assert steps == ["make latex", "make browser", "make lint", "make typecheck", "make docs",
+    # The README's command last, after installing LaTeX, Chromium and strace, lint, the type check and the site, and
+    # after starting the test cluster, which is stopped however CI ends; the developing page documents each.
+    assert steps == ["make latex", "make browser", "make strace", "make lint", "make typecheck", "make docs",
                      "trap 'make cluster-stop' EXIT", "make cluster", command]  # fmt: skip
     developing = (DOCS / "developing.md").read_text()
-    assert all(f"`make {target}`" in developing for target in ("lint", "typecheck", "docs", "cluster", "cluster-stop"))
+    targets = ("lint", "typecheck", "docs", "strace", "cluster", "cluster-stop")
+    assert all(f"`make {target}`" in developing for target in targets)
     makefile = (ROOT / "Makefile").read_text()
     assert re.search(r"^test: .*\n(\t@.*\n)*\t\$\(BIN\)/python -m pytest", makefile, flags=re.MULTILINE)
 

@@ -17,6 +17,7 @@ from conftest import FIXTURES, V04, table_dump
 from ood_store._cli import main
 
 REAL = FIXTURES / "eee-real"
+ROOT = FIXTURES.parent.parent
 FILES = sorted(REAL.rglob("*.json"))
 JOSIE_010 = next((REAL / "0.1.0").rglob("7c2cc003-*.json"))
 JOSIE_020 = next((REAL / "0.2.0").rglob("0b1c6aa6-*.json"))
@@ -253,3 +254,139 @@ def test_what_an_old_schema_lets_through_is_still_one_line(runner, tmp_path, edi
     result = runner.invoke(main, ["--db", str(tmp_path / "store.duckdb"), "ingest", str(path)])
     assert result.exit_code == 1
     assert result.output.splitlines()[-1] == f"  {path}: {message}"
+
+
+# -- nulls in optional fields ------------------------------------------------------------------------
+def _schema(version: str) -> dict:
+    return json.loads((ROOT / "ingest" / f"eee-eval-{version}.schema.json").read_text())
+
+
+def _nulled(value, schema: dict, root: dict, nulled: list[str], where: str = "") -> None:
+    """Set to null every field of ``value`` that ``schema`` lets an object lack (not in its ``required``, nor
+    in that of its if/then/else), walking into objects and lists by the schema: the fields come from the
+    schema, the values from the file."""
+    while "$ref" in schema:
+        schema = root["$defs"][schema["$ref"].rsplit("/", 1)[-1]]
+    for form in schema.get("oneOf", []) + schema.get("anyOf", []):  # the form whose type the value has
+        kind = form.get("type")
+        if (kind == "object" and isinstance(value, dict)) or (kind == "array" and isinstance(value, list)):
+            _nulled(value, form, root, nulled, where)
+    if isinstance(value, list) and isinstance(schema.get("items"), dict):
+        for index, item in enumerate(value):
+            _nulled(item, schema["items"], root, nulled, f"{where}[{index}]")
+    if not isinstance(value, dict) or "properties" not in schema:
+        return
+    required = set(schema.get("required", []))
+    for branch in (schema.get("then", {}), schema.get("else", {}), schema.get("else", {}).get("then", {})):
+        required |= set(branch.get("required", []))
+    for key, field in schema["properties"].items():
+        if key not in value or value[key] is None:
+            continue
+        if key in required:
+            _nulled(value[key], field, root, nulled, f"{where}.{key}".lstrip("."))
+        else:
+            value[key] = None
+            nulled.append(f"{where}.{key}".lstrip("."))
+
+
+NULLABLE = [JOSIE_010, next((REAL / "0.1.0").rglob("a6cf2367-*.json")), JOSIE_020, HAL, FLAT, DEMO]
+
+
+@pytest.mark.parametrize("source", NULLABLE, ids=lambda p: f"{p.parts[len(REAL.parts)]}-{p.stem[:8]}")
+def test_nulls_in_optional_fields_are_missing_values(tmp_path, source):
+    """A real file of each version with every optional field it has (by its schema) set to null: it goes
+    in, with the scores of the file as it was, and those fields NULL (what the EEE HELM converter writes)."""
+    doc = json.loads(source.read_text())
+    version = doc["schema_version"]
+    nulled: list[str] = []
+    _nulled(doc, _schema(version), _schema(version), nulled)
+    assert len(nulled) >= 3, nulled
+    path = tmp_path / source.name
+    path.write_text(json.dumps(doc))
+    with ood_store.open(tmp_path / "store.duckdb") as store:
+        report = store.ingest([path])
+        assert report.ok, report.rejected
+        values = sorted(store.query("SELECT value FROM scores_all")["value"].to_list())
+        date, config = store.query("SELECT date, config FROM evaluations").rows()[0]
+    assert values == sorted(r["score_details"]["score"] for r in json.loads(source.read_text())["evaluation_results"])
+    if "evaluation_timestamp" in nulled:
+        assert date is None
+    kept = json.loads(config)
+    for field in nulled:  # a missing value in the document kept too: absent, not null
+        holder = kept
+        for part in field.replace("[", ".[").split(".")[:-1]:
+            holder = holder[int(part[1:-1])] if part.startswith("[") else holder[part]
+        assert field.split(".")[-1] not in holder, field
+
+
+def test_a_file_of_0_1_0_with_nulls_where_its_schema_types_strings(tmp_path):
+    """Built from the 0.1.0 schema (as the HELM converter fills it): each optional string field of the
+    schema null; read as missing, the scores stored."""
+    doc = {
+        "schema_version": "0.1.0",
+        "evaluation_id": "helm_local/pythia-1b/1",
+        "retrieved_timestamp": "1700000000",
+        "source_data": {"dataset_name": "mmlu", "hf_repo": None, "hf_split": None, "samples_number": None},
+        "source_metadata": {
+            "source_name": "helm_local",
+            "source_type": "evaluation_run",
+            "source_organization_name": "crfm",
+            "source_organization_url": None,
+            "source_organization_logo_url": None,
+            "evaluator_relationship": "third_party",
+        },
+        "model_info": {"name": "pythia-1b", "id": "EleutherAI/pythia-1b", "developer": None,
+                       "inference_platform": None, "inference_engine": None},
+        "evaluation_results": [
+            {"evaluation_name": "mmlu", "evaluation_timestamp": None,
+             "metric_config": {"evaluation_description": None, "lower_is_better": False, "score_type": None},
+             "score_details": {"score": 0.25, "details": None},
+             "detailed_evaluation_results_url": None, "generation_config": None},
+        ],
+    }  # fmt: skip
+    schema = _schema("0.1.0")
+    nulls = {"source_data": ["hf_repo", "hf_split", "samples_number"],
+             "source_metadata": ["source_organization_url", "source_organization_logo_url"],
+             "model_info": ["developer", "inference_platform", "inference_engine"]}  # fmt: skip
+    for part, keys in nulls.items():
+        properties = (schema["properties"][part].get("oneOf") or [{}])[-1].get("properties") or schema["properties"][
+            part
+        ]["properties"]
+        for key in keys:  # each is an optional field the schema types, not as null
+            assert key not in schema["properties"][part].get("required", []) and "null" not in str(properties[key])
+    path = tmp_path / "helm.json"
+    path.write_text(json.dumps(doc))
+    with ood_store.open(tmp_path / "store.duckdb") as store:
+        report = store.ingest([path])
+        assert report.ok, report.rejected
+        rows = store.query("SELECT run, step, task, metric, value, campaign FROM scores_all").rows()
+        model_type = store.query("SELECT model_type FROM evaluations").rows()
+    assert rows == [("EleutherAI/pythia-1b", None, "mmlu", "score", 0.25, "helm_local")]
+    assert model_type == [(None,)]
+
+
+@pytest.mark.parametrize(
+    ("source", "field", "expected"),
+    [
+        (JOSIE_010, ("model_info", "id"), '"string"'),
+        (JOSIE_010, ("evaluation_results", 0, "score_details", "score"), '"number"'),
+        (HAL, ("eval_library", "name"), '"string"'),
+        (DEMO, ("evaluation_results", 0, "metric_config", "lower_is_better"), '"boolean"'),
+    ],
+    ids=["0.1.0-id", "0.1.0-score", "0.2.2-library", "0.3.0-direction"],
+)
+def test_a_null_where_a_field_is_required_is_still_refused(runner, tmp_path, source, field, expected):
+    doc = json.loads(source.read_text())
+    holder = doc
+    for key in field[:-1]:
+        holder = holder[key]
+    holder[field[-1]] = None
+    path = tmp_path / source.name
+    path.write_text(json.dumps(doc))
+    db = tmp_path / "store.duckdb"
+    result = runner.invoke(main, ["--db", str(db), "ingest", str(path)])
+    assert result.exit_code == 1
+    where = ".".join(f"[{k}]" if isinstance(k, int) else k for k in field).replace(".[", "[")
+    version = doc["schema_version"]
+    assert f"  {path}: {where}: expected {expected}, got null (EEE schema {version})" in result.output.splitlines()
+    assert not db.exists()

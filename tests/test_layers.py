@@ -29,8 +29,8 @@ FOLDERS = {
     "_analysis": ROOT / "analysis",
     "_export": ROOT / "export",
 }
-# Modules at the package root that every layer may use: errors, names, progress bars, SQL files.
-CORE = {"_errors", "_names", "_progress", "_counts", "_filekinds", "_sqlfiles", "_summary"}
+# Modules at the package root that every layer may use: errors, names, progress bars, SQL files, processes.
+CORE = {"_errors", "_names", "_progress", "_counts", "_filekinds", "_sqlfiles", "_summary", "_processes"}
 # The facade (the public API) and what sits above it: they may import any stage, no stage imports them.
 TOP = {"api", "_cli", "_examples", "_serve"}  # the viewer is a face, as the command line is
 
