@@ -29,6 +29,7 @@ def run_lm_eval(
     timings: Timings | None = None,
     max_length: int | None = None,
     truncation: str = "left",
+    cache_dir: Path | None = None,
 ) -> Path:
     """Evaluate ``checkpoint`` with lm-eval on ``tasks`` (names, config dicts or task objects).
 
@@ -41,13 +42,17 @@ def run_lm_eval(
     ``evaluations.config``. ``timings`` gets the seconds of the forward passes and
     of writing the files. ``max_length`` and ``truncation`` are the prompt
     length the model sees and which end of a longer prompt is cut (what ``lm``
-    was made with; recorded in ``model_args``). Returns the results file.
+    was made with; recorded in ``model_args``). ``cache_dir``: where the fast scorer keeps prepared runs (unless
+    ``lm`` names its own). Returns the results file.
     """
+    from ood_store._evaluate.fast import FastLM
     from ood_store._evaluate.scorer import hf_model, score
 
     options = {**options, "device": options.get("device") or default_device()}
     if lm is None:
         lm = hf_model("lm-eval", **hf_arguments(checkpoint, options, dtype, max_length, truncation))
+    if isinstance(lm, FastLM) and lm.cache_dir is None:
+        lm.cache_dir = cache_dir
     scored = score(
         lm, list(tasks), task_manager=manager, model_args=recorded_model_args(checkpoint, dtype, max_length,
         truncation), suite_record=suite_record, **options,
@@ -56,9 +61,17 @@ def run_lm_eval(
     path = scored.write(folder)
     if timings is not None:
         timings.forward_s += scored.forward_seconds
+        timings.prepare_s += getattr(scored, "prepare_seconds", 0.0)
         timings.tokens += scored.forward_tokens
+        timings.documents += documents_of(scored.results)
         timings.write_s += time.perf_counter() - started
     return path
+
+
+def documents_of(results: dict[str, Any]) -> int:
+    """The documents lm-eval's results say were scored (``n-samples``' effective counts of the tasks)."""
+    counts = results.get("n-samples") or {}
+    return sum(int(c.get("effective", 0)) for c in counts.values() if isinstance(c, dict))
 
 
 def hf_arguments(
@@ -108,11 +121,14 @@ def environment_described_once() -> None:
         collect_env.get_pretty_env_info = once
 
 
-def save(tracker: Any, result: dict[str, Any], folder: Path) -> Path:
-    """Write lm-eval's standard layout (results_<ts>.json, samples_<task>_<ts>.jsonl); return the results file."""
+def save(tracker: Any, result: dict[str, Any], folder: Path, write_samples: bool = True) -> Path:
+    """Write lm-eval's standard layout (results_<ts>.json, samples_<task>_<ts>.jsonl); return the results file.
+
+    ``write_samples=False``: the samples (for the results file's task hashes) are not written (the fast scorer
+    writes its own)."""
     samples = result.pop("samples", None)
     tracker.save_results_aggregated(results=result, samples=samples)
-    for task in samples or {}:
+    for task in (samples or {}) if write_samples else {}:
         tracker.save_results_samples(task_name=task, samples=samples[task])
     date_id = getattr(tracker, "date_id", None)
     path = folder / str(tracker.general_config_tracker.model_name_sanitized) / f"results_{date_id}.json"

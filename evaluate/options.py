@@ -72,14 +72,15 @@ def batch_size(value: Any) -> int | str:
 
 
 #: The scorers of ``evaluate`` (:mod:`ood_store._evaluate.scorer`); the first is the default and the reference.
-SCORERS = ("lm-eval", "verbalizer")
+SCORERS = ("lm-eval", "verbalizer", "fast")
 
 
 def scorer(value: Any) -> str:
-    """``lm-eval`` (lm-eval's own ``hf`` model, the default) or ``verbalizer``."""
+    """``lm-eval`` (lm-eval's own ``hf`` model, the default), ``verbalizer`` or ``fast``."""
     text = value.strip().lower() if isinstance(value, str) else None
     if text not in SCORERS:
-        raise InputError(None, None, f"expected {' or '.join(SCORERS)}, got {value!r}", parameter="scorer")
+        raise InputError(None, None, f"expected {', '.join(SCORERS[:-1])} or {SCORERS[-1]}, got {value!r}",
+                         parameter="scorer")  # fmt: skip
     return text
 
 
@@ -106,7 +107,7 @@ def truncation(value: Any) -> str:
 def truncation_needs_verbalizer(scorer_: str, truncation_: str) -> str | None:
     """Why ``truncation`` cannot be had with ``scorer``, or None: lm-eval's ``hf`` model only cuts from the left
     (``(context + continuation)[-(max_length + 1):]``); the verbalizer scorer cuts either end."""
-    if truncation_ == "right" and scorer_ != "verbalizer":
+    if truncation_ == "right" and scorer_ == "lm-eval":
         return (
             "right truncation (the prompt's first max_length tokens, as the run was trained) needs the verbalizer "
             "scorer: lm-eval's own cuts prompts from the left"

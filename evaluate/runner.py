@@ -229,14 +229,19 @@ def evaluate(
         prompt (the ood_nli suite), one forward pass per document to its last
         position, equal to lm-eval's scores and files (see
         :mod:`ood_store._evaluate.scorer`); a task it cannot score exactly
-        fails its unit, with one line naming it.
+        fails its unit, with one line naming it. ``fast``: the same scores
+        and files for multiple-choice accuracy (``acc``, ``acc_norm``), with
+        the run's requests prepared once (and kept in the work folder's
+        ``prepared/`` for every run that shares tokenizer, tasks and data)
+        and each checkpoint's work its forward passes and vectorized
+        arithmetic (see :mod:`ood_store._evaluate.fast`).
     max_length, truncation
         The most prompt tokens the model sees (lm-eval's ``max_length`` model
         argument; default: lm-eval's length for the model), and which end of a
         longer prompt is cut: ``left`` (lm-eval's, the default: the last
         ``max_length`` tokens are kept) or ``right`` (the first, as a run
         finetuned with ``truncation = "right"`` saw its prompts; the
-        verbalizer scorer only, anything else is refused before anything
+        verbalizer and fast scorers only, lm-eval's is refused before anything
         runs). A study written by ``ood-store finetune`` gives each run those
         it was trained with.
     force

@@ -70,12 +70,15 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lm_eval.models.huggingface import HFLM
 
 from ood_store._errors import OodStoreError
 from ood_store._evaluate.options import scorer as check_scorer
+
+if TYPE_CHECKING:
+    from ood_store._evaluate.fast import FastScored
 
 #: Output types whose requests are loglikelihoods of a continuation (what the verbalizer scorer answers).
 SCORABLE_OUTPUT_TYPES = ("multiple_choice", "loglikelihood")
@@ -209,19 +212,20 @@ class VerbalizerLM(HFLM):
         bar.close()
         return [answer for answer in out if answer is not None]
 
-    def _last_logprobs(self, inputs: Any, last: Sequence[int]) -> Any:
+    def _last_logprobs(self, inputs: Any, last: Sequence[int] | int, **extra: Any) -> Any:
         """Log-probabilities over the vocabulary at position ``last[i]`` of each row ``i`` of ``inputs``.
 
         Rows are right-padded: a causal model's states before the padding do
         not depend on it. The head is applied at the distinct positions of
         ``last`` only (transformers' ``logits_to_keep``), not at every position.
+        ``last`` a number: the last position of every row (rows of one length, no padding; the fast scorer's);
+        ``extra``: more arguments of the model's forward pass then (PEFT's ``adapter_names``).
         """
         import torch
         import torch.nn.functional as F
 
         if self._keeps_logits is None:
             self._keeps_logits = _takes_logits_to_keep(self.model)
-        rows = torch.arange(len(last), device=self.device)
         with (
             torch.no_grad(),
             torch.autocast(
@@ -230,14 +234,19 @@ class VerbalizerLM(HFLM):
                 enabled=self.mixed_precision_dtype is not None,
             ),
         ):
-            if self._keeps_logits:
+            if isinstance(last, int):  # no key-value cache: nothing is generated after the pass
+                last_only = {"logits_to_keep": 1} if self._keeps_logits else {}
+                logits = self.model(inputs, use_cache=False, **last_only, **extra).logits[:, -1]
+            elif self._keeps_logits:
                 kept = sorted(set(last))
                 column = {p: k for k, p in enumerate(kept)}
                 keep = torch.tensor(kept, dtype=torch.long, device=self.device)
-                logits = self.model(inputs, logits_to_keep=keep).logits
+                logits = self.model(inputs, use_cache=False, logits_to_keep=keep).logits
+                rows = torch.arange(len(last), device=self.device)
                 logits = logits[rows, torch.tensor([column[p] for p in last], device=self.device)]
             else:
-                logits = self.model(inputs).logits[rows, torch.tensor(list(last), device=self.device)]
+                rows = torch.arange(len(last), device=self.device)
+                logits = self.model(inputs, use_cache=False).logits[rows, torch.tensor(list(last), device=self.device)]
         return F.log_softmax(logits, dim=-1, dtype=self.softmax_dtype)
 
     def _rows_for(self, length: int, longest: int) -> int:
@@ -363,11 +372,16 @@ class TimedHFLM(HFLM):
 
 
 def hf_model(scorer: str, pretrained: Any, **kwargs: Any) -> HFLM:
-    """lm-eval's ``hf`` model (``lm-eval``) or :class:`VerbalizerLM` (``verbalizer``) with ``HFLM``'s arguments,
+    """lm-eval's ``hf`` model (``lm-eval``), :class:`VerbalizerLM` (``verbalizer``) or the fast scorer's
+    :class:`~ood_store._evaluate.fast.FastLM` (``fast``) with ``HFLM``'s arguments,
     as ``simple_evaluate(model="hf", model_args=...)`` makes it (None-valued arguments left out)."""
     kwargs = {k: v for k, v in kwargs.items() if v is not None}
     if check_scorer(scorer) == "verbalizer":
         return VerbalizerLM(pretrained, **kwargs)
+    if scorer.strip().lower() == "fast":
+        from ood_store._evaluate.fast import FastLM
+
+        return FastLM(pretrained, **kwargs)
     if kwargs.pop("truncation", "left") != "left":
         raise OodStoreError("right truncation needs the verbalizer scorer: lm-eval's own cuts prompts from the left")
     with _quiet_lm_eval():
@@ -422,6 +436,15 @@ class DocumentScore:
     acc: float | None
 
 
+def accuracy_of(results: Mapping[str, Any]) -> dict[str, float]:
+    """Each task's ``acc`` (filter ``none``) in lm-eval's results."""
+    return {
+        task: float(entry["acc,none"])
+        for task, entry in results.get("results", {}).items()
+        if isinstance(entry, dict) and isinstance(entry.get("acc,none"), int | float)
+    }
+
+
 @dataclass
 class Scored:
     """What :func:`score` returns: lm-eval's results (and samples), and how long the forward passes took."""
@@ -436,11 +459,7 @@ class Scored:
 
     def accuracy(self) -> dict[str, float]:
         """Each task's ``acc`` (filter ``none``), as lm-eval aggregated it."""
-        return {
-            task: float(entry["acc,none"])
-            for task, entry in self.results.get("results", {}).items()
-            if isinstance(entry, dict) and isinstance(entry.get("acc,none"), int | float)
-        }
+        return accuracy_of(self.results)
 
     def documents(self) -> list[DocumentScore]:
         """Every scored document (needs ``log_samples``, the default), task by task in document order."""
@@ -473,8 +492,9 @@ def score(
     model_args: Mapping[str, Any] | None = None,
     suite_record: Mapping[str, Any] | None = None,
     **options: Any,
-) -> Scored:
-    """Score the model of ``lm`` (lm-eval's ``HFLM`` or :class:`VerbalizerLM`) on ``tasks`` with lm-eval.
+) -> Scored | FastScored:
+    """Score the model of ``lm`` (lm-eval's ``HFLM`` or :class:`VerbalizerLM`) on ``tasks`` with lm-eval (the fast
+    scorer's :class:`~ood_store._evaluate.fast.FastLM`: by :func:`ood_store._evaluate.fast.score`).
 
     ``tasks`` is a :class:`TaskSet` or what ``simple_evaluate`` takes (task
     objects, names or config dicts, with the ``task_manager`` that knows them).
@@ -496,6 +516,11 @@ def score(
         tasks = tasks.objects
     if task_manager is None:
         raise OodStoreError("score: give the lm-eval TaskManager that knows the tasks (its task_manager argument)")
+    from ood_store._evaluate import fast
+
+    if isinstance(lm, fast.FastLM) and lm._recording is None:
+        return fast.score(lm, list(tasks), task_manager=task_manager, model_args=model_args,
+                          suite_record=suite_record, **options)  # fmt: skip
     scorer = "verbalizer" if isinstance(lm, VerbalizerLM) else "lm-eval"
     templates = compiled_templates() if scorer == "verbalizer" else nullcontext()
     if scorer == "verbalizer":

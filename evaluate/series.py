@@ -471,13 +471,14 @@ def unit_model(session: ModelSession, unit: Any, checkpoint: Checkpoint, tasks: 
     its run's model, an adapter whose base model does not exist, a task the
     verbalizer scorer refuses. ``timings`` gets how the model was loaded and how long it took.
     """
+    from ood_store._evaluate.fast import fast_refusal
     from ood_store._evaluate.harness import hf_arguments
     from ood_store._evaluate.scorer import ScorerRefused, hf_model, refusal
 
     check_series(checkpoint, unit.series)
-    if unit.scorer == "verbalizer":
+    if unit.scorer in ("verbalizer", "fast"):
         for task in tasks:
-            why = refusal(task)
+            why = (refusal if unit.scorer == "verbalizer" else fast_refusal)(task)
             if why:
                 raise ScorerRefused(why)
     base = checkpoint.base_model

@@ -129,6 +129,7 @@ def run_unit(
                     timings=timings,
                     max_length=unit.max_length,
                     truncation=unit.truncation,
+                    cache_dir=work_dir.path / "prepared",
                 )
                 session.keep_batch_size()
             writing = time.monotonic()

@@ -1,10 +1,12 @@
 """Evaluation in the loop: each saved checkpoint scored on the study's tasks while the run trains, as the paper did.
 
 At step 0 and at every step the schedule saves, the model in memory (the
-weights just saved) is scored with the verbalizer scorer of ``evaluate``
-(:mod:`ood_store._evaluate.scorer`: lm-eval's requests, metrics and files,
-one forward pass per document to its last position; its tests hold it equal
-to lm-eval's own ``hf`` model), on the tasks the study file names, with the
+weights just saved) is scored with the fast scorer of ``evaluate``
+(:mod:`ood_store._evaluate.fast`: lm-eval's requests built and tokenized
+once for the run, each checkpoint its forward passes and vectorized
+arithmetic, lm-eval's files; its tests hold it equal to lm-eval's own ``hf``
+model) when every task is of the ood_nli suite, else with the verbalizer
+scorer (:mod:`ood_store._evaluate.scorer`), on the tasks the study file names, with the
 same documents, label maps, neutral scheme and prompt variant that
 ``evaluate --study`` would use. What it writes is what an ``evaluate`` worker
 writes: a unit of evaluate's work folder (``OUTPUT/lm-eval-results-work``)
@@ -71,9 +73,11 @@ class InLoopEvaluation(TrainerCallback):
 
     def checkpoint_saved(self, model: Any, step: int) -> None:
         """Score the model as saved at ``step`` and write it as a finished unit (unless it is one already)."""
-        from ood_store._evaluate.harness import output_to, recorded_model_args
+        from ood_store._evaluate.fast import FastLM
+        from ood_store._evaluate.harness import documents_of, output_to, recorded_model_args
         from ood_store._evaluate.scorer import VerbalizerLM, score, suite_tasks
         from ood_store._evaluate.suite.variant import Variant
+        from ood_store._evaluate.timings import Timings
 
         unit = self.unit(step)
         if self.work.done(unit.id) is not None:
@@ -99,7 +103,8 @@ class InLoopEvaluation(TrainerCallback):
                     )
                 if self._lm is None:  # lm-eval's hf model over the model object: nothing is loaded or copied
                     batch = self.spec["options"]["batch_size"]
-                    self._lm = VerbalizerLM(model, tokenizer=self.tokenizer, batch_size=batch, **self._prompt_length())
+                    kind = FastLM if self.scorer() == "fast" else VerbalizerLM
+                    self._lm = kind(model, tokenizer=self.tokenizer, batch_size=batch, **self._prompt_length())
                 with _generators_kept():
                     scored = score(
                         self._lm,
@@ -111,6 +116,7 @@ class InLoopEvaluation(TrainerCallback):
                     )
         finally:
             model.train(training)
+        writing = time.monotonic()
         results = scored.write(tmp)
         relative = results.relative_to(tmp)
         if final.exists():
@@ -119,11 +125,15 @@ class InLoopEvaluation(TrainerCallback):
         os.rename(tmp, final)
         with (final / relative).open("rb") as fh:
             digest = hashlib.file_digest(fh, "sha256").hexdigest()
+        timings = Timings(tokens=scored.forward_tokens, forward_s=scored.forward_seconds,
+                          prepare_s=getattr(scored, "prepare_seconds", 0.0), write_s=time.monotonic() - writing,
+                          documents=documents_of(scored.results))  # fmt: skip
+        seconds = time.monotonic() - started
         self.work.add_units([unit])
         self.work.mark_done(
             Done(unit=unit.id, results=str(final / relative), sha256=digest, lm_eval_version=_version(),
-                 host=this_host(), pid=os.getpid(), attempt="in-loop", scorer="verbalizer",
-                 seconds=round(time.monotonic() - started, 3), finished=time.time())
+                 host=this_host(), pid=os.getpid(), attempt="in-loop", scorer=self.scorer(),
+                 seconds=round(seconds, 3), finished=time.time(), timings=timings.close(seconds).record())
         )  # fmt: skip
         self.scored.append(step)
 
@@ -149,7 +159,7 @@ class InLoopEvaluation(TrainerCallback):
             samples=options.get("samples", True),
             attributes=self.spec["attributes"],
             lm_eval_kwargs=dict(options.get("lm_eval") or {}),
-            scorer="verbalizer",
+            scorer=self.scorer(),
             **self._prompt_length(),
         )
         source = request.task_source()
@@ -161,6 +171,13 @@ class InLoopEvaluation(TrainerCallback):
         # evaluate's own unit (plan's): the same id, folder and options as evaluate would give the checkpoint
         return _unit(request, checkpoint, self._names, self._leaves, source, Path(self.spec["store"]),
                      Path(self.spec["output_dir"]), None, False)  # fmt: skip
+
+    def scorer(self) -> str:
+        """``fast`` when every task is of the ood_nli suite (multiple-choice accuracy, which it scores exactly),
+        else ``verbalizer`` (any task whose answers are one token)."""
+        from ood_store._evaluate.suite import testsets
+
+        return "fast" if all(testsets.expand(name) is not None for name in self.spec["tasks"]) else "verbalizer"
 
     def _prompt_length(self) -> dict[str, Any]:
         """The prompt length the run was trained with and which end of a longer prompt it cut (its evaluation's)."""

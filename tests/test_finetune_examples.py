@@ -139,6 +139,7 @@ def test_the_loss_is_the_cross_entropy_at_each_examples_last_position(toy, tmp_p
     from ood_store._finetune.trainer import Collator, VerbalizerTrainer, last_positions
 
     model, tokenizer = toy
+    model.eval()  # a model built from its config is in training mode: dropout would make both sides random
     rows = [
         {"premise": "the cat sat on the mat.", "hypothesis": "the cat sat.", "answer": 0},
         {"premise": "yesterday a man ran in the park, and the dog slept at home.", "hypothesis": "the dog did not "

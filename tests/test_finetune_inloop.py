@@ -73,11 +73,15 @@ def test_in_loop_scores_equal_post_hoc_scores(tmp_path, finetune_inputs, runner)
     assert la.keys() == lb.keys() and len(la) == 6 * (4 + 3 + 7)  # SNLI's neutral doc kept (answers No)
     for key in la:
         assert la[key] == pytest.approx(lb[key], abs=1e-5), key
-    # The in-loop files are lm-eval's, from the verbalizer scorer, in evaluate's layout (beside those of the
+    # The in-loop files are lm-eval's, from the fast scorer, in evaluate's layout (beside those of the
     # evaluation afterwards, lm-eval's own); collect stores nothing new.
     results = sorted((out / "lm-eval-results").glob("*/step-*/unit-*/*/results_*.json"))
     scorers = [json.loads(p.read_text())["config"].get("scorer", "lm-eval") for p in results]
-    assert sorted(scorers) == ["lm-eval"] * 6 + ["verbalizer"] * 6
+    assert sorted(scorers) == ["fast"] * 6 + ["lm-eval"] * 6
+    markers = [json.loads(p.read_text()) for p in (out / "lm-eval-results-work" / "done").glob("*.json")]
+    in_loop_markers = [m for m in markers if m["attempt"] == "in-loop"]
+    assert len(in_loop_markers) == 6 and all(m["scorer"] == "fast" for m in in_loop_markers)
+    assert all(m["timings"]["documents"] == 4 + 3 + 7 and m["timings"]["forward_s"] > 0 for m in in_loop_markers)
     again = runner.invoke(main, ["--db", str(in_loop), "collect", str(out / "lm-eval-results-work")])
     assert again.exit_code == 0, again.output
     assert scores(in_loop) == a

@@ -117,10 +117,10 @@ def test_in_loop_scores_equal_those_afterwards(trained):
         assert a[key] == pytest.approx(b[key], abs=1e-5), key
     # Both record what the model was given, as lm-eval records --model_args
     results = sorted((trained["out"] / "lm-eval-results").glob("toy-right/step-2/unit-*/*/results_*.json"))
-    assert len(results) == 2  # in the loop, and afterwards
-    for path in results:
-        config = json.loads(path.read_text())["config"]
-        assert config["scorer"] == "verbalizer"
+    assert len(results) == 2  # in the loop (the fast scorer), and afterwards (the verbalizer scorer)
+    configs = [json.loads(path.read_text())["config"] for path in results]
+    assert sorted(config["scorer"] for config in configs) == ["fast", "verbalizer"]
+    for config in configs:
         assert config["model_args"]["max_length"] == LENGTH and config["model_args"]["truncation"] == "right"
 
 

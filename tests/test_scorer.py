@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 import ood_store
-from conftest import FIXTURES
+from conftest import FIXTURES, suite_checkpoint
 
 SUITE_DATA = FIXTURES / "nli-suite"
 CONTEXT = 40  # the toy model's positions: shorter than many prompts
@@ -31,19 +31,7 @@ CONTEXT = 40  # the toy model's positions: shorter than many prompts
 @pytest.fixture(scope="module")
 def checkpoint(tmp_path_factory) -> Path:
     """A tiny GPT-2 and a tokenizer trained on the suite's rows and every shipped pattern and verbalizer."""
-    from ood_store._evaluate.suite.variant import PATTERNS
-    from ood_store._examples import toy
-
-    texts = [
-        value
-        for path in sorted(SUITE_DATA.glob("*.jsonl"))
-        for line in path.read_text("utf-8").splitlines()
-        for value in json.loads(line).values()
-        if isinstance(value, str)
-    ]
-    texts += [p.text.format(premise="it", hypothesis="it") + v for p in PATTERNS.values() for v in p.verbalizers] * 40
-    tokenizer = toy.build_tokenizer(texts, vocab_size=600)
-    return toy.save_checkpoint(toy.build_model(tokenizer, n_positions=CONTEXT), tokenizer, tmp_path_factory.mktemp("m"))
+    return suite_checkpoint(tmp_path_factory.mktemp("m"), CONTEXT)
 
 
 def variants():

@@ -267,8 +267,8 @@ def test_status_shows_where_the_time_went_as_the_docs_show_it(evaluated, runner)
     assert result.exit_code == 0, result.output
     lines = result.output.splitlines()
     timed = re.compile(
-        r"Time of \d+ units \([\d,]+ s\): ((loading|forward passes|bookkeeping|writing) \d+%(, |: )){4}"
-        r"(load|compute|overhead|write)-bound\.$"
+        r"Time of \d+ units \([\d,]+ s\): ((loading|preparing|forward passes|bookkeeping|writing) \d+%(, |: )){4,5}"
+        r"(load|compute|overhead|write)-bound; [\d,]+ documents/s, [\d,]+ µs a document outside the forward passes\.$"
     )
     assert timed.match(shown[1]) and timed.match(lines[1]), lines[1]
     assert lines[2].split() == shown[2].split()  # the table's columns

@@ -100,8 +100,10 @@ from ood_store._evaluate.timings import where_the_time_went
 @click.option(
     "--scorer",
     type=click.Choice(SCORERS, case_sensitive=False),
-    help="lm-eval (lm-eval's hf model, the reference) or verbalizer: for answers of one token after the prompt "
-    "(the ood_nli suite), one forward pass per document, the same scores and files.  [default: lm-eval]",
+    help="lm-eval (lm-eval's hf model, the reference), verbalizer: for answers of one token after the prompt "
+    "(the ood_nli suite), one forward pass per document, the same scores and files, or fast: the same for "
+    "multiple-choice accuracy, the run's requests prepared once and each checkpoint its forward passes.  "
+    "[default: lm-eval]",
 )
 @click.option(
     "--max-length",
@@ -112,7 +114,7 @@ from ood_store._evaluate.timings import where_the_time_went
     "--truncation",
     type=click.Choice(TRUNCATIONS, case_sensitive=False),
     help="Which end of a longer prompt is cut: left (lm-eval's) or right (as a run trained with right truncation "
-    "saw its prompts; needs --scorer verbalizer).  [default: left]",
+    "saw its prompts; needs --scorer verbalizer or fast).  [default: left]",
 )
 @click.option("--num-fewshot", type=click.IntRange(min=0), help="Few-shot examples per prompt.")
 @click.option(

@@ -14,7 +14,7 @@ import click
 from ood_store._errors import OodStoreError, mentions, spell_mentions
 
 # Python parameter names whose option is spelled otherwise than the option's own name says.
-_FLAG_OF = {"attributes": "--attr", "name": "--save", "checkpoints": "CHECKPOINT"}
+_FLAG_OF = {"attributes": "--attr", "name": "--save", "checkpoints": "CHECKPOINT", "samples": "--no-samples"}
 
 
 def spelled(message: OodStoreError | str) -> str:
