@@ -31,6 +31,8 @@ pytestmark = pytest.mark.xdist_group("cluster")
 
 CLUSTER = Path("/tmp/ood-store-test-cluster/cluster.json")
 HOLD = Path(__file__).parent / "cluster" / "hold"
+#: What a Slurm worker writes on its task's stderr when it has the SIGTERM of a cancel.
+SIGTERM_TAKEN = "SIGTERM (cancelled, or at the time limit): taking no new unit"
 BIN = Path(sys.executable).parent
 TASKS = REFERENCE_TASKS
 #: What evaluate says, once, on a cluster without accounting.
@@ -115,10 +117,10 @@ def test_scancel_of_a_running_array_returns_at_once_with_only_the_unfinished_uni
     cluster, toy_run, reference, tmp_path, runner, name
 ):
     """Two array tasks of up to two units each (three units); each holds its first unit in flight. The array is
-    cancelled, and one held unit released at once: its worker (SIGTERM) finishes it within Slurm's KillWait
-    (5 s) and takes no new unit; the other task is killed. evaluate returns within 30 s: the finished unit
-    stored (not called lost), the killed task's unit failed with Slurm's state (CANCELLED) and the end of
-    the task's own stderr (once), the unit no worker took pending."""
+    cancelled, and one held unit released once its worker has the SIGTERM: the worker finishes it within
+    Slurm's KillWait (5 s) and takes no new unit; the other task is killed. evaluate returns within 30 s: the
+    finished unit stored (not called lost), the killed task's unit failed with Slurm's state (CANCELLED) and
+    the end of the task's own stderr (once), the unit no worker took pending."""
     hold = tmp_path / "hold"
     hold.mkdir()
     command = evaluate_command(toy_run, tmp_path, "--executor", "slurm", "--units-per-task", "2", "--timeout-min", "10")
@@ -134,6 +136,11 @@ def test_scancel_of_a_running_array_returns_at_once_with_only_the_unfinished_uni
         assert sorted(claim["job"] for claim in claims.values()) == [f"{array}_0", f"{array}_1"]
         cancelled = time.monotonic()
         slurm(cluster, name, "scancel", array)
+        # scancel returns before slurmstepd signals the tasks: a unit released at once could be finished before
+        # its worker has the SIGTERM, and the worker would then (rightly) claim the next unit. Release it once
+        # the worker says, on its own stderr, that it has the signal.
+        kept_log = work / "jobs" / "submitit" / f"{claims[kept]['job']}_0_log.err"
+        wait_for(lambda: kept_log.is_file() and SIGTERM_TAKEN in kept_log.read_text(), "the SIGTERM", 30, process)
         (hold / f"release-{kept}").touch()
         out, err = process.communicate(timeout=120)
         seconds = time.monotonic() - cancelled
