@@ -51,9 +51,11 @@ class Options:
     smoothing: str = "reml"
     campaign: str | None = None  # only the evaluations of this campaign; None: `scores`, whatever the campaign
     where: Sequence[str] | None = None  # KEY=VALUE run attributes every run must have (VALUE may be a glob)
+    slices: Sequence[str] | None = None  # TASK:FIELD: TASK's items split by FIELD, each part a task of its own
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "ood", split_names(self.ood, "ood"))
+        object.__setattr__(self, "slices", split_names(self.slices, "slices"))
         object.__setattr__(self, "runs", split_names(self.runs, "runs"))
         object.__setattr__(self, "where", None if not self.where else tuple(self.where))
         for name, value, allowed in (
@@ -78,7 +80,7 @@ class Options:
 
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
-        for key in ("ood", "runs", "where"):
+        for key in ("ood", "runs", "where", "slices"):
             out[key] = None if out[key] is None else list(out[key])
         return out
 
@@ -104,6 +106,7 @@ def partial_correlations(
     smoothing: str = "reml",
     campaign: str | None = None,
     where: Sequence[str] | None = None,
+    slices: Sequence[str] | None = None,
     progress: bool = False,
 ) -> PartialCorrelations:
     """Partial correlations between every pair of OOD tasks, controlling for the in-domain score, per run.
@@ -136,6 +139,12 @@ def partial_correlations(
     where : list of str, optional
         ``KEY=VALUE`` run attributes (``size=160m``, ``family=pythia``; VALUE may be
         a glob) that every analyzed run must have; several keys must all hold.
+    slices : list of str, optional
+        ``TASK:FIELD``: the items of TASK split by the value of FIELD, each part
+        an OOD task of its own, ``TASK[FIELD=VALUE]``, its score at each
+        checkpoint the mean of its items' metric, computed from the stored
+        per-sample rows in SQL (a store only). The store keeps one field of a
+        sample's document, ``target`` (the label).
     residualizer : {"linear", "gam"}
         ``linear``: OLS on ``[1, z]``, identical to :func:`pingouin.partial_corr`
         with ``covar=in_domain``. ``gam``: a penalised cubic regression spline
@@ -230,6 +239,7 @@ def partial_correlations(
         smoothing=smoothing,
         campaign=campaign,
         where=where,
+        slices=slices,
     )
     return compute(data, options, progress=progress)
 
@@ -352,7 +362,9 @@ def pairwise_partial(
     Z = controls.reshape(controls.shape[0], -1)
     if Z.shape[0] != X.shape[0]:
         raise AnalysisError(f"controls have {Z.shape[0]} rows but X has {X.shape[0]}")
-    selection = {"in_domain", "ood", "runs", "metric", "filter", "num_fewshot", "campaign", "where"} & set(options)
+    selection = {"in_domain", "ood", "runs", "metric", "filter", "num_fewshot", "campaign", "where", "slices"} & set(
+        options
+    )
     if selection:
         raise AnalysisError(f"pairwise_partial takes no {', '.join(sorted(selection))}: it works on arrays")
     settings = Options(in_domain="", **options)
@@ -553,10 +565,18 @@ class _Fit:
         checkpoints. A resample whose in-domain score is constant gives NaN, a
         series constant in a resample NaN in its rows and columns.
         """
-        reps, p = idx.shape[0], X.shape[1]
+        return self.correlations_of(Z[idx], X[idx])
+
+    def correlations_of(self, Zb: np.ndarray, Xb: np.ndarray) -> np.ndarray:
+        """Residual correlation matrices of resampled series (reps × n × k and reps × n × p): reps × p × p.
+
+        The series may be resampled checkpoints (:meth:`resampled_correlations`)
+        or scores of resampled items (:mod:`~ood_store._analysis.items`).
+        """
+        reps, p = Xb.shape[0], Xb.shape[2]
         out = np.full((reps, p, p), np.nan)
         use = np.flatnonzero(self._usable)
-        Zb, Xb = Z[idx], X[idx][:, :, use]  # reps × n × k, reps × n × q
+        Xb = Xb[:, :, use]  # reps × n × q
         ok = (np.ptp(Zb, axis=1) > 0).all(axis=1)
         if not ok.any() or use.size == 0:
             return out

@@ -70,6 +70,8 @@ def load_series(data: Database | pl.DataFrame | Any, selection: Options) -> Seri
     wanted = None if ood is None else [in_domain, *ood]
     campaign = selection.campaign
     if isinstance(data, pl.DataFrame) or _is_pandas(data):
+        if selection.slices:
+            raise AnalysisError("slices are made from a store's per-sample rows: give a store", parameter="slices")
         if selection.where:
             raise AnalysisError("run attributes live in a store: give one, not a frame", parameter="where")
         frame = _from_frame(data, metric, filter, num_fewshot, wanted, runs, campaign)
@@ -94,6 +96,12 @@ def load_series(data: Database | pl.DataFrame | Any, selection: Options) -> Seri
             campaign=campaign,
         )
         known = []
+        if selection.slices:
+            sliced = slice_series(store, selection, runs)
+            frame = pl.concat([frame, sliced.select(frame.columns)], how="vertical_relaxed")
+            if ood is not None:
+                ood = (*ood, *sorted(set(sliced["task"])))
+                wanted = [in_domain, *ood]
     for task in wanted or [in_domain]:
         if frame.filter(pl.col("task") == task).is_empty():
             message = missing_task_message(store, task, metric, filter, num_fewshot, runs, known)
@@ -107,6 +115,78 @@ def load_series(data: Database | pl.DataFrame | Any, selection: Options) -> Seri
     found_runs = tuple(sorted(frame["run"].unique()))
     scores = frame.select("run", "step", "task", pl.col("value").cast(pl.Float64))
     return Series(scores, in_domain, tuple(tasks), found_runs, from_store=store is not None)
+
+
+#: The field a slice can split by without stored documents: the sample's own target (its label).
+TARGET = "target"
+
+
+def slice_series(store: Database, selection: Options, runs: Sequence[str] | None) -> pl.DataFrame:
+    """The scores of the slices ``selection.slices`` (``TASK:FIELD``) asks for, from the per-sample rows (SQL).
+
+    FIELD is ``target`` (the sample's label) or any top-level key of the items' documents (the store's
+    ``documents``: HANS's ``heuristic``, ANLI's round). Each slice ``TASK[FIELD=VALUE]`` scores, at every
+    checkpoint, the mean of its items' metric. A task without per-sample rows, runs whose documents the
+    store does not hold, and a field no document has are errors that say so.
+    """
+    parts = []
+    for spec in selection.slices or ():
+        task, sep, field = spec.partition(":")
+        task, field = task.strip(), field.strip()
+        if not sep or not task or not field:
+            raise AnalysisError(f"expected TASK:FIELD, got {spec!r}", parameter="slices")
+        task = resolve_in_domain(store, task)
+        found = read(
+            store,
+            sqlfiles.load("ood_store._analysis", "slices"),
+            task=task,
+            field=field,
+            pointer="/" + field.replace("~", "~0").replace("/", "~1"),
+            metric=selection.metric,
+            filter=selection.filter,
+            runs=None if runs is None else list(runs),
+            num_fewshot=selection.num_fewshot,
+            campaign=selection.campaign,
+        )
+        if found.is_empty():
+            raise AnalysisError(
+                f"{spec!r}: no per-sample rows of {task!r} with {selection.metric!r} (ingest stores them from "
+                "lm-eval's samples files; `samples` turns that off)",
+                parameter="slices",
+            )
+        if field != TARGET:
+            _check_documents(store, spec, task, field, found)
+        parts.append(found.select("run", "step", "task", "num_fewshot", "value"))
+    return pl.concat(parts)
+
+
+def _check_documents(store: Database, spec: str, task: str, field: str, found: pl.DataFrame) -> None:
+    """Refuse a slice by a document's field where the store lacks the documents or none of them has the field."""
+    unhashed = found.filter(pl.col("hashed") < pl.col("items"))
+    if not unhashed.is_empty():
+        names = sorted(unhashed["run"].unique())
+        raise AnalysisError(
+            f"{spec!r}: samples of {task!r} in {count(len(names), 'run')} ({', '.join(names)}) name no document "
+            f"(their samples files have no doc_hash, which older lm-eval did not write): slice them by {task}:{TARGET}",
+            parameter="slices",
+        )
+    lacking = found.filter(pl.col("documented") < pl.col("items"))
+    if not lacking.is_empty():
+        names = sorted(lacking["run"].unique())
+        held = "none of its documents" if int(found["documented"].sum()) == 0 else "not all of its documents"
+        raise AnalysisError(
+            f"{spec!r}: the store holds {held} for {count(len(names), 'run')} ({', '.join(names)}): "
+            f"{task!r} was ingested before ood-store kept documents; ingesting its results files again, with "
+            "their samples files beside them, stores them",
+            parameter="slices",
+        )
+    if int(found["with_field"].sum()) == 0:
+        keys = read(store, sqlfiles.load("ood_store._analysis", "document_keys"), task=task)["key"].to_list()
+        raise AnalysisError(
+            f"{spec!r}: the documents of {task!r} have no field {field!r}; their fields: "
+            f"{', '.join(keys) if keys else '(none: they are not JSON objects)'} (or {TARGET}, the label)",
+            parameter="slices",
+        )
 
 
 def frame_tasks(data: pl.DataFrame | Any) -> list[str]:

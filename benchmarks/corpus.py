@@ -10,12 +10,15 @@
 * :func:`samples_checkpoint`: one checkpoint's lm-eval 0.4.13 output, a results
   file and per-sample files of two multiple-choice NLI tasks and a generation
   task, lines shaped as the repository's 0.4.13 fixtures (~900 bytes each).
+* :func:`samples_series`: the same at several checkpoints of one run, the same
+  documents at each (as a checkpoint series evaluates the same testsets).
 
 Everything is seeded: the same arguments write the same bytes.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import random
 from pathlib import Path
@@ -96,6 +99,26 @@ def samples_checkpoint(out: Path, rows_per_task: int, tasks: tuple[str, ...] = (
     return files
 
 
+def samples_series(out: Path, checkpoints: int, rows_per_task: int) -> list[Path]:
+    """:func:`samples_checkpoint` at ``checkpoints`` steps of the run ``toy-run`` (``out/checkpoint-N``): the same
+    per-sample lines at each, results files that name their own step; returns the samples files."""
+    base = samples_checkpoint(out / "checkpoint-1", rows_per_task)
+    results = next((out / "checkpoint-1").glob("results_*.json"))
+    template = json.loads(results.read_text())
+    files = []
+    for k in range(1, checkpoints + 1):
+        folder = out / f"checkpoint-{k}"
+        folder.mkdir(parents=True, exist_ok=True)
+        for file in base:
+            if k > 1:
+                (folder / file.name).write_bytes(file.read_bytes())
+            files.append(folder / file.name)
+        doc = dict(template, model_name=f"toy-run/checkpoint-{k}", date=template["date"] + k)
+        doc["config"] = dict(template["config"], model_args=f"pretrained=toy-run/checkpoint-{k}")
+        (folder / results.name).write_text(json.dumps(doc, indent=2))
+    return files
+
+
 _WORDS = "the a cat dog man woman runs sat red blue small big not no yes is mat walks on".split()
 
 
@@ -111,7 +134,7 @@ def _sample(template: dict, doc_id: int, task: str, rng: random.Random) -> dict:
         }
         line["resps"], line["filtered_resps"] = [[answer]], [answer]
         line["exact_match"] = float(rng.random() < 0.3)
-        return line
+        return _hashed(line)
     label = rng.randint(0, 1)
     prompt = f"{premise} Question: {hypothesis} Yes or No?"
     line["doc"] = {"premise": premise, "hypothesis": hypothesis, "label": label}
@@ -122,4 +145,11 @@ def _sample(template: dict, doc_id: int, task: str, rng: random.Random) -> dict:
     line["resps"], line["filtered_resps"] = [[pair] for pair in pairs], pairs
     line["target"] = str(label)
     line["acc"], line["acc_norm"] = float(rng.random() < 0.5), float(rng.random() < 0.5)
+    return _hashed(line)
+
+
+def _hashed(line: dict) -> dict:
+    """The line with its document's own doc_hash (lm-eval's: the sha256 of the document as JSON), so that
+    each line is a document of its own, as in lm-eval's files, not the template's."""
+    line["doc_hash"] = hashlib.sha256(json.dumps(line["doc"], indent=2, ensure_ascii=False).encode()).hexdigest()
     return line

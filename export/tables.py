@@ -319,6 +319,19 @@ def from_query(store: Database, sql: str, **options: Any) -> PaperTable:
     return query_table(store.query(sql), provenance=Provenance.of_query(store, sql), **options)
 
 
+def from_item_dynamics(
+    store: Database, tasks: Sequence[str], runs: Sequence[str] | None = None, *, items: bool = False, **options: Any
+) -> PaperTable:
+    """The item dynamics of ``tasks`` (:func:`~ood_store._analysis.dynamics.item_dynamics`) as a table: one row
+    per run and task, or with ``items`` one per item."""
+    from ood_store._analysis.dynamics import item_dynamics
+
+    result = item_dynamics(store, tasks, runs)
+    frame = result.items if items else result.table
+    provenance = Provenance.of_store(store, "item dynamics", params={"tasks": list(tasks), "runs": runs})
+    return query_table(frame, provenance=provenance, **options)
+
+
 # -- helpers -------------------------------------------------------------------
 class _Names:
     """Display names of a table's testsets and runs: as given, or (compact) codes and names less what they share."""

@@ -1,5 +1,6 @@
--- The rows of one samples file ($path, task $task) into `samples`, streamed by DuckDB's JSON reader
--- with an explicit schema ($columns: the keys below and the per-sample metric keys $metric_names).
+-- The rows of samples files ($paths, of evaluations $evaluation_ids and tasks $tasks, position by
+-- position) into `samples`, streamed by DuckDB's JSON reader with an explicit schema ($columns: the
+-- keys below and the per-sample metric keys $metric_names, which all the files share).
 -- Each row is checked here, as SQL: a row that breaks a rule stops the statement with
 -- error('ood-store: ...'), the transaction rolls back, and ingest re-reads the file to name the
 -- line and the field at fault. The rules are those of ood_store._ingest.samples (the slow path):
@@ -24,8 +25,8 @@ WITH typed AS (
                 list_transform(CAST(metrics AS JSON[]), lambda m: coalesce(json_type(m) = 'VARCHAR', false))
             ) IS NOT FALSE THEN CAST(metrics AS VARCHAR[])
         END AS listed,
-        metric_values, doc_hash, prompt_hash, target_hash
-    FROM ood_sample_keys($path, $columns, $metric_names, $max_line_bytes)
+        metric_values, doc_hash, prompt_hash, target_hash, ood_source
+    FROM ood_sample_keys($paths, $columns, $metric_names, $max_line_bytes)
 ),
 responses AS (
     SELECT
@@ -73,8 +74,8 @@ rows AS (
     FROM responses
 )
 SELECT
-    $evaluation_id AS evaluation_id,
-    $task AS task,
+    $evaluation_ids[ood_source] AS evaluation_id,
+    $tasks[ood_source] AS task,
     CASE
         WHEN doc_id IS NULL THEN error('ood-store: doc_id')
         WHEN filter IS NULL THEN error('ood-store: filter')

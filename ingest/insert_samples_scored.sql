@@ -1,4 +1,4 @@
--- The rows of one samples file of a log-likelihood task ($path, task $task) into `samples`: the fast
+-- The rows of samples files of log-likelihood tasks ($paths, $evaluation_ids, $tasks) into `samples`: the fast
 -- layout of insert_samples.sql, for files whose first line holds (log-likelihood, is-greedy) pairs
 -- and numeric per-sample metrics. The JSON reader parses those into typed columns itself
 -- (filtered_resps VARCHAR[][], metrics VARCHAR[], each metric DOUBLE), which is most of the speed.
@@ -15,12 +15,12 @@ WITH typed AS (
             CASE WHEN x[2] IN ('True', 'true') THEN true WHEN x[2] IN ('False', 'false') THEN false END
         ) AS greedy,
         metrics AS listed,
-        metric_values, doc_hash, prompt_hash, target_hash
-    FROM ood_sample_keys($path, $columns, $metric_names, $max_line_bytes)
+        metric_values, doc_hash, prompt_hash, target_hash, ood_source
+    FROM ood_sample_keys($paths, $columns, $metric_names, $max_line_bytes)
 )
 SELECT
-    $evaluation_id AS evaluation_id,
-    $task AS task,
+    $evaluation_ids[ood_source] AS evaluation_id,
+    $tasks[ood_source] AS task,
     CASE
         -- any line that breaks a rule is a layout miss: the file is read again with insert_samples.sql,
         -- which names the rule (doc_id, filter, ...)

@@ -15,3 +15,8 @@ MAX_STEP_DIGITS = 18
 
 #: Bytes in one line of a samples file (DuckDB's JSON reader holds a whole line at once).
 MAX_SAMPLE_LINE_BYTES = 64 * 1024 * 1024
+#: The longest line a samples file is first read for: DuckDB's own default. Its JSON reader reads a file in
+#: buffers of twice this size, one for each of its threads, so that a larger bound would leave a file of
+#: less than twice the bound to one thread (and hold that much memory for each). A file with a longer
+#: line is read again with MAX_SAMPLE_LINE_BYTES (samples.Replan "long lines").
+SAMPLE_READ_LINE_BYTES = 16 * 1024 * 1024

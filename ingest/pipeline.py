@@ -38,6 +38,7 @@ from ood_store._ingest import equivalence, formats
 from ood_store._ingest import samples as samples_files
 from ood_store._ingest.discover import Candidate, discover
 from ood_store._ingest.identity import Overrides, campaign_of
+from ood_store._ingest.limits import MAX_SAMPLE_LINE_BYTES
 from ood_store._ingest.records import EvaluationRecord
 from ood_store._ingest.regular import check_name, read_regular
 from ood_store._ingest.report import (
@@ -166,6 +167,7 @@ def _ingest(
     recognized: set[str] = set()  # arguments that found at least one lm-eval file
     batch = Batch(con, run_attributes, outcomes, dry_run=read.dry_run)
     campaigns_found: dict[int, str] = {}  # for evaluations already present that had none
+    present_files: dict[int, Path] = {}  # the results file of each evaluation already present
     with progress_bar(progress, len(candidates), "ingesting") as advance:
         for index, candidate in enumerate(candidates):
             try:
@@ -176,6 +178,8 @@ def _ingest(
                 outcomes[index] = result
                 if result.campaign is not None and result.evaluation_id in stored_without_campaign:
                     campaigns_found[result.evaluation_id] = result.campaign
+                if result.status == "present" and result.evaluation_id is not None:
+                    present_files.setdefault(result.evaluation_id, candidate.path)
             else:
                 for record in result:
                     known[record.content_hash] = _Known(record.path, record.identity.run, -1, record.campaign)
@@ -188,6 +192,8 @@ def _ingest(
     present = {f.run for f in report.present if f.run} - {f.run for f in report.ingested}
     if not read.dry_run:
         _update_present(con, sorted(present), run_attributes, campaigns_found)
+    if read.samples and not read.dry_run and present_files:
+        report.warnings.extend(_documents_of_present(con, present_files))
 
     matched_nothing = {e.path for e in errors}
     for root in sorted(set(searched) - recognized - matched_nothing):
@@ -440,6 +446,8 @@ def _replanned(
     file = replan.file
     if replan.what == "layout":
         again = replace(file, layout="json")
+    elif replan.what == "long lines":
+        again = replace(file, line_bytes=MAX_SAMPLE_LINE_BYTES)
     else:
         names = samples_files.all_metric_names(con, file)
         if names == file.metric_names:
@@ -542,6 +550,45 @@ def _plan_samples(record: EvaluationRecord, results_path: Path) -> list[samples_
         for path in files
         for task in [samples_files.task_of(path)]
     ]
+
+
+def _sql(name: str) -> str:
+    return sqlfiles.load("ood_store._ingest", name)
+
+
+def _documents_of_present(con: duckdb.DuckDBPyConnection, present: Mapping[int, Path]) -> list[str]:
+    """Store the documents of evaluations already present whose tasks have none in the store (ingested by an
+    ood-store before schema 6), read from the samples files beside their results files; returns warnings for
+    files that cannot be read. Only the evaluations' own rows are read to find them, not their samples."""
+    found = con.execute(_sql("evaluations_with_samples"), {"evaluation_ids": sorted(present)}).fetchall()
+    if not found:
+        return []
+    documented = {task for (task,) in con.execute(_sql("documented_tasks")).fetchall()}
+    files: list[tuple[int, samples_files.SamplesFile]] = []
+    warnings = []
+    for evaluation_id, stored in found:
+        lacking = {samples_files.task_of(Path(path)) for path in stored} - documented
+        for path in samples_files.samples_beside(present[evaluation_id]):
+            if samples_files.task_of(path) in lacking:
+                try:
+                    files.append((evaluation_id, samples_files.plan(path, None)))
+                except InputError as exc:
+                    warnings.append(f"{exc}: its documents are not stored")
+    if files:
+        try:
+            try:
+                with transaction(con):
+                    samples_files.store_documents(con, files)
+            except samples_files.GroupRefused:  # read them again file by file, to name the one at fault
+                with transaction(con):
+                    samples_files.store_documents(con, files, grouped=False)
+        except samples_files.DocumentsRefused as exc:
+            warnings.append(f"{exc.error}: the documents of {n(len(files), 'samples file')} are not stored")
+        except duckdb.Error as exc:
+            if is_store_problem(exc):
+                raise
+            warnings.append(f"the documents of {n(len(files), 'samples file')} are not stored: {first_line(exc)}")
+    return warnings
 
 
 def _update_present(

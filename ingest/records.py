@@ -19,6 +19,7 @@ from typing import Any, NamedTuple
 import polars as pl
 
 from ood_store._ingest.identity import Identity
+from ood_store._ingest.limits import SAMPLE_READ_LINE_BYTES
 
 
 class ScoreRow(NamedTuple):
@@ -74,6 +75,7 @@ class SamplesFile:
     metric_names: tuple[str, ...]
     size: int  # bytes
     layout: str = "json"
+    line_bytes: int = SAMPLE_READ_LINE_BYTES  # the longest line DuckDB's reader is told to expect
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,12 @@ Log-likelihoods inside ``resps``/``filtered_resps`` are strings there
 
 A samples file is streamed by DuckDB's JSON reader with an explicit schema
 and checked row by row in SQL as it is inserted (``insert_samples.sql``), so
-that it is never held in memory and goes in at the reader's speed. The rules
+that it is never held in memory and goes in at the reader's speed. The files of
+a batch that share a layout and columns (:func:`groups`: the same task's file
+of every checkpoint, the tasks of a suite) are read by one statement, which
+DuckDB spreads over its threads file by file and, within a large file, buffer
+by buffer; a file is first read with DuckDB's own bound on a line, whose
+buffers of twice that size let it split a file (a longer line: :class:`Replan`). The rules
 are the ones :func:`explain` applies line by line in Python: that slow path
 runs only when DuckDB has refused a file, to name the line and the field.
 Numbers are read as DuckDB's reader reads them: NaN and ±Infinity are data,
@@ -19,11 +24,17 @@ log-likelihood task are read by a typed layout (``insert_samples_scored.sql``),
 which reads a string of a number where a per-sample metric is expected as that
 number (``"nan"`` too); any line that does not fit it sends the file to the
 layout for anything lm-eval writes.
+
+Each line's document (its ``doc`` object) goes into ``documents`` once per task and ``doc_hash``
+(:func:`store_documents`, once the batch's samples are in): read again by DuckDB's JSON reader, two keys
+only, from one file per task whose documents the store lacks, since a testset's documents are the same at
+every checkpoint; the files of a batch in one statement, as the samples are.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +47,7 @@ from ood_store._ingest.jsontext import describe
 from ood_store._ingest.limits import MAX_SAMPLE_LINE_BYTES
 from ood_store._ingest.records import SamplesFile
 from ood_store._ingest.regular import cannot_read, check_name, open_regular
+from ood_store._store.damage import is_store_problem
 
 # Keys of a sample line that are not per-sample metric values.
 FIXED = (
@@ -142,8 +154,9 @@ def _is_scored(sample: dict[str, Any], metric_names: tuple[str, ...]) -> bool:
 
 class Replan(Exception):
     """``file`` must be read again, in a new transaction (DuckDB's is aborted by the refusal): a line
-    does not fit the "scored" layout (``what == "layout"``: read it as "json"), or lists a per-sample
-    metric its first line did not (``"metrics"``: read :func:`all_metric_names`)."""
+    does not fit the "scored" layout (``what == "layout"``: read it as "json"), lists a per-sample
+    metric its first line did not (``"metrics"``: read :func:`all_metric_names`), or is longer than the
+    reader was first told to expect (``"long lines"``: read it with ``MAX_SAMPLE_LINE_BYTES``)."""
 
     def __init__(self, file: SamplesFile, what: str):
         super().__init__(f"{file.path}: {what}")
@@ -151,53 +164,159 @@ class Replan(Exception):
         self.what = what
 
 
-def insert(con: duckdb.DuckDBPyConnection, evaluation_id: int, file: SamplesFile) -> int:
-    """Insert one samples file's rows for ``evaluation_id`` (inside the caller's transaction); returns how many.
+class GroupRefused(Exception):
+    """DuckDB refused the statement that inserts several samples files at once: insert them one by one
+    (:func:`insert` of each alone), in a new transaction, to learn which file and why."""
 
-    Raises InputError naming the line and the field when DuckDB refuses the
-    file, or :class:`Replan`.
+
+def groups(files: Sequence[tuple[int, SamplesFile]]) -> list[list[tuple[int, SamplesFile]]]:
+    """``files`` (each with its evaluation's id) in groups that one statement can insert: the same layout,
+    metric columns and bound on a line (and, for the "json" layout, output type), each path once."""
+    found: dict[tuple, list[list[tuple[int, SamplesFile]]]] = {}
+    for evaluation_id, file in files:
+        key = (file.layout, file.metric_names, file.line_bytes, None if file.layout == "scored" else file.output_type)
+        lists = found.setdefault(key, [[]])
+        if any(other.path == file.path for _, other in lists[-1]):
+            lists.append([])
+        lists[-1].append((evaluation_id, file))
+    return [group for lists in found.values() for group in lists]
+
+
+def insert(con: duckdb.DuckDBPyConnection, files: Sequence[tuple[int, SamplesFile]]) -> list[int]:
+    """Insert the rows of samples files of one group (:func:`groups`), each with its evaluation's id, in
+    one statement inside the caller's transaction; returns how many rows each file holds.
+
+    DuckDB reads the files at once, in parallel. A single file that DuckDB refuses raises InputError
+    naming the line and the field, or :class:`Replan`; several raise :class:`GroupRefused`.
     """
     try:
-        count = _insert(con, evaluation_id, file)
+        _insert(con, files)
     except duckdb.Error as exc:
+        if len(files) > 1:
+            raise GroupRefused(str(exc)) from None
+        file = files[0][1]
+        if "maximum_object_size" in str(exc) and file.line_bytes < MAX_SAMPLE_LINE_BYTES:
+            raise Replan(file, "long lines") from None
         if file.layout == "scored":
             raise Replan(file, "layout") from None
         if "ood-store: unknown metric" in str(exc):
             raise Replan(file, "metrics") from None
         raise explain(file, exc) from None
-    duplicates = con.execute(
-        sqlfiles.load("ood_store._ingest", "duplicate_samples"), {"evaluation_id": evaluation_id, "task": file.task}
-    ).fetchall()
-    if duplicates[0][0]:
-        raise explain(file, None)
-    return count
-
-
-def _insert(con: duckdb.DuckDBPyConnection, evaluation_id: int, file: SamplesFile) -> int:
-    names = file.metric_names or (_NO_METRIC,)
-    scored = file.layout == "scored"
-    sqlfiles.execute(con, sqlfiles.load("ood_store._ingest", "sample_macros"))
+    ids, tasks = [evaluation_id for evaluation_id, _ in files], [file.task for _, file in files]
     rows = con.execute(
+        sqlfiles.load("ood_store._ingest", "sample_counts"), {"evaluation_ids": ids, "tasks": tasks}
+    ).fetchall()
+    counts = {(evaluation_id, task): (n, twice) for evaluation_id, task, n, twice in rows}
+    out = []
+    for evaluation_id, file in files:
+        n, twice = counts.get((evaluation_id, file.task), (0, False))
+        if twice:  # a document twice under one filter
+            if len(files) > 1:
+                raise GroupRefused(f"{file.path}: a document twice")
+            raise explain(file, None)
+        out.append(int(n))
+    return out
+
+
+class DocumentsRefused(Exception):
+    """DuckDB refused the documents of one samples file (of evaluation ``key[0]``, task ``key[1]``) whose rows
+    went in: ``error`` names the file."""
+
+    def __init__(self, key: tuple[int, str], error: InputError):
+        super().__init__(str(error))
+        self.key = key
+        self.error = error
+
+
+def store_documents(
+    con: duckdb.DuckDBPyConnection, files: Sequence[tuple[int, SamplesFile]], grouped: bool = True
+) -> None:
+    """Add to ``documents`` the documents of ``files`` (just inserted) that the store does not hold yet.
+
+    A task's documents are the same at every checkpoint: the files read are, round by round, one file per
+    task among those whose samples name a document not held yet, until none is left (or every such file
+    is read), so that a batch of many checkpoints of one task reads its documents once. A round's files
+    are read by one statement of DuckDB's JSON reader (``insert_documents.sql``), which reads only two keys
+    and the files in parallel; files whose every line is a new document of its own go in by another, without
+    deduplication (``insert_new_documents.sql``). When DuckDB refuses a statement of several files,
+    :class:`GroupRefused` is raised (read them again with ``grouped=False``, in a new transaction: each
+    file by a statement of its own); a file alone that it refuses raises :class:`DocumentsRefused`.
+    """
+    sqlfiles.execute(con, sqlfiles.load("ood_store._ingest", "sample_macros"))  # ood_document_lines
+    missing_sql = sqlfiles.load("ood_store._ingest", "missing_documents")
+    by_key = {(evaluation_id, file.task): file for evaluation_id, file in files}
+    ids = sorted({evaluation_id for evaluation_id, _ in files})
+    read: set[tuple[int, str]] = set()
+    while True:
+        chosen: dict[str, tuple[int, SamplesFile, bool]] = {}
+        pending = con.execute(missing_sql, {"evaluation_ids": ids}).fetchall()
+        for evaluation_id, task, hashed, distinct, missing in pending:
+            key = (evaluation_id, task)
+            if key in by_key and key not in read and task not in chosen:
+                chosen[task] = (evaluation_id, by_key[key], hashed == distinct == missing)
+                read.add(key)
+        if not chosen:
+            return
+        statements: dict[tuple[bool, int], list[tuple[int, SamplesFile]]] = {}
+        for evaluation_id, file, fresh in chosen.values():
+            statements.setdefault((fresh, file.line_bytes), []).append((evaluation_id, file))
+        for (fresh, line_bytes), part in statements.items():
+            for batch in [part] if grouped else [[item] for item in part]:
+                _insert_documents(con, batch, fresh, line_bytes)
+        if len(pending) == len(chosen):  # every file that lacked documents was read: none is left
+            return
+
+
+def _insert_documents(
+    con: duckdb.DuckDBPyConnection, batch: list[tuple[int, SamplesFile]], fresh: bool, line_bytes: int
+) -> None:
+    try:
+        con.execute(
+            sqlfiles.load("ood_store._ingest", "insert_new_documents" if fresh else "insert_documents"),
+            {
+                "paths": [str(file.path) for _, file in batch],
+                "tasks": [file.task for _, file in batch],
+                "max_line_bytes": line_bytes,
+            },
+        )
+    except duckdb.Error as exc:
+        if len(batch) > 1:
+            raise GroupRefused(str(exc)) from None
+        if is_store_problem(exc):
+            raise
+        evaluation_id, file = batch[0]
+        error = InputError(str(file.path), "doc", f"refused by DuckDB's JSON reader: {first_line(exc)}")
+        raise DocumentsRefused((evaluation_id, file.task), error) from None
+
+
+def _insert(con: duckdb.DuckDBPyConnection, files: Sequence[tuple[int, SamplesFile]]) -> None:
+    first = files[0][1]
+    names = first.metric_names or (_NO_METRIC,)
+    scored = first.layout == "scored"
+    sqlfiles.execute(con, sqlfiles.load("ood_store._ingest", "sample_macros"))
+    con.execute(
         sqlfiles.load("ood_store._ingest", "insert_samples_scored" if scored else "insert_samples"),
         {
-            "path": str(file.path),
+            "paths": [str(file.path) for _, file in files],
             "columns": {**(_READ_SCORED if scored else _READ), **dict.fromkeys(names, "DOUBLE" if scored else "JSON")},
             "metric_names": list(names),
-            "max_line_bytes": MAX_SAMPLE_LINE_BYTES,
-            "evaluation_id": evaluation_id,
-            "task": file.task,
-            **({} if scored else {"output_type": file.output_type}),
+            "max_line_bytes": first.line_bytes,
+            "evaluation_ids": [evaluation_id for evaluation_id, _ in files],
+            "tasks": [file.task for _, file in files],
+            **({} if scored else {"output_type": first.output_type}),
         },
     ).fetchall()
-    return int(rows[0][0])
 
 
 def all_metric_names(con: duckdb.DuckDBPyConnection, file: SamplesFile) -> tuple[str, ...]:
     """Every per-sample metric a line of ``file`` lists (for a file whose lines differ)."""
-    rows = con.execute(
-        sqlfiles.load("ood_store._ingest", "listed_metrics"),
-        {"path": str(file.path), "max_line_bytes": MAX_SAMPLE_LINE_BYTES},
-    ).fetchall()
+    sql = sqlfiles.load("ood_store._ingest", "listed_metrics")
+    try:
+        rows = con.execute(sql, {"path": str(file.path), "max_line_bytes": file.line_bytes}).fetchall()
+    except duckdb.Error as exc:
+        if "maximum_object_size" not in str(exc):
+            raise
+        rows = con.execute(sql, {"path": str(file.path), "max_line_bytes": MAX_SAMPLE_LINE_BYTES}).fetchall()
     return _readable([*file.metric_names, *(name for (name,) in rows)])
 
 

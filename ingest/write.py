@@ -15,7 +15,6 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import duckdb
-import numpy as np
 import orjson
 import polars as pl
 
@@ -81,14 +80,31 @@ def write_batch(
     con: duckdb.DuckDBPyConnection,
     records: Sequence[EvaluationRecord],
     attributes: Mapping[str, Mapping[str, Any]] | None = None,
+    grouped: bool = True,
 ) -> list[tuple[int, int]]:
     """Insert the records (evaluations, runs, checkpoints, scores, samples) in one transaction.
 
     ``attributes`` maps a run to the attributes to set on it. Returns each
-    record's evaluation id and number of sample rows, in order.
+    record's evaluation id and number of sample rows, in order. The samples files
+    of the batch go in by groups that DuckDB reads at once (:func:`~ood_store._ingest.samples.groups`),
+    and then their documents, in one statement (:func:`~ood_store._ingest.samples.store_documents`);
+    when DuckDB refuses a statement of several files, the batch is written again with each file alone
+    (``grouped=False``), which names the file at fault.
     """
     if not records:
         return []
+    try:
+        return _write_batch(con, records, attributes, grouped)
+    except samples_files.GroupRefused:
+        return _write_batch(con, records, attributes, grouped=False)
+
+
+def _write_batch(
+    con: duckdb.DuckDBPyConnection,
+    records: Sequence[EvaluationRecord],
+    attributes: Mapping[str, Mapping[str, Any]] | None,
+    grouped: bool,
+) -> list[tuple[int, int]]:
     now = dt.datetime.now(dt.UTC).replace(tzinfo=None)
     with transaction(con):
         ids = reserve_evaluation_ids(con, len(records))
@@ -100,12 +116,23 @@ def write_batch(
         _check_unique(scores, records, ids)
         _run(con, "new_scores", scores, _sql("insert_scores"))
         counts = _insert_sample_rows(con, records, ids)
+        position_of = {}  # a samples file's record, by the file's evaluation id and task
+        files = []
         for position, (record, evaluation_id) in enumerate(zip(records, ids, strict=True)):
             for file in record.samples:
-                try:
-                    counts[position] += samples_files.insert(con, evaluation_id, file)
-                except (InputError, samples_files.Replan) as exc:
-                    raise BatchRefused(position, exc) from None
+                position_of[evaluation_id, file.task] = position
+                files.append((evaluation_id, file))
+        for group in samples_files.groups(files) if grouped else [[item] for item in files]:
+            try:
+                rows = samples_files.insert(con, group)
+            except (InputError, samples_files.Replan) as exc:  # of a file alone
+                raise BatchRefused(position_of[group[0][0], group[0][1].task], exc) from None
+            for (evaluation_id, file), n in zip(group, rows, strict=True):
+                counts[position_of[evaluation_id, file.task]] += n
+        try:
+            samples_files.store_documents(con, files, grouped)
+        except samples_files.DocumentsRefused as exc:
+            raise BatchRefused(position_of[exc.key], exc.error) from None
         for record in records:
             if record.run_attributes:  # what another format's file says of its run, where the run has none
                 fill_attributes(con, record.identity.run, record.run_attributes)
@@ -138,7 +165,7 @@ def _scores_frame(records: Sequence[EvaluationRecord], ids: list[int]) -> pl.Dat
             for (name, dtype), column in zip(SCORE_SCHEMA.items(), columns, strict=True)
         ]
     )
-    repeated = np.repeat(np.asarray(ids, dtype=np.int32), [len(record.scores) for record in records])
+    repeated = [evaluation_id for record, evaluation_id in zip(records, ids, strict=True) for _ in record.scores]
     return frame.with_columns(evaluation_id=pl.Series(repeated, dtype=pl.Int32))
 
 

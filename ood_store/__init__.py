@@ -54,6 +54,8 @@ if TYPE_CHECKING:
     )
     from ood_store._analysis import residualizer_sensitivity as sensitivity
     from ood_store._analysis.compare import between_groups, compare
+    from ood_store._analysis.dynamics import ItemDynamics, item_dynamics
+    from ood_store._analysis.items import ItemCorrelations, item_correlations
     from ood_store._api import Store, default_path, open
     from ood_store._evaluate.runner import EvaluateReport
     from ood_store._evaluate.suite.stored import variant_scores
@@ -93,6 +95,10 @@ _LAZY = {
     "between_groups": ("ood_store._analysis", "between_groups"),
     "sensitivity": ("ood_store._analysis", "residualizer_sensitivity"),
     "PartialCorrelations": ("ood_store._analysis", "PartialCorrelations"),
+    "item_correlations": ("ood_store._analysis.items", "item_correlations"),
+    "ItemCorrelations": ("ood_store._analysis.items", "ItemCorrelations"),
+    "item_dynamics": ("ood_store._analysis.dynamics", "item_dynamics"),
+    "ItemDynamics": ("ood_store._analysis.dynamics", "ItemDynamics"),
     "Comparison": ("ood_store._analysis", "Comparison"),
     "BetweenGroups": ("ood_store._analysis", "BetweenGroups"),
     "Sensitivity": ("ood_store._analysis", "Sensitivity"),
@@ -136,6 +142,8 @@ __all__ = [
     "EvaluateReport",
     "IngestReport",
     "InputError",
+    "ItemCorrelations",
+    "ItemDynamics",
     "OodStoreError",
     "Options",
     "Overrides",
@@ -162,6 +170,8 @@ __all__ = [
     "heatmap",
     "heatmap_grid",
     "finetune",
+    "item_correlations",
+    "item_dynamics",
     "open",
     "pairwise_partial",
     "partial_correlations",

@@ -8,7 +8,8 @@ The rules, applied in one transaction (all of it goes in, or nothing):
   shots, metric and filter with the same value, by evaluations of another source format), so a store
   built from EEE's converter output merged with the lm-eval store of the same runs holds each
   evaluation once. New evaluations get new ids; their scores, samples and any other per-evaluation
-  rows come with them.
+  rows come with them. The documents of per-sample rows this store does not hold (by task and doc_hash)
+  are added, each once.
 * **Runs and checkpoints** missing here are added. For a run both stores hold, an attribute only
   the other store has is filled in; one the stores disagree on is a conflict: reported, and this
   store's value kept, unless ``prefer="theirs"`` (take the other's) or ``prefer="ours"`` (keep
@@ -37,7 +38,7 @@ from ood_store import _schema as schema
 from ood_store import _sqlfiles as sqlfiles
 from ood_store._errors import InputError, OodStoreError, StoreError, first_line
 from ood_store._store import equivalence, migrations
-from ood_store._store.connection import fetch_value
+from ood_store._store.connection import fetch_value, guarded
 from ood_store._store.damage import damaged
 from ood_store._store.dump import quoted, read_manifest
 from ood_store._store.ids import reserve_evaluation_ids
@@ -79,6 +80,7 @@ class MergeReport(Presented):
     evaluations_equivalent: int = 0
     scores_added: int = 0
     samples_added: int = 0
+    documents_added: int = 0  # documents of per-sample rows (by task and doc_hash) this store did not hold
     runs_added: int = 0
     runs_updated: int = 0
     checkpoints_added: int = 0
@@ -102,6 +104,7 @@ class MergeReport(Presented):
             ("evaluations", self.evaluations_added, self.evaluations_present),
             ("scores", self.scores_added, None),
             ("samples", self.samples_added, None),
+            ("documents", self.documents_added, None),
             ("runs", self.runs_added, None),
             ("checkpoints", self.checkpoints_added, None),
             ("analyses", len(self.analyses_added), len(self.analyses_present)),
@@ -186,7 +189,8 @@ def merge(
 def _attached_version(con: duckdb.DuckDBPyConnection, other: Path) -> int:
     """Attach ``other`` as ``ood_store_incoming`` and return its schema version, after checking it is an ood-store."""
     try:
-        con.execute(_sql("attach_incoming"), {"path": str(other)})
+        with guarded(other, exclusive=False):  # DuckDB reads the headers before its lock: not while a writer lets go
+            con.execute(_sql("attach_incoming"), {"path": str(other)})
     except duckdb.Error as exc:
         raise damaged(other, exc) or StoreError(f"{other}: cannot open the store to merge: {first_line(exc)}") from None
     try:
@@ -201,7 +205,8 @@ def _attached_version(con: duckdb.DuckDBPyConnection, other: Path) -> int:
 
 
 def _merge_file(con: duckdb.DuckDBPyConnection, path: Path, source: str, prefer: str | None) -> MergeReport:
-    con.execute(_sql("attach_incoming"), {"path": str(path)})
+    with guarded(path, exclusive=False):
+        con.execute(_sql("attach_incoming"), {"path": str(path)})
     try:
         return _merge_attached(con, source, prefer)
     finally:
@@ -213,6 +218,7 @@ def _merge_attached(con: duckdb.DuckDBPyConnection, source: str, prefer: str | N
     report = MergeReport(source, prefer)
     with transaction(con):
         _merge_evaluations(con, report)
+        report.documents_added = _count(con.execute(_sql("merge_documents")))
         report.runs_added = _count(con.execute(_sql("merge_new_runs")))
         _merge_runs(con, report)
         report.checkpoints_added = _count(con.execute(_sql("merge_new_checkpoints")))

@@ -90,7 +90,7 @@ def test_standalone_latex_is_a_document(runner, analysis_db):
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        ([], "Give either --analysis NAME or --sql SQL."),
+        ([], "Give one of --analysis NAME, --sql SQL or --item-dynamics TASK."),
         (["--analysis", "nope"], "Error: no saved analysis named 'nope'"),
         (["--analysis", PYTHIA_ANALYSIS, "-o", "t.docx"], "t.docx: cannot tell the format from the extension"),
         (["--analysis", PYTHIA_ANALYSIS, "--format", "parquet"], "parquet writes a binary file"),

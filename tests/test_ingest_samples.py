@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import shutil
+from pathlib import Path
 
 import pytest
 
@@ -216,3 +217,108 @@ def test_a_metric_that_only_later_lines_list(tmp_path):
         got = store.query("SELECT doc_id, metrics FROM samples WHERE task = 'toy_gen' ORDER BY doc_id").rows()
     assert got[4] == (lines[4]["doc_id"], {"exact_match": lines[4]["exact_match"], "chrf": 12.5})
     assert got[0] == (lines[0]["doc_id"], {"exact_match": lines[0]["exact_match"]})
+
+
+def test_a_line_longer_than_the_first_read_expects_is_read_again(tmp_path):
+    """Samples files are first read with DuckDB's own bound on a line (16 MB: buffers of 32 MB, one per
+    thread, so that DuckDB splits a large file between its threads); a file with a longer line, up to
+    ood-store's 64 MB, is read again with that bound, and its rows are those of the file."""
+    from ood_store._ingest.limits import MAX_SAMPLE_LINE_BYTES, SAMPLE_READ_LINE_BYTES
+
+    assert SAMPLE_READ_LINE_BYTES == 16 * 2**20 and MAX_SAMPLE_LINE_BYTES == 64 * 2**20
+    folder = copy_checkpoint(tmp_path)
+    samples = next(folder.glob("samples_toy_nli_2*.jsonl"))
+    lines = [json.loads(line) for line in samples.read_text().splitlines()]
+    lines[3]["doc"]["premise"] = "x" * (40 * 2**20)  # beyond two buffers of the first read: DuckDB refuses it
+    samples.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    assert SAMPLE_READ_LINE_BYTES * 2 < len(json.dumps(lines[3])) < MAX_SAMPLE_LINE_BYTES
+    with ood_store.open(tmp_path / "s.duckdb") as store:
+        report = store.ingest([folder])
+        assert report.ok, report.rejected
+        got = store.query("SELECT doc_id, loglikelihoods FROM samples WHERE task = 'toy_nli' ORDER BY doc_id").rows()
+    assert got == [(line["doc_id"], [float(p[0]) for p in line["filtered_resps"]]) for line in lines]
+
+
+def test_the_samples_files_of_a_batch_go_in_together_as_each_alone(tmp_path, monkeypatch):
+    """The samples files of a batch that share a layout and columns are read by one statement (both
+    checkpoints' toy_nli files, ...); the rows are those that inserting each file alone gives."""
+    from ood_store._ingest import samples as samples_module
+
+    real = samples_module.groups
+    seen = []
+    monkeypatch.setattr(samples_module, "groups", lambda files: seen.extend(real(files)) or real(files))
+    together, alone = tmp_path / "together.duckdb", tmp_path / "alone.duckdb"
+    with ood_store.open(together) as s:
+        assert s.ingest([V0413]).ok
+    assert max(len(group) for group in seen) >= 2, seen
+    monkeypatch.setattr(samples_module, "groups", lambda files: [[item] for item in files])
+    with ood_store.open(alone) as s:
+        assert s.ingest([V0413]).ok
+    for task in ("toy_nli", "toy_nli_yn", "toy_gen"):
+        assert rows_of(together, task) == rows_of(alone, task), task
+
+
+def test_a_bad_file_read_with_others_is_named_and_the_others_go_in(tmp_path):
+    """A document twice in one checkpoint's samples file: DuckDB reads it with the other checkpoint's
+    file of the same task; the ingest names that file and stores the other checkpoint whole."""
+    root = tmp_path / "runs"
+    shutil.copytree(V0413, root)
+    bad = sorted(root.rglob("samples_toy_nli_2*.jsonl"))[0]
+    lines = bad.read_text().splitlines()
+    bad.write_text("\n".join([*lines, lines[2]]) + "\n")  # document 2 again, under the same filter
+    with ood_store.open(tmp_path / "s.duckdb") as store:
+        report = store.ingest([root])
+        stored = store.query("SELECT task, count(*) AS n FROM samples GROUP BY task ORDER BY task").rows()
+    assert len(report.ingested) == 1 and len(report.rejected) == 1
+    doc = json.loads(lines[2])
+    assert report.rejected[0].reason == (
+        f"{bad}: line {len(lines) + 1}: doc_id: document {doc['doc_id']} appears twice under filter "
+        f"{doc.get('filter', 'none')!r}"
+    )
+    good = report.ingested[0].path
+    expected = {}
+    for samples in sorted(Path(good).parent.glob("samples_*.jsonl")):
+        task = samples.name.split("_2")[0].removeprefix("samples_")
+        expected[task] = len(samples.read_text().splitlines())
+    assert stored == sorted(expected.items())
+
+
+def test_documents_read_file_by_file_equal_those_read_in_one_statement(tmp_path, monkeypatch):
+    """A batch's documents go in by one statement that reads a file per task (toy_nli, toy_nli_yn, toy_gen) at
+    once; the file-by-file path (after a refusal) stores the same rows. Each row is the `doc` of its file's
+    lines with that doc_hash, as json.loads reads the file."""
+    from ood_store._ingest import samples as samples_module
+
+    real_insert, real_store = samples_module._insert_documents, samples_module.store_documents
+    batches: list[int] = []
+
+    def spy(con, batch, fresh, line_bytes):
+        batches.append(len(batch))
+        return real_insert(con, batch, fresh, line_bytes)
+
+    monkeypatch.setattr(samples_module, "_insert_documents", spy)
+    together, alone = tmp_path / "together.duckdb", tmp_path / "alone.duckdb"
+    with ood_store.open(together) as s:
+        assert s.ingest([V0413]).ok
+    assert max(batches) == 3, batches  # the three tasks' files in one statement
+    batches.clear()
+    monkeypatch.setattr(
+        samples_module, "store_documents", lambda con, files, grouped=True: real_store(con, files, False)
+    )
+    with ood_store.open(alone) as s:
+        assert s.ingest([V0413]).ok
+    assert batches and max(batches) == 1
+
+    def documents(db):
+        with ood_store.open(db, read_only=True) as s:
+            return s.query("SELECT task, doc_hash, doc FROM documents ORDER BY task, doc_hash").rows()
+
+    got = documents(together)
+    assert got == documents(alone)
+    expected = {}
+    for path in V0413.rglob("samples_*.jsonl"):
+        for line in path.read_text().splitlines():
+            sample = json.loads(line)
+            expected[path.name.split("_2")[0].removeprefix("samples_"), sample["doc_hash"]] = sample["doc"]
+    assert {(task, doc_hash): json.loads(doc) for task, doc_hash, doc in got} == expected
+    assert len(got) == len(expected)  # each (task, doc_hash) once, however many checkpoints hold it

@@ -30,6 +30,7 @@ def test_new_store_has_the_latest_schema(db):
         "evaluations": "BASE TABLE",
         "runs": "BASE TABLE",
         "samples": "BASE TABLE",
+        "documents": "BASE TABLE",
         "schema_version": "BASE TABLE",
         "campaign_scores": "VIEW",
         "samples_all": "VIEW",
@@ -186,7 +187,7 @@ def test_a_store_before_campaigns_keeps_its_scores_and_gains_campaign_views(db):
         "INSERT INTO evaluation_scores (evaluation_id, task, metric, filter, value, is_group) "
         "SELECT evaluation_id, 'arc_easy', 'acc', 'none', 0.5, false FROM evaluations",
     )
-    assert applied == [campaigns_version]
+    assert applied == list(range(campaigns_version, schema.latest_version() + 1))
     with ood_store.open(db, read_only=True) as store:
         nullable = store.query(
             "SELECT is_nullable FROM information_schema.columns WHERE table_name = 'evaluation_scores' "
@@ -195,6 +196,30 @@ def test_a_store_before_campaigns_keeps_its_scores_and_gains_campaign_views(db):
         campaigns = store.query("SELECT DISTINCT campaign, value FROM scores").rows()
     assert nullable == [("YES",)]
     assert campaigns == [("zero-shot", 0.5)]
+
+
+def test_a_store_of_schema_5_keeps_its_samples_and_gains_an_empty_documents_table(db):
+    """0006 adds `documents` (task, doc_hash, doc); the samples a store held are kept, without documents."""
+    applied = _store_of_schema(
+        db,
+        5,
+        "INSERT INTO evaluations (content_hash, source_path, run, step, identity_from, format, samples_files, "
+        "ingested_at, ood_store_version) VALUES ('h', '/x.json', 'r', 1000, 'revision', 'v0.4', [], "
+        "now()::TIMESTAMP, '0')",
+        "INSERT INTO samples (evaluation_id, task, doc_id, filter, metrics, doc_hash) "
+        "SELECT evaluation_id, 'hans', 7, 'none', MAP {'acc': 1.0}, 'abc' FROM evaluations",
+    )
+    assert applied == [6]
+    with ood_store.open(db, read_only=True) as store:
+        columns = store.query(
+            "SELECT column_name, data_type FROM information_schema.columns WHERE table_name = 'documents' "
+            "ORDER BY ordinal_position"
+        ).rows()
+        documents = store.query("SELECT count(*) FROM documents").rows()
+        samples = store.query("SELECT run, step, task, doc_id, doc_hash FROM samples_all").rows()
+    assert columns == [("task", "VARCHAR"), ("doc_hash", "VARCHAR"), ("doc", "JSON")]
+    assert documents == [(0,)]
+    assert samples == [("r", 1000, "hans", 7, "abc")]
 
 
 def _views(con: duckdb.DuckDBPyConnection) -> dict[str, str]:
@@ -214,7 +239,7 @@ def test_views_come_from_one_file_whatever_the_version_a_store_starts_at(db, tmp
     con.close()
     assert set(old_views) == {"scores_all", "scores", "score_conflicts", "samples_all"}  # 0001's, before 0005
     with ood_store.open(old) as store:
-        assert store.migrations_applied == [5]
+        assert store.migrations_applied == [5, 6]
         upgraded = _views(store.connection)
         scores = store.query("SELECT task, value, campaign FROM scores ORDER BY task").rows()
         per_campaign = store.query("SELECT campaign, value FROM campaign_scores WHERE task = 'arc_easy' ORDER BY 1")

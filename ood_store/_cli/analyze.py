@@ -11,6 +11,7 @@ import polars as pl
 from ood_store._analysis import Options, between_groups, compare
 from ood_store._analysis.bootstrap import BOOTSTRAP_KINDS
 from ood_store._analysis.inference import ADJUST_METHODS
+from ood_store._analysis.items import ItemOptions, compute_items
 from ood_store._analysis.meta import TAU2_METHODS
 from ood_store._analysis.partial import METHODS, compute
 from ood_store._analysis.residuals import GAM_DF, GAM_MIN_DF, RESIDUALIZERS, SMOOTHING
@@ -89,6 +90,14 @@ def analysis_options(fn):
             metavar="KEY=VALUE",
             help="Only runs with this attribute (family, size, in_domain, seed, any key; VALUE a glob). Repeatable.",
         ),
+        click.option(
+            "--slice",
+            "slices",
+            multiple=True,
+            metavar="TASK:FIELD",
+            help="Split TASK's items by FIELD (target: the label; or any top-level key of their documents, "
+            "e.g. hans:heuristic), each part an OOD task TASK[FIELD=VALUE] scored from the stored samples. Repeatable.",
+        ),
     ]
     for option in reversed(options):
         fn = option(fn)
@@ -106,6 +115,7 @@ def _analysis_kwargs(fn):
         values = {f.name: kwargs.pop("filter_" if f.name == "filter" else f.name) for f in fields(Options)}
         values["ood"], values["runs"] = tuple(values["ood"]) or None, tuple(values["runs"]) or None
         values["where"] = tuple(values["where"]) or None
+        values["slices"] = tuple(values["slices"]) or None
         kwargs["options"] = Options(**values)
         return fn(*args, **kwargs)
 
@@ -133,6 +143,21 @@ _all_columns = click.option(
     is_flag=True,
     help="Instead of the table: r and adjusted p under the line, the GAM by GCV and by REML, fragile pairs flagged.",
 )
+@click.option(
+    "--items",
+    type=click.IntRange(min=1),
+    metavar="N",
+    help="Resample each testset's items N times (the same items at every checkpoint) from the stored samples: "
+    "item-bootstrap intervals, r corrected for item noise, split-half reliabilities.",
+)
+@click.option(
+    "--splits",
+    type=click.IntRange(min=1),
+    default=200,
+    show_default=True,
+    metavar="N",
+    help="With --items: random splits of the items behind each split-half reliability.",
+)
 @alpha_option("With --sensitivity: the level at which adjusted p-values count as significant.")
 @inference_option()
 @_all_columns
@@ -145,6 +170,8 @@ def analyze(
     save: str | None,
     replace: bool,
     sensitivity: bool,
+    items: int | None,
+    splits: int,
     alpha: float,
     inference: str,
     all_columns: bool,
@@ -159,13 +186,28 @@ def analyze(
     sample size of the two autocorrelated residual series (n_eff) and the
     test on it (p_eff, p_eff_adj); the documentation's statistics page says when to trust which.
     --sensitivity reports instead how far each r depends on the residualizer,
-    and flags the pairs whose significance does (fragile).
+    and flags the pairs whose significance does (fragile). --items N works on
+    the stored per-sample rows: each testset's items resampled N times, r
+    corrected for the item noise of the in-domain score (and of X and Y), and
+    each series' split-half reliability; with --bootstrap the checkpoints are
+    block-resampled together with the items.
 
     \b
     Example:
       ood-store analyze --in-domain lambada_openai --ood arc_easy,piqa,sciq --save pythia-lambada
       ood-store analyze --in-domain lambada_openai --ood arc_easy,piqa,sciq --sensitivity
+      ood-store analyze --in-domain mnli --ood hans,rte --items 1000
     """
+    if items is not None:
+        if save is not None or sensitivity:
+            raise click.UsageError("--items makes its own table: leave out --save and --sensitivity.")
+        item_options = ItemOptions(
+            **{f.name: getattr(options, f.name) for f in fields(Options)}, items=items, splits=splits
+        )
+        with settings.open(read_only=True) as store:
+            items_result = compute_items(store, item_options, progress=True)
+        emit(shown(items_result, output_format, all_columns), output_format, output)
+        return
     if sensitivity:
         if save is not None or options.bootstrap:
             raise click.UsageError("--sensitivity compares point estimates: leave out --save and --bootstrap.")

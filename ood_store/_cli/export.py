@@ -22,6 +22,16 @@ from ood_store._export import display, formats, tables
 @click.command()
 @click.option("--analysis", "analysis_name", metavar="NAME", help="A saved analysis (`ood-store analyses`).")
 @click.option("--sql", metavar="SQL", help="Export the rows of this read-only query instead.")
+@click.option(
+    "--item-dynamics",
+    "dynamics_tasks",
+    multiple=True,
+    metavar="TASK[,TASK...]",
+    help="Export the item dynamics of these tasks instead: per run, items learned for good and forgetting events "
+    "(with --items-table, one row per item).",
+)
+@click.option("--items-table", is_flag=True, help="With --item-dynamics: one row per item.")
+@click.option("--run", "dynamics_runs", multiple=True, metavar="RUN", help="With --item-dynamics: only these runs.")
 @allow_files_option
 @click.option("--compare", "compared", is_flag=True, help="With --analysis: export its comparison across runs.")
 @click.option("--by", multiple=True, metavar="ATTR", help="With --compare: compare runs within groups of ATTR.")
@@ -69,9 +79,9 @@ from ood_store._export import display, formats, tables
 @rename_options
 @order_by_option
 @click.pass_obj
-def export(settings, analysis_name, sql, allow_files, compared, by, wide, transpose, compact, output_format, output,
-           digits, mark, inference, alpha, adjust_pairs, test, caption, label, width, landscape, split, standalone,
-           rename, rename_file, order_by):  # fmt: skip
+def export(settings, analysis_name, sql, dynamics_tasks, items_table, dynamics_runs, allow_files, compared, by, wide,
+           transpose, compact, output_format, output, digits, mark, inference, alpha, adjust_pairs, test, caption,
+           label, width, landscape, split, standalone, rename, rename_file, order_by):  # fmt: skip
     """Export a saved analysis (or its comparison, or any query) as a table for a paper.
 
     LaTeX tables use booktabs, align their numbers and mark significant r by
@@ -87,12 +97,15 @@ def export(settings, analysis_name, sql, allow_files, compared, by, wide, transp
       ood-store export --analysis pythia-gam --wide --transpose --rename arc_easy=ARC-e --format markdown
       ood-store export --analysis pythia-gam --compare -o pooled.csv
       ood-store export --sql "SELECT * FROM scores WHERE task = 'mnli'" -o mnli.parquet
+      ood-store export --item-dynamics hans --items-table -o hans-items.csv
     """
-    if (analysis_name is None) == (sql is None):
-        raise click.UsageError("Give either --analysis NAME or --sql SQL.")
+    if sum(given is not None and given != () for given in (analysis_name, sql, dynamics_tasks)) != 1:
+        raise click.UsageError("Give one of --analysis NAME, --sql SQL or --item-dynamics TASK.")
+    if (items_table or dynamics_runs) and not dynamics_tasks:
+        raise click.UsageError("--items-table and --run need --item-dynamics.")
     if allow_files and sql is None:
         raise click.UsageError("--allow-files needs --sql.")
-    if sql is not None and (compared or wide or by or transpose):
+    if analysis_name is None and (compared or wide or by or transpose):
         raise click.UsageError("--compare, --by, --wide and --transpose need --analysis.")
     if by and not compared:
         raise click.UsageError("--by needs --compare.")
@@ -103,7 +116,9 @@ def export(settings, analysis_name, sql, allow_files, compared, by, wide, transp
     layout = {"digits": digits, "names": names, "caption": caption, "label": label, "landscape": landscape,
               "split": split, **({"width": width} if width is not None else {})}  # fmt: skip
     with settings.open(read_only=True, allow_files=allow_files) as store:
-        if sql is not None:
+        if dynamics_tasks:
+            table = tables.from_item_dynamics(store, dynamics_tasks, dynamics_runs or None, items=items_table, **layout)
+        elif sql is not None:
             table = tables.from_query(store, sql, **layout)
         else:
             table = tables.from_analysis(

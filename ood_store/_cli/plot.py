@@ -70,6 +70,7 @@ def plot() -> None:
       ood-store plot signs --analysis pythia-gam -o signs.svg
       ood-store plot grid --analysis study --rows family --cols size -o grid.pdf
       ood-store plot forest --analysis study --color-by family -o forest.pdf
+      ood-store plot items --task hans --run runs/opt-mnli-s1 -o items.pdf --table items.csv
     """
 
 
@@ -256,3 +257,34 @@ def power(settings, no_note, width, output, **kwargs):
 
 
 COMMANDS = [plot]
+
+
+@plot.command()
+@_runs
+@click.option(
+    "--task", "tasks", multiple=True, required=True, metavar="TASK[,TASK...]", help="Tasks whose items to draw."
+)
+@click.option("--metric", default="acc", show_default=True, help="The per-item metric (0/1).")
+@click.option("--filter", "filter_", default="none", show_default=True, help="lm-eval filter of the metric.")
+@click.option("--num-fewshot", type=int, help="Shot count, when tasks were evaluated at several.")
+@click.option("--table", type=click.Path(dir_okay=False, path_type=Path), help="Also write the per-item table (CSV).")
+@_figure_file("3.25, one column")
+@click.pass_obj
+def items(settings, runs, tasks, metric, filter_, num_fewshot, table, width, output):
+    """Item dynamics: the share of a task's items learned for good by each step, and forgetting events.
+
+    An item is learned at the checkpoint from which it is answered correctly
+    at every later one; a forgetting event is a checkpoint where it is wrong
+    after being right at the one before. From the stored per-sample rows.
+    """
+    from ood_store._analysis.dynamics import item_dynamics
+    from ood_store._export.dynamics import COLUMN_WIDTH, item_dynamics_figure
+
+    figures.file_format(output)
+    with settings.open(read_only=True) as store:
+        result = item_dynamics(store, tasks, runs or None, metric=metric, filter=filter_, num_fewshot=num_fewshot)
+        figure = item_dynamics_figure(store, tasks, metric=metric, width=width or COLUMN_WIDTH, result=result)
+    if table is not None:
+        result.items.write_csv(table)
+        click.echo(f"Wrote {result.items.height} items' dynamics to {table}.", err=True)
+    _write(figure, output)
