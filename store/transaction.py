@@ -1,5 +1,11 @@
 """One transaction on a store connection: committed when the block ends, rolled back if it raises;
-and a DataFrame registered for the statements of a block."""
+and a DataFrame registered for the statements of a block.
+
+A Polars frame reaches DuckDB 2 through the Arrow PyCapsule stream it exports itself
+(``__arrow_c_stream__``, :class:`_Stream`): DuckDB would otherwise turn it into a pyarrow Table
+(``to_arrow()``), which imports pyarrow and numpy, about 0.15 s of every command that stores rows
+(tests/test_registered_frames.py shows both: the same values, and neither module loaded).
+"""
 
 from __future__ import annotations
 
@@ -50,7 +56,7 @@ def registered(con: duckdb.DuckDBPyConnection, name: str, frame: Any) -> Iterato
     the unregister too ("Current transaction is aborted"); that second error is dropped, so that
     the first, which says what went wrong (a damaged store, a bad value), is the one raised.
     """
-    con.register(name, frame)
+    con.register(name, _Stream(frame) if _STREAMS and hasattr(frame, "__arrow_c_stream__") else frame)
     try:
         yield
     except BaseException:
@@ -58,3 +64,19 @@ def registered(con: duckdb.DuckDBPyConnection, name: str, frame: Any) -> Iterato
             con.unregister(name)
         raise
     con.unregister(name)
+
+
+#: DuckDB 2 reads an object with ``__arrow_c_stream__`` as an Arrow stream, asking for a new stream for each
+#: scan; an older DuckDB, which the requirement admits, gets the frame itself.
+_STREAMS = int(duckdb.__version__.split(".")[0]) >= 2
+
+
+class _Stream:
+    """A frame as DuckDB reads an Arrow PyCapsule stream: a fresh stream of it each time one is asked for
+    (a statement may scan a registered view several times, and a stream is read once)."""
+
+    def __init__(self, frame: Any):
+        self.frame = frame
+
+    def __arrow_c_stream__(self, requested_schema: object | None = None) -> object:
+        return self.frame.__arrow_c_stream__(requested_schema)
