@@ -100,7 +100,12 @@ def test_init_on_an_empty_file(runner, pristine, tmp_path):
 def test_ingest_into_a_damaged_store_blames_the_store_not_the_files(runner, pristine, tmp_path):
     """It used to reject every good file: "could not be stored: ... Current transaction is aborted"."""
     store = damaged(pristine, "flipped: the runs block", tmp_path)
-    files = [str(p) for p in pythia_files("410m")[:3]]
+    # A checkpoint of a run the store holds, at a step it lacks: the write must read the run's row (ON CONFLICT
+    # ... DO UPDATE). A new run's row alone need not read the damaged block, and whether DuckDB did varied.
+    source = pythia_files("160m")[0]
+    new_step = tmp_path / "160m_step999999.json"
+    new_step.write_text(source.read_text().replace("revision=step0", "revision=step999999"))
+    files = [str(new_step)]
     result = runner.invoke(main, ["--db", str(store), "ingest", *files])
     assert result.exit_code == 1 and "Traceback" not in result.output
     assert result.output.startswith(f"Error: {store}: the store file is damaged: a checksum fails")
