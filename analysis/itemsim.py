@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import polars as pl
 from scipy import special
 
 from ood_store._analysis import itemstats
@@ -65,6 +66,28 @@ def planted_run(
     centered = true_scores - true_scores.mean(axis=0)
     true_r = float(partial_from_covariance(centered.T @ centered / T)[0, 1])
     return PlantedRun(tuple(matrices), true_scores, true_r)
+
+
+def long_frame(runs: dict[str, Sequence[np.ndarray]], tasks: Sequence[str]) -> pl.DataFrame:
+    """Planted runs' item matrices (items × checkpoints, one per task of ``tasks``) as the long frame that
+    :func:`~ood_store._analysis.items.item_correlations` reads: ``run, step, task, item, value``, the
+    checkpoints at steps 0, 10, 20, ..."""
+    parts = []
+    for run, matrices in runs.items():
+        for task, Y in zip(tasks, matrices, strict=True):
+            n, T = Y.shape
+            parts.append(
+                pl.DataFrame(
+                    {
+                        "run": run,
+                        "step": np.tile(np.arange(T) * 10, n),
+                        "task": task,
+                        "item": np.repeat(np.arange(n), T),
+                        "value": Y.ravel(),
+                    }
+                )
+            )
+    return pl.concat(parts)
 
 
 def draw_items(

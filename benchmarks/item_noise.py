@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import argparse
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -99,14 +100,32 @@ def scenario(rho: float, n_z: int, n_ood: int, runs: int, resamples: int, seed: 
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--runs", type=int, default=1000)
+    parser = scenario_parser(__doc__, runs=1000, out="item_noise.csv")
     parser.add_argument("--resamples", type=int, default=400)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results" / "item_noise.csv")
-    parser.add_argument("--only", nargs="+", metavar="RHO:N_Z[:N_OOD]", help="only these scenarios")
     args = parser.parse_args()
-    chosen = SCENARIOS
+    run_scenarios(
+        SCENARIOS, args, lambda rho, n_z, n_ood: scenario(rho, n_z, n_ood, args.runs, args.resamples, args.seed)
+    )
+
+
+def scenario_parser(doc: str | None, *, runs: int, out: str) -> argparse.ArgumentParser:
+    """The options of a planted-scenario benchmark: ``--runs``, ``--seed``, ``--out`` (in results/), ``--only``."""
+    parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--runs", type=int, default=runs)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results" / out)
+    parser.add_argument("--only", nargs="+", metavar="RHO:N_Z[:N_OOD]", help="only these scenarios")
+    return parser
+
+
+def run_scenarios(
+    scenarios: list[tuple[float, int, int]],
+    args: argparse.Namespace,
+    measure: Callable[[float, int, int], dict[str, float]],
+) -> None:
+    """``measure`` each scenario (rho, in-domain items, OOD items), or those of ``args.only`` (``RHO:N_Z[:N_OOD]``),
+    saying how long each took; the rows written to ``args.out`` (CSV) and printed."""
+    chosen = scenarios
     if args.only:
         chosen = []
         for item in args.only:
@@ -115,7 +134,7 @@ def main() -> None:
     results = []
     for rho, n_z, n_ood in chosen:
         start = time.perf_counter()
-        results.append(scenario(rho, n_z, n_ood, args.runs, args.resamples, args.seed))
+        results.append(measure(rho, n_z, n_ood))
         print(f"rho {rho}, {n_z} in-domain items, {n_ood} OOD: {time.perf_counter() - start:.0f} s", flush=True)
     table = pl.DataFrame(results)
     args.out.parent.mkdir(parents=True, exist_ok=True)

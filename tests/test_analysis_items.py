@@ -21,7 +21,7 @@ from ood_store._analysis import itemstats
 from ood_store._analysis.dynamics import item_dynamics
 from ood_store._analysis.items import ITEM_COLUMNS, item_correlations
 from ood_store._analysis.itemsim import PLANTED as SHARED
-from ood_store._analysis.itemsim import planted_run, simulate
+from ood_store._analysis.itemsim import long_frame, planted_run, simulate
 from ood_store._analysis.partial import partial_correlations
 from ood_store._errors import AnalysisError
 
@@ -35,22 +35,7 @@ TEST_RUNS = 1000
 
 
 def _frame(runs: dict[str, tuple[np.ndarray, ...]], tasks=("mnli", "hans", "rte")) -> pl.DataFrame:
-    parts = []
-    for run, matrices in runs.items():
-        for task, Y in zip(tasks, matrices, strict=True):
-            n, T = Y.shape
-            parts.append(
-                pl.DataFrame(
-                    {
-                        "run": run,
-                        "step": np.tile(np.arange(T) * 10, n),
-                        "task": task,
-                        "item": np.repeat(np.arange(n), T),
-                        "value": Y.ravel(),
-                    }
-                )
-            )
-    return pl.concat(parts)
+    return long_frame(runs, tasks)
 
 
 def test_naive_r_is_pingouins_partial_correlation_of_the_item_means():
@@ -170,6 +155,29 @@ def test_with_a_small_in_domain_testset_the_corrected_interval_keeps_its_level()
     assert abs(np.nanmean(shared["corrected"]) - 0.5) < 0.05
     assert 0.93 <= _coverage(shared["item_lo"], shared["item_hi"], shared["true"], defined) <= 0.97
     assert 0.93 <= _coverage(shared["lo"], shared["hi"], 0.5, defined) <= 0.99
+
+
+def test_with_a_small_in_domain_testset_the_corrected_block_bootstrap_interval_keeps_its_level():
+    """``corrected_boot_ci_*`` (checkpoints block-resampled together with the items, a plain percentile interval of
+    the corrected draws), through item_correlations itself, over TEST_RUNS planted runs with 200 in-domain items and
+    X and Y related only through ability: it covers 0 in 93-97 % of the runs (95.9 +- 0.9 % over 2,000 runs with 200
+    block resamples, benchmarks/results/item_boot_coverage.csv), where the naive r's block-bootstrap interval
+    (``boot_ci_*``) covers 0 in about 62 % (95.6 % and 59.8 % here): the noisy-control artefact, which the block
+    bootstrap does not see."""
+    rng = np.random.default_rng(21)
+    tables = []
+    for start in range(0, TEST_RUNS, 100):
+        runs = {
+            f"r{i}": planted_run(rng, items=(200, 1000, 1000), **SHARED).matrices for i in range(start, start + 100)
+        }
+        tables.append(item_correlations(_frame(runs), in_domain="mnli", items=100, bootstrap=100, seed=start).table)
+    table = pl.concat(tables)
+    defined = table.filter(pl.col("r_corrected").is_finite())
+    assert defined.height > 0.99 * TEST_RUNS
+    corrected = ((defined["corrected_boot_ci_low"] <= 0) & (defined["corrected_boot_ci_high"] >= 0)).mean()
+    naive = ((table["boot_ci_low"] <= 0) & (table["boot_ci_high"] >= 0)).mean()
+    assert 0.93 <= corrected <= 0.97, corrected
+    assert naive < 0.8, naive
 
 
 def test_item_correlations_reports_the_noise_artefact_in_a_note():
