@@ -52,12 +52,18 @@ def planted_run(
     span: float = 0.3,
     difficulty: float = 0.2,
     persistence: float = 0.5,
+    autocorrelation: float = 0.0,
 ) -> PlantedRun:
-    """One run of the planted model (see the module); ``items`` are the in-domain, X and Y testsets' sizes."""
+    """One run of the planted model (see the module); ``items`` are the in-domain, X and Y testsets' sizes.
+
+    ``autocorrelation``: X's and Y's signals are stationary Gaussian AR(1) series over the checkpoints with
+    this lag-1 correlation (0: independent, as the module says); their correlation at a checkpoint is still
+    ``rho``. The same draws are used whatever it is.
+    """
     T = checkpoints
     ability = 0.5 + span * np.linspace(-0.5, 0.5, T) + wobble_sd * rng.standard_normal(T)
-    shared = rng.standard_normal(T)
-    own = rng.standard_normal((2, T))
+    shared = _ar1(rng.standard_normal(T), autocorrelation)
+    own = _ar1(rng.standard_normal((2, T)), autocorrelation)
     signals = np.zeros((3, T))
     signals[1:] = signal_sd * (np.sqrt(abs(rho)) * shared * np.array([[1.0], [np.sign(rho) or 1.0]]))
     signals[1:] += signal_sd * np.sqrt(1.0 - abs(rho)) * own
@@ -66,6 +72,16 @@ def planted_run(
     centered = true_scores - true_scores.mean(axis=0)
     true_r = float(partial_from_covariance(centered.T @ centered / T)[0, 1])
     return PlantedRun(tuple(matrices), true_scores, true_r)
+
+
+def _ar1(innovations: np.ndarray, phi: float) -> np.ndarray:
+    """Stationary AR(1) series of unit variance along the last axis, from innovations z:
+    e_0 = z_0, e_t = phi e_(t-1) + sqrt(1 - phi^2) z_t."""
+    out = innovations.copy()
+    scale = np.sqrt(1.0 - phi**2)
+    for t in range(1, out.shape[-1]):
+        out[..., t] = phi * out[..., t - 1] + scale * innovations[..., t]
+    return out
 
 
 def long_frame(runs: dict[str, Sequence[np.ndarray]], tasks: Sequence[str]) -> pl.DataFrame:

@@ -2,7 +2,7 @@
 
     python benchmarks/item_boot_coverage.py [--runs 2000] [--bootstrap 200] [--items 100] [--seed 0]
                                             [--out benchmarks/results/item_boot_coverage.csv]
-                                            [--only RHO:N_Z[:N_OOD] ...]
+                                            [--only RHO:N_Z[:N_OOD] ...] [--autocorrelation 0]
 
 ``ood_store.item_correlations(..., bootstrap=M)`` resamples the checkpoints in blocks together with the
 items and reports ``boot_ci_low/high`` (of the naive r) and ``corrected_boot_ci_low/high`` (of the r
@@ -21,10 +21,17 @@ of 100 runs. Per scenario it reports, over the runs with a corrected r:
   boot_covers                  the share of boot_ci (the naive r's) that covers rho
   block_length                 the median block length chosen (Politis-White)
 
-Written to OUT (CSV) and printed. results/item_boot_coverage.csv: the defaults.
+``--autocorrelation PHI`` makes X's and Y's signals AR(1) series over the checkpoints (lag-1 correlation PHI;
+their correlation at a checkpoint still rho), so that the residuals are autocorrelated, which Fisher's part of
+``corrected_ci`` does not allow for and the block bootstrap is meant to.
+
+Written to OUT (CSV) and printed. results/item_boot_coverage.csv: the defaults; results/item_boot_coverage_ar.csv:
+``--autocorrelation 0.6``.
 """
 
 from __future__ import annotations
+
+import argparse
 
 import numpy as np
 import polars as pl
@@ -38,12 +45,13 @@ TASKS = ("in-domain", "x", "y")
 CHUNK = 100
 
 
-def scenario(rho: float, n_z: int, n_ood: int, runs: int, items: int, bootstrap: int, seed: int) -> dict[str, float]:
+def scenario(rho: float, n_z: int, n_ood: int, args: argparse.Namespace) -> dict[str, float]:
+    runs, items, bootstrap, seed, phi = args.runs, args.items, args.bootstrap, args.seed, args.autocorrelation
     rng = np.random.default_rng([seed, n_z, int(rho * 100), n_ood])
     tables = []
     for start in range(0, runs, CHUNK):
         planted = {
-            f"r{i:05d}": planted_run(rng, rho=rho, items=(n_z, n_ood, n_ood), **PLANTED).matrices
+            f"r{i:05d}": planted_run(rng, rho=rho, items=(n_z, n_ood, n_ood), autocorrelation=phi, **PLANTED).matrices
             for i in range(start, min(runs, start + CHUNK))
         }
         result = ood_store.item_correlations(
@@ -65,6 +73,7 @@ def scenario(rho: float, n_z: int, n_ood: int, runs: int, items: int, bootstrap:
         "runs": runs,
         "item_resamples": items,
         "bootstrap": bootstrap,
+        "autocorrelation": phi,
         "defined": n / table.height,
         "corrected_boot_covers": boot,
         "corrected_boot_mc": float(1.959964 * np.sqrt(boot * (1 - boot) / n)),
@@ -80,11 +89,12 @@ def main() -> None:
     parser = scenario_parser(__doc__, runs=2000, out="item_boot_coverage.csv")
     parser.add_argument("--bootstrap", type=int, default=200)
     parser.add_argument("--items", type=int, default=100)
+    parser.add_argument("--autocorrelation", type=float, default=0.0, help="of X's and Y's signals (AR(1))")
     args = parser.parse_args()
     run_scenarios(
         SCENARIOS,
         args,
-        lambda rho, n_z, n_ood: scenario(rho, n_z, n_ood, args.runs, args.items, args.bootstrap, args.seed),
+        lambda rho, n_z, n_ood: scenario(rho, n_z, n_ood, args),
     )
 
 

@@ -180,6 +180,22 @@ def test_with_a_small_in_domain_testset_the_corrected_block_bootstrap_interval_k
     assert naive < 0.8, naive
 
 
+def test_planted_signals_with_autocorrelation_have_the_asked_lag_one_correlation_and_keep_rho():
+    """``planted_run(autocorrelation=phi)`` (benchmarks/item_boot_coverage.py's autocorrelated residuals): over a
+    long run, X's and Y's signals have lag-1 correlation phi (numpy's corrcoef; standard error about 0.006 here) and
+    correlate rho with each other at a checkpoint (about 0.01); phi = 0 draws exactly the run of the default."""
+    long = {"checkpoints": 20_000, "items": (1, 1, 1), "wobble_sd": 0.0, "span": 0.0}
+    run = planted_run(np.random.default_rng(3), rho=0.5, autocorrelation=0.6, **long)
+    signals = run.true_scores[:, 1:] - run.true_scores[:, :1]  # ability is constant: what is left is the signal
+    for k in range(2):
+        assert np.corrcoef(signals[1:, k], signals[:-1, k])[0, 1] == pytest.approx(0.6, abs=0.03)
+    assert np.corrcoef(signals[:, 0], signals[:, 1])[0, 1] == pytest.approx(0.5, abs=0.04)
+    default = planted_run(np.random.default_rng(4), rho=0.5, **SHARED)
+    same = planted_run(np.random.default_rng(4), rho=0.5, autocorrelation=0.0, **SHARED)
+    assert np.array_equal(default.true_scores, same.true_scores)
+    assert all(np.array_equal(a, b) for a, b in zip(default.matrices, same.matrices, strict=True))
+
+
 def test_item_correlations_reports_the_noise_artefact_in_a_note():
     rng = np.random.default_rng(5)
     runs = {f"run{k}": planted_run(rng, **{**PLANTED, "items": (60, 2000, 2000)}).matrices for k in range(3)}
