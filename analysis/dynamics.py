@@ -18,12 +18,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 import polars as pl
 
-from ood_store import _sqlfiles as sqlfiles
 from ood_store._analysis.results import Result
-from ood_store._analysis.series import SINGLE_RUN
 from ood_store._errors import AnalysisError
 from ood_store._names import split_names
-from ood_store._store.database import read
 from ood_store._store.selection import runs as list_runs
 
 if TYPE_CHECKING:
@@ -90,38 +87,16 @@ def item_dynamics(
     >>> result.table.select("items", "learned", "never_learned", "forgetting_events").row(0)
     (3, 2, 1, 2)
     """
-    from ood_store._analysis.items import _blocks
+    from ood_store._analysis.items import _blocks, item_rows, items_frame
 
     chosen = list(split_names(tasks, "tasks") or ())
     if isinstance(data, pl.DataFrame):
-        frame = data if "run" in data.columns else data.with_columns(pl.lit(SINGLE_RUN).alias("run"))
-        missing = {"step", "task", "item", "value"} - set(frame.columns)
-        if missing:
-            raise AnalysisError(f"the items frame has no column(s) {', '.join(sorted(missing))}")
-        frame = frame.filter(pl.col("task").is_in(chosen))
-        names = sorted(frame["run"].unique().to_list()) if runs is None else list(split_names(runs, "runs") or ())
-        frame = frame.filter(pl.col("run").is_in(names))
-        doc = pl.col("doc_hash").hash() if "doc_hash" in frame.columns else pl.lit(0, dtype=pl.UInt64)
-        rows = frame.select(
-            pl.col("run").replace_strict(names, list(range(len(names))), return_dtype=pl.Int64).alias("run_index"),
-            pl.col("task").replace_strict(chosen, list(range(len(chosen))), return_dtype=pl.Int64).alias("task_index"),
-            pl.col("step").cast(pl.Int64),
-            pl.col("item").cast(pl.Int64),
-            doc.alias("doc"),
-            pl.col("value").cast(pl.Float64),
-        ).sort("run_index", "task_index", "step", "item")
+        data = items_frame(data)
+        in_tasks = data.filter(pl.col("task").is_in(chosen))
+        names = sorted(in_tasks["run"].unique().to_list()) if runs is None else list(split_names(runs, "runs") or ())
     else:
         names = list(split_names(runs, "runs") or list_runs(data)["run"].to_list())
-        rows = read(
-            data,
-            sqlfiles.load("ood_store._analysis", "items"),
-            metric=metric,
-            filter=filter,
-            tasks=chosen,
-            runs=names,
-            num_fewshot=num_fewshot,
-            campaign=campaign,
-        )
+    rows = item_rows(data, chosen, names, metric=metric, filter=filter, num_fewshot=num_fewshot, campaign=campaign)
     present = rows.select("run_index", "task_index").unique()
     wanted = pl.DataFrame(
         {"run": [names[r] for r in present["run_index"]], "task": [chosen[t] for t in present["task_index"]]}

@@ -234,43 +234,20 @@ def compute_items(data: Database | pl.DataFrame, options: ItemOptions, *, progre
 def load_items(data: Database | pl.DataFrame, options: Options) -> tuple[str, tuple[str, ...], dict[str, RunItems]]:
     """The in-domain task, the OOD tasks and each run's item matrices, as ``options`` select them."""
     if isinstance(data, pl.DataFrame) or type(data).__module__.startswith("pandas"):
-        frame = pl.from_pandas(data) if not isinstance(data, pl.DataFrame) else data
-        missing = {"step", "task", "item", "value"} - set(frame.columns)
-        if missing:
-            raise AnalysisError(f"the items frame has no column(s) {', '.join(sorted(missing))}")
-        if "run" not in frame.columns:
-            frame = frame.with_columns(pl.lit(SINGLE_RUN).alias("run"))
-        if "doc_hash" not in frame.columns:
-            frame = frame.with_columns(pl.lit(None, dtype=pl.String).alias("doc_hash"))
-        series = load_series(frame.group_by("run", "step", "task").agg(pl.col("value").mean()), options)
-        wanted, runs = [series.in_domain, *series.ood], list(series.runs)
-        rows = (
-            frame.filter(pl.col("task").is_in(wanted) & pl.col("run").is_in(runs))
-            .select(
-                pl.col("run").replace_strict(runs, list(range(len(runs))), return_dtype=pl.Int64).alias("run_index"),
-                pl.col("task")
-                .replace_strict(wanted, list(range(len(wanted))), return_dtype=pl.Int64)
-                .alias("task_index"),
-                pl.col("step").cast(pl.Int64),
-                pl.col("item").cast(pl.Int64),
-                pl.col("doc_hash").hash().alias("doc"),
-                pl.col("value").cast(pl.Float64),
-            )
-            .sort("run_index", "task_index", "step", "item")
-        )
+        data = items_frame(data)
+        series = load_series(data.group_by("run", "step", "task").agg(pl.col("value").mean()), options)
     else:
         series = load_series(data, options)
-        wanted, runs = [series.in_domain, *series.ood], list(series.runs)
-        rows = read(
-            data,
-            sqlfiles.load("ood_store._analysis", "items"),
-            metric=options.metric,
-            filter=options.filter,
-            tasks=wanted,
-            runs=runs,
-            num_fewshot=options.num_fewshot,
-            campaign=options.campaign,
-        )
+    wanted, runs = [series.in_domain, *series.ood], list(series.runs)
+    rows = item_rows(
+        data,
+        wanted,
+        runs,
+        metric=options.metric,
+        filter=options.filter,
+        num_fewshot=options.num_fewshot,
+        campaign=options.campaign,
+    )
     columns = {name: rows[name].to_numpy() for name in ("run_index", "task_index", "step", "item", "doc", "value")}
     blocks = _blocks(columns, series.scores, runs, wanted)
     by_run: dict[str, RunItems] = {}
@@ -287,6 +264,56 @@ def load_items(data: Database | pl.DataFrame, options: Options) -> tuple[str, tu
     if not by_run:
         raise AnalysisError("no run has per-sample rows of every task at a common step")
     return series.in_domain, tuple(series.ood), by_run
+
+
+def items_frame(data: Any) -> pl.DataFrame:
+    """A long frame of items given in place of a store (Polars or pandas; ``run, step, task, item, value`` and
+    optionally ``doc_hash``), checked, ``run`` added where it is absent (one run)."""
+    frame = data if isinstance(data, pl.DataFrame) else pl.from_pandas(data)
+    missing = {"step", "task", "item", "value"} - set(frame.columns)
+    if missing:
+        raise AnalysisError(f"the items frame has no column(s) {', '.join(sorted(missing))}")
+    return frame if "run" in frame.columns else frame.with_columns(pl.lit(SINGLE_RUN).alias("run"))
+
+
+def item_rows(
+    data: Database | pl.DataFrame,
+    tasks: list[str],
+    runs: list[str],
+    *,
+    metric: str,
+    filter: str,  # noqa: A002 - lm-eval's name for it
+    num_fewshot: int | None,
+    campaign: str | None,
+) -> pl.DataFrame:
+    """The per-item outcomes of ``tasks`` and ``runs``: ``run_index``, ``task_index`` (positions in the two
+    lists), ``step``, ``item``, ``doc`` (the document's hash as a number, 0 for a frame without ``doc_hash``)
+    and ``value``, sorted by run, task, step and item; from the store's samples (``items.sql``: ``metric``,
+    ``filter``, ``num_fewshot`` and ``campaign`` select them) or from an :func:`items_frame`."""
+    if not isinstance(data, pl.DataFrame):
+        return read(
+            data,
+            sqlfiles.load("ood_store._analysis", "items"),
+            metric=metric,
+            filter=filter,
+            tasks=tasks,
+            runs=runs,
+            num_fewshot=num_fewshot,
+            campaign=campaign,
+        )
+    doc = pl.col("doc_hash").hash() if "doc_hash" in data.columns else pl.lit(0, dtype=pl.UInt64)
+    return (
+        data.filter(pl.col("task").is_in(tasks) & pl.col("run").is_in(runs))
+        .select(
+            pl.col("run").replace_strict(runs, list(range(len(runs))), return_dtype=pl.Int64).alias("run_index"),
+            pl.col("task").replace_strict(tasks, list(range(len(tasks))), return_dtype=pl.Int64).alias("task_index"),
+            pl.col("step").cast(pl.Int64),
+            pl.col("item").cast(pl.Int64),
+            doc.alias("doc"),
+            pl.col("value").cast(pl.Float64),
+        )
+        .sort("run_index", "task_index", "step", "item")
+    )
 
 
 def _blocks(
