@@ -4,19 +4,7 @@
 -- the per-item metric (the variance of the mean over items resampled with replacement is that over the count).
 WITH chosen AS (
     SELECT run, step, task, value, stderr, n_samples, evaluation_id
-    FROM (
-        SELECT run, step, task, num_fewshot, metric, filter, value, stderr, n_samples, evaluation_id
-        FROM scores WHERE $campaign IS NULL
-        UNION ALL
-        SELECT run, step, task, num_fewshot, metric, filter, value, stderr, n_samples, evaluation_id
-        FROM campaign_scores WHERE campaign = $campaign
-    )
-    WHERE metric = $metric
-      AND filter = $filter
-      AND step IS NOT NULL
-      AND list_contains($tasks, task)
-      AND ($runs IS NULL OR list_contains($runs, run))
-      AND ($num_fewshot IS NULL OR num_fewshot = $num_fewshot)
+    FROM ood_series_scores($campaign, $metric, $filter, $num_fewshot, $tasks, $runs)
 ),
 items AS (
     SELECT evaluation_id, task, count(*) AS items, var_pop(CAST(metrics[$metric] AS DOUBLE)) AS item_variance

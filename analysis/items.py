@@ -36,15 +36,13 @@ import numpy as np
 import polars as pl
 from scipy import stats
 
-from ood_store import _sqlfiles as sqlfiles
 from ood_store._analysis import bootstrap as _bootstrap
 from ood_store._analysis import itemstats, residuals
 from ood_store._analysis.partial import Options, _Fit, pairwise_partial
 from ood_store._analysis.results import Result
-from ood_store._analysis.series import SINGLE_RUN, in_domain_of_runs, load_series
+from ood_store._analysis.series import SINGLE_RUN, in_domain_of_runs, load_series, read_series_sql
 from ood_store._errors import AnalysisError
 from ood_store._progress import progress_bar
-from ood_store._store.database import read
 
 if TYPE_CHECKING:
     from ood_store._store import Database
@@ -291,9 +289,9 @@ def item_rows(
     and ``value``, sorted by run, task, step and item; from the store's samples (``items.sql``: ``metric``,
     ``filter``, ``num_fewshot`` and ``campaign`` select them) or from an :func:`items_frame`."""
     if not isinstance(data, pl.DataFrame):
-        return read(
+        return read_series_sql(
             data,
-            sqlfiles.load("ood_store._analysis", "items"),
+            "items",
             metric=metric,
             filter=filter,
             tasks=tasks,

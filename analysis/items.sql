@@ -5,18 +5,7 @@
 -- (run, task) is a block of steps, each step a block of documents.
 WITH chosen AS (
     SELECT run, step, task, evaluation_id
-    FROM (
-        SELECT run, step, task, num_fewshot, metric, filter, evaluation_id FROM scores WHERE $campaign IS NULL
-        UNION ALL
-        SELECT run, step, task, num_fewshot, metric, filter, evaluation_id
-        FROM campaign_scores WHERE campaign = $campaign
-    )
-    WHERE metric = $metric
-      AND filter = $filter
-      AND step IS NOT NULL
-      AND list_contains($tasks, task)
-      AND list_contains($runs, run)
-      AND ($num_fewshot IS NULL OR num_fewshot = $num_fewshot)
+    FROM ood_series_scores($campaign, $metric, $filter, $num_fewshot, $tasks, $runs)
 )
 SELECT
     list_position($runs, c.run) - 1 AS run_index,

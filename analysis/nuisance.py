@@ -52,16 +52,14 @@ import numpy as np
 import polars as pl
 from scipy import stats
 
-from ood_store import _sqlfiles as sqlfiles
 from ood_store._analysis import meta
 from ood_store._analysis.compare import usable, with_attributes, with_variance
 from ood_store._analysis.partial import Options, analyze
 from ood_store._analysis.results import Result
-from ood_store._analysis.series import in_domain_of_runs, load_series
+from ood_store._analysis.series import in_domain_of_runs, load_series, read_series_sql
 from ood_store._analysis.simulate import AR1_CHECKPOINTS, Curves, ou_correlation
 from ood_store._errors import AnalysisError
 from ood_store._progress import progress_bar
-from ood_store._store.database import read
 
 if TYPE_CHECKING:
     from ood_store._store import Database
@@ -234,9 +232,9 @@ def _item_noise(data, series, options: Options) -> pl.DataFrame:
             if column not in frame.columns:
                 frame = frame.with_columns(pl.lit(None, dtype=pl.Float64).alias(column))
     else:
-        frame = read(
+        frame = read_series_sql(
             data,
-            sqlfiles.load("ood_store._analysis", "item_noise"),
+            "item_noise",
             metric=options.metric,
             filter=options.filter,
             tasks=tasks,

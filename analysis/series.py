@@ -18,7 +18,7 @@ from ood_store import _sqlfiles as sqlfiles
 from ood_store._counts import n as count
 from ood_store._errors import AnalysisError, Note
 from ood_store._names import did_you_mean, split_names
-from ood_store._store.database import read
+from ood_store._store.database import connection, read
 from ood_store._store.runs import attribute_columns
 from ood_store._store.selection import runs as list_runs
 
@@ -38,6 +38,13 @@ class Series:
     ood: tuple[str, ...]
     runs: tuple[str, ...]
     from_store: bool = False  # a NULL value is then a NaN in the file, not a score that is absent
+
+
+def read_series_sql(store: Database, name: str, /, **params: Any) -> pl.DataFrame:
+    """The rows of the analysis' ``name``.sql on ``store``: a query that reads the series' scores through
+    ``ood_series_scores`` (series_macros.sql, made on the store's connection first)."""
+    sqlfiles.execute(connection(store), sqlfiles.load("ood_store._analysis", "series_macros"))
+    return read(store, sqlfiles.load("ood_store._analysis", name), **params)
 
 
 def load_series(data: Database | pl.DataFrame | Any, selection: Options) -> Series:
@@ -85,9 +92,9 @@ def load_series(data: Database | pl.DataFrame | Any, selection: Options) -> Seri
             runs = runs_where(store, selection.where, runs)
         if campaign is not None:
             _check_campaign(store, campaign)
-        frame = read(
+        frame = read_series_sql(
             store,
-            sqlfiles.load("ood_store._analysis", "series"),
+            "series",
             metric=metric,
             filter=filter,
             tasks=wanted,
@@ -136,9 +143,9 @@ def slice_series(store: Database, selection: Options, runs: Sequence[str] | None
         if not sep or not task or not field:
             raise AnalysisError(f"expected TASK:FIELD, got {spec!r}", parameter="slices")
         task = resolve_in_domain(store, task)
-        found = read(
+        found = read_series_sql(
             store,
-            sqlfiles.load("ood_store._analysis", "slices"),
+            "slices",
             task=task,
             field=field,
             pointer="/" + field.replace("~", "~0").replace("/", "~1"),

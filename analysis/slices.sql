@@ -8,18 +8,7 @@
 -- `with_field` those whose document has the key, which the caller checks before it trusts the scores.
 WITH chosen AS (
     SELECT run, step, task, num_fewshot, evaluation_id
-    FROM (
-        SELECT run, step, task, num_fewshot, metric, filter, evaluation_id FROM scores WHERE $campaign IS NULL
-        UNION ALL
-        SELECT run, step, task, num_fewshot, metric, filter, evaluation_id
-        FROM campaign_scores WHERE campaign = $campaign
-    )
-    WHERE metric = $metric
-      AND filter = $filter
-      AND step IS NOT NULL
-      AND task = $task
-      AND ($runs IS NULL OR list_contains($runs, run))
-      AND ($num_fewshot IS NULL OR num_fewshot = $num_fewshot)
+    FROM ood_series_scores($campaign, $metric, $filter, $num_fewshot, [$task], $runs)
 ),
 items AS (
     SELECT
