@@ -11,6 +11,7 @@ import polars as pl
 from matplotlib.figure import Figure
 
 from ood_store._analysis.dynamics import ItemDynamics, item_dynamics
+from ood_store._export import steps as step_axis
 from ood_store._export.figure_files import STYLE, PaperFigure
 from ood_store._export.provenance import Provenance
 
@@ -20,11 +21,14 @@ if TYPE_CHECKING:
 COLUMN_WIDTH = 3.25
 
 
-def dynamics_figure(result: ItemDynamics, width: float = COLUMN_WIDTH) -> Figure:
+def dynamics_figure(result: ItemDynamics, width: float = COLUMN_WIDTH, *, x_scale: str = "auto") -> Figure:
     """Two panels per task: the share of its items learned for good by each step, and forgetting events per step.
 
-    One line per run; the steps are those of the run's checkpoints.
+    One line per run; the steps are those of the run's checkpoints, on a step axis as ``x_scale`` says
+    (``auto``: symmetric log where they are log-spaced, :mod:`~ood_store._export.steps`).
     """
+    step_axis.check_x_scale(x_scale)
+    seen = pl.concat([result.items["first_correct_step"], result.items["learned_step"]]).drop_nulls()
     tasks = result.table["task"].unique(maintain_order=True).to_list()
     with matplotlib.rc_context(STYLE):
         figure = Figure(figsize=(width, 0.5 + 1.5 * len(tasks)), layout="constrained")
@@ -39,6 +43,7 @@ def dynamics_figure(result: ItemDynamics, width: float = COLUMN_WIDTH) -> Figure
                     share = np.searchsorted(learned, steps, side="right") / part.height
                     row[0].step(steps, share, where="post", lw=1.0, label=run)
                 row[1].bar(run, float(np.mean(part["forgetting_events"].to_numpy())), color="0.5")
+            step_axis.set_step_axis(row[0], seen.to_list(), x_scale)
             row[0].set_ylim(0, 1)
             row[0].set_ylabel(f"{task}\nlearned", fontsize=7)
             row[1].set_ylabel("forgetting events\nper item", fontsize=7)
@@ -62,10 +67,12 @@ def item_dynamics_figure(
     num_fewshot: int | None = None,
     width: float = COLUMN_WIDTH,
     result: ItemDynamics | None = None,
+    x_scale: str = "auto",
 ) -> PaperFigure:
     """:func:`dynamics_figure` of :func:`~ood_store._analysis.dynamics.item_dynamics` on ``store``, with provenance.
 
-    ``result``: that analysis already made (the other arguments then only name it).
+    ``result``: that analysis already made (the other arguments then only name it). ``x_scale``: the step
+    axis (``auto``, ``linear`` or ``log``), as for :func:`dynamics_figure`.
     """
     if result is None:
         result = item_dynamics(store, tasks, runs, metric=metric, filter=filter, num_fewshot=num_fewshot)
@@ -73,4 +80,4 @@ def item_dynamics_figure(
     params["runs"] = result.table["run"].unique(maintain_order=True).to_list()
     provenance = Provenance.of_store(store, "item dynamics", params=params)
     shown = ", ".join(params["tasks"])
-    return PaperFigure(dynamics_figure(result, width), provenance, f"item dynamics of {shown}")
+    return PaperFigure(dynamics_figure(result, width, x_scale=x_scale), provenance, f"item dynamics of {shown}")

@@ -33,7 +33,7 @@ from ood_store._analysis.compare import DEFAULT_ADJUST_PAIRS, DEFAULT_TEST, comp
 from ood_store._analysis.results import COMPARISON_COLUMNS, Comparison
 from ood_store._analysis.saved import saved_analysis
 from ood_store._errors import AnalysisError
-from ood_store._export import display, grids, page, triangle
+from ood_store._export import display, grids, page, steps, triangle
 from ood_store._export.captions import Method, adjusted_over_pairs
 from ood_store._export.curves import curves
 from ood_store._export.display import analysis_order, task_order
@@ -177,7 +177,7 @@ def training_curves(
     filter: str = "none",  # noqa: A002 - lm-eval's name for it
     num_fewshot: int | None = None,
     names: Mapping[str, str] | None = None,
-    logx: bool = False,
+    x_scale: str = "auto",
     width: float = COLUMN_WIDTH,
 ) -> Figure:
     """The scores of one run over its training steps, one line per task, with ±1 standard-error bands.
@@ -197,8 +197,10 @@ def training_curves(
         The in-domain task, drawn emphasized.
     names : mapping, optional
         Display names of tasks and the run.
-    logx : bool
-        Steps on a symmetric log scale (linear below the first non-zero step), for log-spaced checkpoints.
+    x_scale : {"auto", "linear", "log"}
+        The step axis: ``log`` is a symmetric log scale, linear from 0 to the first nonzero step (step 0
+        shown), for log-spaced checkpoints; ``auto`` (default) picks it where the run's checkpoints are
+        log-spaced (:func:`~ood_store._export.steps.is_log_spaced`), else ``linear``.
     width : float
         Figure width in inches (default one column, 3.25); the height follows.
 
@@ -206,6 +208,7 @@ def training_curves(
     -------
     matplotlib.figure.Figure
     """
+    steps.check_x_scale(x_scale)
     names = dict(names or {})
     order = list(dict.fromkeys([*([in_domain] if in_domain else []), *(split_names(tasks, "tasks") or ())]))
     data = curves(store, run, order, metric=metric, filter=filter, num_fewshot=num_fewshot)
@@ -221,19 +224,17 @@ def training_curves(
         handles = []
         for task, label in zip(order, labels, strict=True):
             frame = data.filter(pl.col("task") == task)
-            steps, value = frame["step"].to_numpy(), frame["value"].to_numpy()
+            at, value = frame["step"].to_numpy(), frame["value"].to_numpy()
             emphasized = task == in_domain
             color = "black" if emphasized else next(colors)
             (line,) = ax.plot(
-                steps, value, color=color, lw=1.6 if emphasized else 1.0, zorder=3 if emphasized else 2, label=label
+                at, value, color=color, lw=1.6 if emphasized else 1.0, zorder=3 if emphasized else 2, label=label
             )
             stderr = frame["stderr"].to_numpy()
             if frame["stderr"].is_not_null().any():
-                ax.fill_between(steps, value - stderr, value + stderr, color=color, alpha=0.2, lw=0, zorder=1)
+                ax.fill_between(at, value - stderr, value + stderr, color=color, alpha=0.2, lw=0, zorder=1)
             handles.append(line)
-        if logx:
-            positive = data.filter(pl.col("step") > 0)["step"].to_numpy()
-            ax.set_xscale("symlog", linthresh=float(positive.min()) if positive.size else 1.0, linscale=0.3)
+        steps.set_step_axis(ax, data["step"].to_list(), x_scale)
         ax.xaxis.set_major_formatter(FuncFormatter(_step_label))
         ax.set_xlabel("training step")
         ax.set_ylabel(metric if filter == "none" else f"{metric} ({filter})")
@@ -419,14 +420,15 @@ def curves_of_run(
     filter: str | None = None,  # noqa: A002 - lm-eval's name for it
     num_fewshot: int | None = None,
     names: Mapping[str, str] | None = None,
-    logx: bool = False,
+    x_scale: str = "auto",
     width: float = COLUMN_WIDTH,
 ) -> PaperFigure:
     """:func:`training_curves` of ``run`` with its provenance; what is not given comes from saved ``analysis``.
 
     ``run`` may be left out when the store has one run. The tasks, in-domain
     task, metric, filter and shots default to those of ``analysis`` (then
-    ``acc`` and ``none``); without an analysis, ``tasks`` is required.
+    ``acc`` and ``none``); without an analysis, ``tasks`` is required. ``x_scale``: the step axis, as for
+    :func:`training_curves` (``auto``: log where the checkpoints are log-spaced).
     """
     params = saved_analysis(store, analysis).params if analysis else {}
     run = run or _only_run(store)
@@ -439,14 +441,14 @@ def curves_of_run(
     num_fewshot = num_fewshot if num_fewshot is not None else params.get("num_fewshot")
     figure = training_curves(
         store, run, chosen, in_domain=in_domain, metric=metric, filter=filter, num_fewshot=num_fewshot,
-        names=names, logx=logx, width=width,
+        names=names, x_scale=x_scale, width=width,
     )  # fmt: skip
     source = f"training curves of run {run}"
     if analysis:
         provenance = Provenance.of_analysis(store, analysis, source=source)
     else:
         drawn = {"run": run, "tasks": list(chosen), "in_domain": in_domain, "metric": metric, "filter": filter,
-                 "num_fewshot": num_fewshot}  # fmt: skip
+                 "num_fewshot": num_fewshot, "x_scale": x_scale}  # fmt: skip
         provenance = Provenance.of_store(store, source, params=drawn)
     count = len(dict.fromkeys([*([in_domain] if in_domain else []), *chosen]))
     return PaperFigure(figure, provenance, f"training curves of {count} tasks of run {run}")

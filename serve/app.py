@@ -185,7 +185,7 @@ class Viewer:
                 tasks = [s for s in series if s != in_domain] or series
                 return curves_of_run(
                     store, name, tasks=tasks, in_domain=in_domain if in_domain in series else None,
-                    metric=page.data["metric"], filter=page.data["filter"], logx=q.flag("log"),
+                    metric=page.data["metric"], filter=page.data["filter"], x_scale=pages.x_scale_of(q),
                 )  # fmt: skip
 
             return self.figure(request, ("run", name, q.key()), kind, draw)

@@ -309,12 +309,21 @@ def signs(cells: list[dict[str, Any]], *, x_order: Sequence[str], y_order: Seque
 # -- scores ---------------------------------------------------------------------------------------------------
 
 
-def curves(points: list[dict[str, Any]], *, series: Sequence[str], in_domain: str | None, log: bool, campaigns: int):
+def curves(
+    points: list[dict[str, Any]],
+    *,
+    series: Sequence[str],
+    in_domain: str | None,
+    log: bool,
+    campaigns: int,
+    linthresh: float = 1.0,
+):
     """One run's training curves: a line per task against step, the in-domain task thick and black; with
-    ``campaigns`` > 1, each checkpoint's point shaped by the campaign its score comes from."""
+    ``campaigns`` > 1, each checkpoint's point shaped by the campaign its score comes from. ``log``: a symlog
+    step axis, linear up to ``linthresh`` (the first nonzero step), so that step 0 shows."""
     x: dict[str, Any] = {"field": "step", "type": "quantitative", "title": "training step"}
     if log:
-        x["scale"] = {"type": "symlog"}
+        x["scale"] = {"type": "symlog", "constant": linthresh}
     others = [s for s in series if s != in_domain]
     color: dict[str, Any] = {"field": "series", "type": "nominal", "scale": palette(others), "title": "task"}
     if len(others) > MAX_LEGEND:

@@ -29,6 +29,7 @@ from ood_store._analysis.compare import INFERENCE, between_groups, compare
 from ood_store._analysis.pair import pair_residuals
 from ood_store._errors import AnalysisError
 from ood_store._export import display
+from ood_store._export import steps as step_axis
 from ood_store._export.captions import p_column
 from ood_store._export.display import analysis_order
 from ood_store._export.heatmaps import SEEDS, _pooled, _Test, facet_header
@@ -311,7 +312,8 @@ def run_page(store: Store, q: Query, run: str) -> Page:
     if picked:
         wanted = {t.strip() for item in picked for t in item.split(",") if t.strip()}
         scores = scores.filter(pl.col("task").is_in(wanted | {in_domain}))
-    log = q.flag("log")
+    x_scale = x_scale_of(q)
+    log = step_axis.step_scale(scores["step"].to_list(), x_scale) == "log"
     series = list(dict.fromkeys(scores["series"].to_list()))
     if in_domain in series:
         series.remove(in_domain)
@@ -335,11 +337,18 @@ def run_page(store: Store, q: Query, run: str) -> Page:
     attrs = {k: v for k, v in attributes.items() if k != "attributes" and v is not None}
     attrs.update(orjson.loads(attributes["attributes"]) if attributes.get("attributes") else {})
     params = q.pairs
-    figure_params = [(k, v) for k, v in params if k in ("metric", "filter", "tasks", "in_domain", "log")]
+    figure_params = [(k, v) for k, v in params if k in ("metric", "filter", "tasks", "in_domain", "log", "x_scale")]
     chart = Chart(
         "curves",
         f"{metric}" + ("" if filter_ == "none" else f" ({filter_})") + " over training",
-        charts.curves(points, series=series, in_domain=in_domain, log=log, campaigns=campaigns),
+        charts.curves(
+            points,
+            series=series,
+            in_domain=in_domain,
+            log=log,
+            campaigns=campaigns,
+            linthresh=step_axis.linear_threshold(scores["step"].to_list()),
+        ),  # fmt: skip
         figures=(
             ("PDF", _figure_url("/runs", run, "pdf", figure_params, slashes=True)),
             ("SVG", _figure_url("/runs", run, "svg", figure_params, slashes=True)),
@@ -348,8 +357,8 @@ def run_page(store: Store, q: Query, run: str) -> Page:
         + (f"Point shapes: the campaign of each score ({campaigns} campaigns). " if campaigns > 1 else ""),
     )
     toggles = [
-        Link("linear steps", run_url(run, q.with_(log=None)), not log),
-        Link("log steps", run_url(run, q.with_(log=1)), log),
+        Link("linear steps", run_url(run, q.with_(log=None, x_scale="linear")), not log),
+        Link("log steps", run_url(run, q.with_(log=None, x_scale="log")), log),
     ]
     return Page(
         "run",
@@ -359,8 +368,19 @@ def run_page(store: Store, q: Query, run: str) -> Page:
         charts=[chart],
         choices=_metric_choice(pairs, metric, filter_),
         toggles=toggles,
-        context={"attributes": attrs, "hidden": [(k, v) for k, v in params if k in ("log", "tasks", "in_domain")]},
+        context={
+            "attributes": attrs,
+            "hidden": [(k, v) for k, v in params if k in ("log", "x_scale", "tasks", "in_domain")],
+        },
     )
+
+
+def x_scale_of(q: Query) -> str:
+    """The step axis a run page asks for: ``x_scale`` (linear, log, auto: the default), or the older ``log=1``."""
+    if q.flag("log"):
+        return "log"
+    chosen = q.get("x_scale", "auto")
+    return chosen if chosen in step_axis.X_SCALES else "auto"
 
 
 def _analysed_in_domain(store: Store, run: str) -> str | None:

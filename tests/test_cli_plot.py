@@ -68,7 +68,17 @@ def test_heatmap_of_one_run_as_pdf(runner, analysis_db, tmp_path):
 def test_curves_take_their_tasks_from_the_analysis(runner, analysis_db, tmp_path):
     out = tmp_path / "curves.svg"
     result = invoke(
-        runner, analysis_db, "curves", "--analysis", PYTHIA_ANALYSIS, "--run", RUN_410M, "--logx", "-o", str(out)
+        runner,
+        analysis_db,
+        "curves",
+        "--analysis",
+        PYTHIA_ANALYSIS,
+        "--run",
+        RUN_410M,
+        "--x-scale",
+        "log",
+        "-o",
+        str(out),
     )
     assert result.exit_code == 0, result.output
     # lambada_openai (in-domain) and the four OOD tasks of the analysis

@@ -41,6 +41,18 @@ _no_note = click.option(
 )
 
 
+_x_scale = bundle(
+    choice(
+        "--x-scale",
+        ("auto", "linear", "log"),
+        "auto",
+        "The step axis: log is symmetric log, linear up to the first nonzero step so that step 0 shows; auto "
+        "takes log where the checkpoints are log-spaced (a third of them in the first tenth of training).",
+    ),
+    click.option("--logx", is_flag=True, hidden=True, help="Same as --x-scale log (kept for old scripts)."),
+)
+
+
 _runs = click.option(
     "--run", "runs", multiple=True, metavar="RUN", help="Only these runs (repeatable).  [default: all]"
 )
@@ -189,12 +201,12 @@ def forest(settings, analysis_name, runs, tasks, color_by, alpha, inference, adj
 @click.option("--metric", help="The metric.  [default: the analysis', else acc]")
 @click.option("--filter", "filter_", help="lm-eval filter of the metric.  [default: the analysis', else none]")
 @click.option("--num-fewshot", type=int, help="Shot count, when tasks were evaluated at several.")
-@click.option("--logx", is_flag=True, help="Steps on a log scale (for log-spaced checkpoints).")
+@_x_scale
 @rename_options
 @_figure_file("3.25, one column")
 @click.pass_obj
-def curves(settings, run, analysis_name, tasks, in_domain, metric, filter_, num_fewshot, logx, rename, rename_file,
-           width, output):  # fmt: skip
+def curves(settings, run, analysis_name, tasks, in_domain, metric, filter_, num_fewshot, x_scale, logx, rename,
+           rename_file, width, output):  # fmt: skip
     """Training curves of one run: in-domain and OOD scores over the steps, with standard-error bands."""
     if not tasks and not analysis_name:
         raise click.UsageError("Give the tasks to draw with --tasks, or --analysis NAME.")
@@ -203,7 +215,8 @@ def curves(settings, run, analysis_name, tasks, in_domain, metric, filter_, num_
     with settings.open(read_only=True) as store:
         figure = figures.curves_of_run(
             store, run, analysis=analysis_name, tasks=tasks or None, in_domain=in_domain, metric=metric,
-            filter=filter_, num_fewshot=num_fewshot, names=names, logx=logx, width=width or figures.COLUMN_WIDTH,
+            filter=filter_, num_fewshot=num_fewshot, names=names, x_scale="log" if logx else x_scale,
+            width=width or figures.COLUMN_WIDTH,
         )  # fmt: skip
     _write(figure, output)
 
@@ -268,9 +281,10 @@ COMMANDS = [plot]
 @click.option("--filter", "filter_", default="none", show_default=True, help="lm-eval filter of the metric.")
 @click.option("--num-fewshot", type=int, help="Shot count, when tasks were evaluated at several.")
 @click.option("--table", type=click.Path(dir_okay=False, path_type=Path), help="Also write the per-item table (CSV).")
+@_x_scale
 @_figure_file("3.25, one column")
 @click.pass_obj
-def items(settings, runs, tasks, metric, filter_, num_fewshot, table, width, output):
+def items(settings, runs, tasks, metric, filter_, num_fewshot, table, x_scale, logx, width, output):
     """Item dynamics: the share of a task's items learned for good by each step, and forgetting events.
 
     An item is learned at the checkpoint from which it is answered correctly
@@ -283,7 +297,10 @@ def items(settings, runs, tasks, metric, filter_, num_fewshot, table, width, out
     figures.file_format(output)
     with settings.open(read_only=True) as store:
         result = item_dynamics(store, tasks, runs or None, metric=metric, filter=filter_, num_fewshot=num_fewshot)
-        figure = item_dynamics_figure(store, tasks, metric=metric, width=width or COLUMN_WIDTH, result=result)
+        figure = item_dynamics_figure(
+            store, tasks, metric=metric, width=width or COLUMN_WIDTH, result=result,
+            x_scale="log" if logx else x_scale,
+        )  # fmt: skip
     if table is not None:
         result.items.write_csv(table)
         click.echo(f"Wrote {result.items.height} items' dynamics to {table}.", err=True)
