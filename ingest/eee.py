@@ -46,6 +46,18 @@ filter, shots, group flag and task version are in its ``metric_config`` /
 * Any other (the datastore's leaderboards, HELM, HAL): the run is
   ``model_info.id``, a step only from a ``revision`` in
   ``model_info.additional_details`` or the id's ``@revision``.
+* EEE's HELM converter (schema 0.1.0): a result's metric is named in
+  ``metric_config.evaluation_description`` (``exact_match``), which in 0.1.x names
+  the metric when it is a name and nothing else does (leaderboards wrote prose
+  there: metric ``score``); a HELM perturbation in
+  ``score_details.details.perturbation`` is the result's filter, part of its
+  identity as lm-eval's filter is: its name, any parameters, and what it was
+  computed on (``robustness:worst``); a result without one has filter ``none``.
+
+A result that repeats another byte for byte (EEE's HELM converter writes each
+twice) is stored once, and the ingest report counts it (``collapsed``); a result
+under the same task, metric and filter with anything else different is refused,
+naming both.
 
 The campaign of a file without ood-store's is its source
 (``source_metadata.source_name``: the leaderboard or the harness), never a folder
@@ -90,6 +102,8 @@ _LM_EVAL = ("lm_eval", "lm-evaluation-harness", "lm-eval")
 _INSPECT = "inspect_ai"
 _STDERR = "_stderr"
 _VERSION = re.compile(r"(\d+)\.(\d+)\.(\d+)")
+# A metric's name, not a description (see _described_metric).
+_METRIC_NAME = re.compile(r"[A-Za-z][\w.@+-]{0,99}")
 # The campaign rule, as ingest --dry-run names it.
 CAMPAIGN_FROM_SOURCE = "source_metadata.source_name"
 CAMPAIGN_RECORDED = "ood_store.campaign"
@@ -295,7 +309,7 @@ def _parse(
     for what, name in (("run", identity.run), ("model", identity.model)):
         if name is not None and len(name) > MAX_NAME_LENGTH:
             raise InputError(path, "model_info", f"the {what} name is longer than {MAX_NAME_LENGTH:,} characters")
-    scores = _scores(path, version, doc["evaluation_results"], producer, overrides)
+    scores, collapsed = _scores(path, version, doc["evaluation_results"], producer, overrides)
     scores += _kept_scores(path, kept.get("non_finite"))
     library = as_object(doc.get("eval_library"))
     shots = {row.num_fewshot for row in scores if not row.is_group}
@@ -333,6 +347,7 @@ def _parse(
         run_attributes=_attributes(path, details.get(ATTRIBUTES)),
         sample_rows=samples,
         warnings=warnings,
+        collapsed=collapsed,
     )
     if kept:
         _restore(path, record, kept)
@@ -424,21 +439,28 @@ def _identity(
 
 def _scores(
     path: str, version: str, results: list[dict[str, Any]], producer: str | None, overrides: Overrides
-) -> list[ScoreRow]:
+) -> tuple[list[ScoreRow], int]:
+    """The file's scores, and how many results it repeats byte for byte (each stored once)."""
     rows: list[ScoreRow] = []
     seen: dict[tuple[str, str, str], int] = {}
+    collapsed = 0
     for index, result in enumerate(results):
         where = f"evaluation_results[{index}]"
         metric_config = result["metric_config"]
         metric_details = _strings(metric_config.get("additional_details"))
-        task, metric, filt = _key(result, metric_details, producer)
+        task, metric, filt = _key(path, where, version, result, metric_details, producer)
         for what, name in (("task", task), ("metric", metric), ("filter", filt)):
             if len(name) > MAX_NAME_LENGTH:
                 raise InputError(path, where, f"the {what} name is longer than {MAX_NAME_LENGTH:,} characters")
         key = (task, metric, filt)
         if key in seen:
+            first = seen[key]
+            if result == results[first]:  # the same result written twice (EEE's HELM converter does)
+                collapsed += 1
+                continue
             raise InputError(path, where, f"repeats task {task!r}, metric {metric!r}, filter {filt!r} of "
-                             f"evaluation_results[{seen[key]}] (EEE schema {version})")  # fmt: skip
+                             f"evaluation_results[{first}] with {_difference(results[first], result)} "
+                             f"(EEE schema {version})")  # fmt: skip
         seen[key] = index
         score = result["score_details"]
         if not isinstance(score, dict):  # 0.1.0's schema gives score_details no type
@@ -468,14 +490,21 @@ def _scores(
         )
     if not rows:
         raise InputError(path, "evaluation_results", f"holds no results (EEE schema {version})")
-    return _stderr_results(rows) if producer == "lm_eval" else rows
+    return (_stderr_results(rows) if producer == "lm_eval" else rows), collapsed
 
 
-def _key(result: dict[str, Any], metric_details: dict[str, str], producer: str | None) -> tuple[str, str, str]:
+def _key(
+    path: str, where: str, version: str, result: dict[str, Any], metric_details: dict[str, str], producer: str | None
+) -> tuple[str, str, str]:
     """(task, metric, filter) of one result, by the writer's convention."""
     name: str = result["evaluation_name"]
     metric_config = result["metric_config"]
-    metric = optional_text(metric_config.get("metric_name")) or optional_text(metric_config.get("metric_id")) or "score"
+    metric = (
+        optional_text(metric_config.get("metric_name"))
+        or optional_text(metric_config.get("metric_id"))
+        or _described_metric(version, metric_config.get("evaluation_description"))
+        or "score"
+    )
     if FILTER in metric_details:
         return name, metric, metric_details[FILTER]
     result_id = result.get("evaluation_result_id") or ""
@@ -485,7 +514,53 @@ def _key(result: dict[str, Any], metric_details: dict[str, str], producer: str |
     _, colon, filt = result_id.rpartition(":")
     if colon and filt and name.endswith("/" + filt):  # EEE's lm-eval converter: 'task/filter', 'metric:filter'
         return name[: -len(filt) - 1], metric, filt
-    return name, metric, "none"
+    details = result["score_details"].get("details") if isinstance(result["score_details"], dict) else None
+    return name, metric, _perturbation(path, f"{where}.score_details.details.perturbation", details) or "none"
+
+
+def _described_metric(version: str, description: Any) -> str | None:
+    """The metric 0.1.x names in ``evaluation_description`` (EEE's HELM converter wrote HELM's metric name
+    there, ``exact_match``; leaderboards wrote prose, ``Accuracy on IFEval``, which names none)."""
+    if not version.startswith("0.1.") or not isinstance(description, str):
+        return None
+    return description if _METRIC_NAME.fullmatch(description) else None
+
+
+def _perturbation(path: str, field: str, details: Any) -> str | None:
+    """A HELM perturbation (``score_details.details.perturbation``) as the filter of the result's identity:
+    its name, any parameters but the robustness and fairness flags its name implies, and what it was
+    computed on: ``robustness:worst``, ``typos(prob=0.1):perturbed``; None for none."""
+    raw = details.get("perturbation") if isinstance(details, dict) else None
+    if isinstance(raw, str) and raw.lstrip().startswith("{"):  # 0.2.x: details hold strings
+        try:
+            raw = json.loads(raw)
+        except json.JSONDecodeError:
+            raise InputError(path, field, "not a JSON object") from None
+    if raw is None or raw == "":
+        return None
+    if isinstance(raw, str):
+        return raw
+    name = raw.get("name") if isinstance(raw, dict) else None
+    if not isinstance(name, str) or not name:
+        raise InputError(path, field, f"expected a perturbation with a name, got {describe(raw)}")
+    extra = {k: v for k, v in raw.items() if k not in ("name", "robustness", "fairness", "computed_on")}
+    params = ",".join(f"{k}={json.dumps(v) if not isinstance(v, str) else v}" for k, v in sorted(extra.items()))
+    computed_on = raw.get("computed_on")
+    return name + (f"({params})" if params else "") + (f":{computed_on}" if computed_on else "")
+
+
+def _difference(first: dict[str, Any], other: dict[str, Any], where: str = "") -> str:
+    """Where two results differ, as a message says it: ``another score_details.score (0.25, not 0.26)``."""
+    keys = list(first) + [k for k in other if k not in first]
+    for key in keys:
+        a, b = first.get(key), other.get(key)
+        if a == b:
+            continue
+        field = f"{where}.{key}" if where else key
+        if isinstance(a, dict) and isinstance(b, dict):
+            return _difference(a, b, field)
+        return f"another {field} ({_clipped(json.dumps(b))}, not {_clipped(json.dumps(a))})"
+    return "another value"
 
 
 def _stderr_results(rows: list[ScoreRow]) -> list[ScoreRow]:

@@ -402,6 +402,7 @@ def _outcome(status: Status, file_records: list[EvaluationRecord], **fields: Any
         evaluations=len(file_records),
         campaign=first.campaign,
         non_finite=sum(r.non_finite for r in file_records),
+        collapsed=sum(r.collapsed for r in file_records),
         warnings=tuple(w for r in file_records for w in r.warnings),
         detected=first.detected,
         identity_from=first.identity.source,

@@ -123,6 +123,7 @@ class EvaluationRecord:
     # per-sample rows read by the importer itself (an EEE samples file), in ``samples``' columns
     # (metrics as metric_keys, metric_values): see ood_store._ingest.eee_samples
     sample_rows: pl.DataFrame | None = None
+    collapsed: int = 0  # results repeated byte for byte in the file (an EEE file), stored once
 
     @property
     def non_finite(self) -> int:

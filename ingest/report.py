@@ -32,6 +32,7 @@ class FileOutcome:
     evaluations: int = 1  # a W&B history holds one per step
     campaign: str | None = None
     non_finite: int = 0  # scores stored as NULL (NaN) or ±inf
+    collapsed: int = 0  # results the file repeats byte for byte, stored once
     warnings: tuple[str, ...] = ()
     traceback: str | None = None  # of an internal error (a bug in ood-store), for `ood-store ingest -v`
     detected: str | None = None  # the format the file was taken for, and why
@@ -80,7 +81,8 @@ class CampaignMix:
 
 #: The columns of :meth:`IngestReport.frame`, one row per file.
 FILE_COLUMNS = (
-    "path", "status", "format", "run", "step", "campaign", "evaluations", "scores", "samples", "non_finite", "reason",
+    "path", "status", "format", "run", "step", "campaign", "evaluations", "scores", "samples", "non_finite",
+    "collapsed", "reason",
 )  # fmt: skip
 
 
@@ -110,6 +112,19 @@ class IngestReport(Presented):
         return not self.rejected
 
     @property
+    def collapsed(self) -> int:
+        """Results that the files written (or, in a dry run, to be written) repeat byte for byte, each stored once."""
+        return sum(f.collapsed for f in (self.planned or self.ingested))
+
+    def collapsed_note(self) -> str | None:
+        """The line that says how many repeated results were stored once, or None."""
+        files = [f for f in (self.planned or self.ingested) if f.collapsed]
+        if not files:
+            return None
+        return (f"Stored once: {n(self.collapsed, 'result')} repeated byte for byte in "
+                f"{n(len(files), 'file')} ({files[0].path}{' and more' if len(files) > 1 else ''}).")  # fmt: skip
+
+    @property
     def file_warnings(self) -> list[str]:
         """Every file's warnings (values stored with less than the file says), then the ingest's own."""
         return [w for f in self.files for w in f.warnings] + self.warnings
@@ -121,11 +136,12 @@ class IngestReport(Presented):
 
         rows = [
             (f.path, f.status, f.detected, f.run, f.step, f.campaign, f.evaluations if f.status in ("ingested",
-             "planned") else 0, f.scores, f.samples, f.non_finite, f.reason)
+             "planned") else 0, f.scores, f.samples, f.non_finite, f.collapsed, f.reason)
             for f in self.files
         ]  # fmt: skip
         schema = dict.fromkeys(FILE_COLUMNS, pl.String) | {
             "step": pl.Int64, "evaluations": pl.Int64, "scores": pl.Int64, "samples": pl.Int64, "non_finite": pl.Int64,
+            "collapsed": pl.Int64,
         }  # fmt: skip
         return pl.DataFrame(rows, schema=schema, orient="row")
 
@@ -155,6 +171,9 @@ class IngestReport(Presented):
         mixed = {run for group in self.mix_groups() for run in group.runs}
         if mixed:
             notes += (f"{n(len(mixed), 'run')} mix campaigns.",)
+        collapsed = self.collapsed_note()
+        if collapsed:
+            notes += (collapsed,)
         notes += tuple(f"Warning: {w}" for w in self.file_warnings)
         return Summary(title, shown, notes)
 

@@ -130,6 +130,7 @@ def _summarize(report: IngestReport, db, hint: str, verbose: bool) -> None:
         f"Ingested {_files(len(ingested))} into {db}: {n(scores, 'score')}{odd}, {n(samples, 'sample')}, "
         f"{n(runs, 'run')}."
     )
+    _collapsed(report)
     click.echo(f"Already present: {_files(len(report.present))}.")
     _skipped(report.skipped, verbose)
     _mixes(report.mix_groups(), hint)
@@ -138,6 +139,13 @@ def _summarize(report: IngestReport, db, hint: str, verbose: bool) -> None:
         click.echo(f"Warning: {spelled(warning)}", err=True)
     rejected = report.rejected
     click.echo(f"Rejected: {_files(len(rejected))}{':' if rejected else '.'}", err=bool(rejected))
+
+
+def _collapsed(report: IngestReport) -> None:
+    """The line that says how many results files repeated byte for byte were stored once, if any were."""
+    note = report.collapsed_note()
+    if note:
+        click.echo(note)
 
 
 def _quietly(report: IngestReport, db, hint: str, verbose: bool) -> None:
@@ -201,6 +209,7 @@ def _plan(report: IngestReport, db, verbose: bool) -> None:
         f"Would ingest {_files(len(planned))} into {db}: {n(sum(f.evaluations for f in planned), 'evaluation')}, "
         f"{n(scores, 'score')}, {n(len({f.run for f in planned}), 'run')}; nothing was stored (--dry-run)."
     )
+    _collapsed(report)
     click.echo(f"Already present: {_files(len(report.present))}.")
     _skipped(report.skipped, verbose)
     for warning in report.file_warnings:
