@@ -17,7 +17,7 @@ import polars as pl
 from ood_store import _sqlfiles as sqlfiles
 from ood_store._counts import n as count
 from ood_store._errors import AnalysisError, Note
-from ood_store._names import did_you_mean, split_names
+from ood_store._names import did_you_mean, some_of, split_names
 from ood_store._store.database import connection, read
 from ood_store._store.runs import attribute_columns
 from ood_store._store.selection import runs as list_runs
@@ -326,8 +326,11 @@ def missing_task_message(store, task, metric, filter, num_fewshot, runs, known=(
     )
     metrics, filters, shots = choices.row(0)
     if not metrics:
-        hint = did_you_mean(task, read(store, sqlfiles.load("ood_store._analysis", "task_names"))["task"])
-        return f"no task {task!r} in the store{where}{hint} (see `ood-store tasks`)"
+        names = read(store, sqlfiles.load("ood_store._analysis", "task_names"))["task"]
+        if runs is not None and task in names:  # in the store, not in these runs: which runs have it
+            having = read(store, sqlfiles.load("ood_store._analysis", "task_runs"), task=task)["run"].to_list()
+            return f"no task {task!r}{where}; runs that have it: {some_of(having)} (see `ood-store runs`)"
+        return f"no task {task!r} in the store{where}{did_you_mean(task, names)} (see `ood-store tasks`)"
     if metric not in metrics:
         return f"task {task!r} has no {metric!r} scores{where}; it has: {', '.join(metrics)} (choose with `metric`)"
     if filter not in filters:

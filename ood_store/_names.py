@@ -52,9 +52,23 @@ def did_you_mean(name: str, choices: Iterable[str], n: int = 3) -> str:
     '; did you mean lambada_openai, lambada_standard?'
     >>> did_you_mean("xyz", ["piqa"])
     ''
+    >>> did_you_mean("piqa", ["piqa"])  # never the name itself
+    ''
     """
-    close = difflib.get_close_matches(name, list(choices), n=n)
+    close = difflib.get_close_matches(name, [choice for choice in choices if choice != name], n=n)
     return f"; did you mean {', '.join(close)}?" if close else ""
+
+
+def some_of(names: Sequence[str], shown: int = 3) -> str:
+    """The first ``shown`` of ``names``, and how many more, as a message lists them.
+
+    >>> some_of(["a", "b"])
+    'a, b'
+    >>> some_of(["a", "b", "c", "d", "e"])
+    'a, b, c and 2 more'
+    """
+    listed = ", ".join(names[:shown])
+    return listed + (f" and {len(names) - shown:,} more" if len(names) > shown else "")
 
 
 def run_folder_name(run: str) -> str:
