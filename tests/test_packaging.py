@@ -23,7 +23,8 @@ SOURCES = ("pyproject.toml", "README.md", "ood_store", "finetune", "evaluate", "
 
 
 @pytest.fixture(scope="module")
-def wheel_names(tmp_path_factory) -> list[str]:
+def wheel_build(tmp_path_factory) -> tuple[list[str], str]:
+    """The names in the wheel, and what the build printed (verbose: setuptools' warnings included)."""
     # Built from a copy: setuptools writes build/ in the tree it builds, and what an earlier build (or another
     # process) left there can break this one.
     source = tmp_path_factory.mktemp("source")
@@ -34,14 +35,28 @@ def wheel_names(tmp_path_factory) -> list[str]:
             shutil.copyfile(ROOT / name, source / name)
     out = tmp_path_factory.mktemp("wheel")
     built = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", str(source), "-w", str(out)],
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-v", str(source), "-w", str(out)],
         capture_output=True,
         text=True,
     )
     assert built.returncode == 0, built.stderr[-3000:]
     [wheel] = out.glob("ood_store-*.whl")
     with zipfile.ZipFile(wheel) as zf:
-        return zf.namelist()
+        return zf.namelist(), built.stdout + built.stderr
+
+
+@pytest.fixture(scope="module")
+def wheel_names(wheel_build) -> list[str]:
+    return wheel_build[0]
+
+
+def test_the_build_warns_of_nothing_left_out(wheel_build):
+    """Every folder of the package is listed in pyproject.toml, data folders included (issue 38: three
+    BuildBackendWarning boxes about the viewer's static/, static/vendor/ and templates/ on every install)."""
+    names, printed = wheel_build
+    assert "running build_py" in printed  # the verbose build's output, where setuptools warns
+    assert "absent from the `packages` configuration" not in printed
+    assert "BuildBackendWarning" not in printed
 
 
 def test_everything_installs_under_ood_store(wheel_names):
