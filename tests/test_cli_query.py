@@ -95,8 +95,17 @@ def test_parquet_needs_an_output_file(runner, store_db, tmp_path, arc_easy):
     assert "--format parquet writes a binary file: give it one with -o FILE" in result.output
     out = tmp_path / "arc.parquet"
     result = invoke(runner, store_db, SQL, "--format", "parquet", "-o", str(out))
-    assert result.exit_code == 0 and result.output == ""
+    assert result.exit_code == 0
     assert pl.read_parquet(out).rows() == arc_easy
+    # as export and plot do, it says what it wrote (on standard error: standard output stays the data's)
+    assert result.stderr == f"Wrote {len(arc_easy)} rows as parquet to {out}.\n" and result.stdout == ""
+
+
+def test_one_row_written_is_said_so(runner, store_db, tmp_path):
+    out = tmp_path / "one.csv"
+    result = invoke(runner, store_db, "SELECT 1 AS a", "-o", str(out))
+    assert (result.exit_code, result.stderr) == (0, f"Wrote 1 row as csv to {out}.\n")
+    assert out.read_text() == "a\n1\n"
 
 
 def test_output_file_for_text_formats(runner, store_db, tmp_path, arc_easy):

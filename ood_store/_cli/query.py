@@ -8,6 +8,7 @@ import click
 
 from ood_store._cli.options import allow_files_option
 from ood_store._cli.output import emit, output_options
+from ood_store._counts import n
 
 
 @click.command()
@@ -44,6 +45,8 @@ def query(settings, sql: str, params: tuple[tuple[str, str], ...], allow_files, 
     with settings.open(read_only=True, allow_files=allow_files) as store:
         frame = store.query(sql, **dict(params))
     emit(frame, output_format, output)
+    if output is not None:  # as export and plot say what they wrote
+        click.echo(f"Wrote {n(frame.height, 'row')} as {output_format} to {output}.", err=True)
 
 
 COMMANDS = [query]
