@@ -519,11 +519,11 @@ def _alive(claim: Claim, path: Path) -> bool:
 def status_table(statuses: list[UnitStatus]) -> Any:
     """One row per unit (a Polars DataFrame): unit, run, step, tasks, state, host, job, job_state, seconds,
     documents scored, how its model was loaded and the seconds of each part (:mod:`~ood_store._evaluate.timings`;
-    finished units), error."""
+    finished units), error. Seconds at full precision: the printed table rounds them (:func:`rounded`)."""
     import polars as pl
 
     def part(s: UnitStatus, name: str) -> float | None:
-        return None if s.timings is None else round(getattr(s.timings, name), 1)
+        return None if s.timings is None else getattr(s.timings, name)
 
     return pl.DataFrame(
         {
@@ -535,7 +535,7 @@ def status_table(statuses: list[UnitStatus]) -> Any:
             "host": [s.host for s in statuses],
             "job": [s.job for s in statuses],
             "job_state": [s.job_state for s in statuses],
-            "seconds": [None if s.seconds is None else round(s.seconds, 1) for s in statuses],
+            "seconds": [s.seconds for s in statuses],
             "documents": [None if s.timings is None or not s.timings.documents else s.timings.documents
                           for s in statuses],  # fmt: skip
             "load": [None if s.timings is None else s.timings.load for s in statuses],
@@ -549,3 +549,10 @@ def status_table(statuses: list[UnitStatus]) -> Any:
             **dict.fromkeys(PARTS, pl.Float64), "error": pl.String,
         },
     )  # fmt: skip
+
+
+def rounded(frame: Any) -> Any:
+    """A :func:`status_table` as a person reads it: its seconds to a tenth."""
+    import polars as pl
+
+    return frame.with_columns(pl.col("seconds", *PARTS).round(1))

@@ -126,3 +126,37 @@ def test_a_marker_that_is_not_json_is_refused_naming_the_file(tmp_path):
     with pytest.raises(InputError) as raised:
         work.failed(UNIT)
     assert str(raised.value).startswith(f"{marker}: not JSON (")
+
+
+def test_status_keeps_every_digit_of_the_seconds_in_csv_json_and_parquet(tmp_path, runner):
+    """Issue 38: `status -f csv` rounded seconds to a tenth. The files keep what the marker holds; the printed
+    table rounds."""
+    import csv
+    import io
+
+    import polars as pl
+
+    from ood_store._evaluate.timings import Timings
+
+    work, attempt = _new_folder(tmp_path)
+    timings = Timings("from_pretrained", load_s=1.234, prepare_s=0.056, forward_s=9.876, write_s=0.543, documents=7)
+    work.mark_done(Done(UNIT, "/r.json", "a" * 64, "0.4.13", "node-1", 7, attempt, 12.3456789, 1.0e9,
+                        timings=timings.close(12.3456789).record()))  # fmt: skip
+    marker = json.loads((work.path / "done" / f"{UNIT}.json").read_text())
+    parts = {part: marker["timings"][part] for part in ("load_s", "prepare_s", "forward_s", "bookkeeping_s", "write_s")}
+    assert (
+        marker["seconds"] == 12.3456789 and parts["bookkeeping_s"] == 0.637
+    )  # 12.3456789 - 11.709 = 0.6366789, to 1 ms
+    expected = {"seconds": 12.3456789, **parts}
+
+    printed = runner.invoke(main, ["status", str(work.path), "-f", "csv"])
+    assert printed.exit_code == 0, printed.output
+    [row] = list(csv.DictReader(io.StringIO(printed.output)))
+    assert {key: float(row[key]) for key in expected} == expected
+    [row] = json.loads(runner.invoke(main, ["status", str(work.path), "-f", "json"]).output)
+    assert {key: row[key] for key in expected} == expected
+    out = tmp_path / "status.parquet"
+    assert runner.invoke(main, ["status", str(work.path), "-o", str(out)]).exit_code == 0
+    assert {key: pl.read_parquet(out)[key][0] for key in expected} == expected
+    table = runner.invoke(main, ["status", str(work.path)]).output
+    assert " 12.3 " in table and "12.35" not in table and " 9.9 " in table  # a person's table: to a tenth

@@ -12,7 +12,7 @@ from ood_store._cli.output import emit, output_options
 from ood_store._counts import n
 from ood_store._evaluate.collect import collect as collect_units
 from ood_store._evaluate.timings import where_the_time_went
-from ood_store._evaluate.workdir import UnitStatus, WorkDir, status_table
+from ood_store._evaluate.workdir import UnitStatus, WorkDir, rounded, status_table
 
 _WORK_DIR = click.argument("work_dir", type=FOLDER, metavar="WORK_DIR")
 _STATES = ("stored", "done", "running", "pending", "failed")
@@ -80,7 +80,7 @@ def status(settings, work_dir: Path, output_format: str, output) -> None:
     went = where_the_time_went(s.timings for s in statuses)
     if went:
         click.echo(went)
-    shown = frame.drop("error")
+    shown = rounded(frame).drop("error")  # to a tenth of a second here; csv, json and parquet keep every digit
     if shown["job"].is_null().all():  # no scheduler's job: local or Ray workers
         shown = shown.drop("job", "job_state")
     emit(shown, output_format, None)
