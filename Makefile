@@ -130,24 +130,28 @@ $(VENV)/.installed-torch: $(VENV)/.created
 	$(PIP) install --quiet "$(TORCH)"
 	touch $@
 
+# What `make demo` and the tutorial it leads to use: evaluate and finetune (the demo), the block bootstrap
+# (analyze --bootstrap 200) and the viewer (ood-store serve). tests/test_install_hints.py checks it.
+DEMO_EXTRAS := eval,finetune,bootstrap,serve
+
 $(VENV)/.installed-eval: pyproject.toml $(VENV)/.installed-torch
-	$(PIP) install --quiet -e ".[eval,finetune]"
+	$(PIP) install --quiet -e ".[$(DEMO_EXTRAS)]"
 	touch $@
 
 # every-eval-ever (its validator checks the EEE files the tests export) declares Python >= 3.12;
 # on 3.11 it is installed without its dependencies, which the test extra already brings.
 $(VENV)/.installed-test: pyproject.toml $(VENV)/.installed-eval
-	$(PIP) install --quiet -e ".[eval,finetune,test]"
+	$(PIP) install --quiet -e ".[$(DEMO_EXTRAS),test]"
 	$(BIN)/python -c 'import sys; sys.exit(sys.version_info < (3, 12))' || \
 		$(PIP) install --quiet --no-deps --ignore-requires-python "every-eval-ever==0.3.0"
 	touch $@
 
 $(VENV)/.installed-lint: pyproject.toml $(VENV)/.installed-test
-	$(PIP) install --quiet -e ".[eval,finetune,test,lint]"
+	$(PIP) install --quiet -e ".[$(DEMO_EXTRAS),test,lint]"
 	touch $@
 
 $(VENV)/.installed-docs: pyproject.toml $(VENV)/.installed-test
-	$(PIP) install --quiet -e ".[eval,finetune,test,docs]"
+	$(PIP) install --quiet -e ".[$(DEMO_EXTRAS),test,docs]"
 	touch $@
 
 clean:

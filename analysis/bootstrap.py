@@ -5,8 +5,8 @@ circular or stationary), so that each resample keeps the curves'
 autocorrelation; the residualizer is re-fitted inside every resample, all
 resamples of a run at once (:meth:`ood_store._analysis.partial`'s fits).
 
-arch is an optional dependency, the ``bootstrap`` extra (``pip install
-'ood-store[bootstrap]'``): it requires statsmodels and pandas (about 1.5 s and
+arch is an optional dependency, the ``bootstrap`` extra (``pip install -e
+".[bootstrap]"``): it requires statsmodels and pandas (about 1.5 s and
 600 modules to import), which nothing else in the analysis needs, and the
 bootstrap is off unless asked for. It is imported here only, when a bootstrap
 runs; without it :func:`require_arch` stops the analysis in one line before
@@ -21,7 +21,7 @@ from types import ModuleType
 
 import numpy as np
 
-from ood_store._errors import AnalysisError
+from ood_store._errors import AnalysisError, install_hint
 
 BOOTSTRAP_KINDS = ("circular", "stationary")
 EXTRA = "bootstrap"  # the optional dependency group of pyproject.toml that installs arch
@@ -33,7 +33,7 @@ def require_arch() -> ModuleType:
         return importlib.import_module("arch.bootstrap")
     except ImportError:
         raise AnalysisError(
-            f"the block bootstrap needs the arch package: pip install 'ood-store[{EXTRA}]'", parameter="bootstrap"
+            f"the block bootstrap needs the arch package: {install_hint(EXTRA)}", parameter="bootstrap"
         ) from None
 
 

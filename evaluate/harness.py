@@ -11,7 +11,7 @@ from contextlib import contextmanager, redirect_stderr, redirect_stdout
 from pathlib import Path
 from typing import Any
 
-from ood_store._errors import OodStoreError
+from ood_store._errors import OodStoreError, install_hint
 from ood_store._evaluate.checkpoints import Checkpoint
 from ood_store._evaluate.timings import Timings
 
@@ -195,4 +195,4 @@ def require_eval_extra(what: str) -> None:
         except ImportError:
             missing.append(module.split(".")[0])
     if missing:
-        raise OodStoreError(f"{what} needs {', '.join(missing)}: install the eval extra, pip install 'ood-store[eval]'")
+        raise OodStoreError(f"{what} needs {', '.join(missing)}: install the eval extra, {install_hint('eval')}")

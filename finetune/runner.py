@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ood_store._counts import n
-from ood_store._errors import InputError, OodStoreError, first_line
+from ood_store._errors import InputError, OodStoreError, first_line, install_hint
 from ood_store._evaluate import executors
 from ood_store._evaluate.workdir import Failure, WorkDir, read_json, write_json
 from ood_store._finetune import config as configs
@@ -247,7 +247,7 @@ def require_finetune_extra(methods: set[str] | None = None) -> None:
             missing.append(module.replace("_", "-"))
     if missing:
         raise OodStoreError(
-            f"finetuning needs {', '.join(missing)}: install the finetune extra, pip install 'ood-store[finetune]'"
+            f"finetuning needs {', '.join(missing)}: install the finetune extra, {install_hint('finetune')}"
         )
 
 

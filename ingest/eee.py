@@ -77,7 +77,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from ood_store._errors import InputError
+from ood_store._errors import InputError, install_hint
 from ood_store._ingest import eee_samples
 from ood_store._ingest.identity import Identity, Overrides, StepTooLong, identify, parse_model_args, with_flags
 from ood_store._ingest.jsontext import as_object, describe, optional_text
@@ -181,9 +181,7 @@ def validate(path: str, doc: Any, version: str = SCHEMA_VERSION, nulls: bool = F
     try:
         import jsonschema  # noqa: F401
     except ImportError:
-        raise InputError(
-            path, None, "reading Every Eval Ever files needs jsonschema: pip install 'ood-store[eee]'"
-        ) from None
+        raise InputError(path, None, f"reading Every Eval Ever files needs jsonschema: {install_hint('eee')}") from None
     error = _best_match(_validator(version, nulls), doc)
     if error is None:
         return

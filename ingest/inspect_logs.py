@@ -37,7 +37,7 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
-from ood_store._errors import InputError, first_line
+from ood_store._errors import InputError, first_line, install_hint
 from ood_store._ingest import jsontext
 from ood_store._ingest.identity import Identity, Overrides, StepTooLong, identify
 from ood_store._ingest.jsontext import as_object
@@ -113,7 +113,7 @@ def _read(path: Path, shown: str, doc: dict[str, Any] | None, kind: Any) -> Any:
     except ImportError:
         raise InputError(
             shown, None, f"an inspect_ai log{_version(path, doc)}: reading it needs inspect_ai: "
-            "pip install 'ood-store[inspect]'"
+            f"{install_hint('inspect')}"
         ) from None  # fmt: skip
     try:
         return read_eval_log(str(path), header_only=True, format=kind)

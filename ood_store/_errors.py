@@ -20,6 +20,16 @@ from os import PathLike
 _MENTION = re.compile(r"`([a-z][a-z0-9_]*)`")
 
 
+def install_hint(extras: str) -> str:
+    """How a message says to install optional dependencies, as the documentation does: ood-store is installed
+    from its checkout, where this runs.
+
+    >>> install_hint("serve")
+    'pip install -e ".[serve]"'
+    """
+    return f'pip install -e ".[{extras}]"'
+
+
 def first_line(exc: BaseException) -> str:
     """The first line of an exception's message (DuckDB's can run to several)."""
     text = str(exc).strip()

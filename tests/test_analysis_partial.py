@@ -435,7 +435,7 @@ def test_a_bootstrap_without_arch_is_one_line_naming_the_extra():
         "    print(error)\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert out.strip() == "bootstrap: the block bootstrap needs the arch package: pip install 'ood-store[bootstrap]'"
+    assert out.strip() == 'bootstrap: the block bootstrap needs the arch package: pip install -e ".[bootstrap]"'
 
 
 def test_block_length_of_a_residual_series_without_variance_warns_nothing():

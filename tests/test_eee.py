@@ -179,7 +179,7 @@ def test_without_the_eee_extra_an_eee_file_is_one_line_naming_the_extra(runner, 
     result = runner.invoke(main, ["--db", str(db), "ingest", str(EXAMPLE)])
     assert result.exit_code == 1
     expected = (
-        f"  {EXAMPLE}: reading Every Eval Ever files needs jsonschema: pip install 'ood-store[eee]' (EEE schema 0.3.0)"
+        f'  {EXAMPLE}: reading Every Eval Ever files needs jsonschema: pip install -e ".[eee]" (EEE schema 0.3.0)'
     )
     assert expected in result.output.splitlines()
 

@@ -313,7 +313,7 @@ def test_a_missing_extra_is_named(runner, toy_run, tmp_path, monkeypatch, execut
     result = runner.invoke(main, ["--db", str(tmp_path / "s.duckdb"), "evaluate", *args, "--executor", executor])
     assert result.exit_code == 1
     assert result.output == (
-        f"Error: --executor: the {executor} executor needs {module}: pip install 'ood-store[{extra}]'\n"
+        f'Error: --executor: the {executor} executor needs {module}: pip install -e ".[{extra}]"\n'
     )
 
 

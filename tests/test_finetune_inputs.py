@@ -127,7 +127,7 @@ def test_the_training_and_lora_arguments_are_checked_before_training(runner, tmp
 def test_a_missing_extra_is_named(runner, tmp_path, study, monkeypatch):
     monkeypatch.setitem(sys.modules, "peft", None)  # import peft fails, as where it is not installed
     line = refused(runner, tmp_path, str(study()), "--method", "lora")
-    assert line == "Error: finetuning needs peft: install the finetune extra, pip install 'ood-store[finetune]'"
+    assert line == 'Error: finetuning needs peft: install the finetune extra, pip install -e ".[finetune]"'
 
 
 def test_a_training_split_that_does_not_fit_is_named_by_line(runner, tmp_path, study):

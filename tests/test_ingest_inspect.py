@@ -125,7 +125,7 @@ def test_without_the_inspect_extra_a_log_is_one_line_naming_the_extra(runner, db
     written_by = json.loads(path.read_text())["eval"]["packages"]["inspect_ai"]
     expected = (
         f"  {path}: an inspect_ai log (log format version 2, written by inspect_ai {written_by}): reading it needs "
-        "inspect_ai: pip install 'ood-store[inspect]'"
+        'inspect_ai: pip install -e ".[inspect]"'
     )
     assert expected in result.output.splitlines()
 

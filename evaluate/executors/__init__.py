@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from ood_store._errors import InputError, OodStoreError
+from ood_store._errors import InputError, OodStoreError, install_hint
 from ood_store._evaluate.workdir import WorkDir
 
 NAMES = ("inline", "local", "slurm", "ray")
@@ -236,5 +236,5 @@ def require_extra(module: str, executor: str, extra: str) -> Any:
         return importlib.import_module(module)
     except ImportError:
         raise OodStoreError(
-            f"the {executor} executor needs {module}: pip install 'ood-store[{extra}]'", parameter="executor"
+            f"the {executor} executor needs {module}: {install_hint(extra)}", parameter="executor"
         ) from None

@@ -12,7 +12,7 @@ from pathlib import Path
 import click
 
 from ood_store._cli.options import FOLDER
-from ood_store._errors import StoreLockedError
+from ood_store._errors import StoreLockedError, install_hint
 
 #: Host names that reach this machine only.
 LOOPBACK_NAMES = ("localhost",)
@@ -89,7 +89,7 @@ def serve(settings, host: str, port: int, token: str | None, open_browser: bool,
     at a time, so that `ingest`, `evaluate` and `collect` can run meanwhile.
     It listens on 127.0.0.1 (this machine only) unless --host says otherwise,
     and then every request must carry --token. Needs the serve extra:
-      pip install 'ood-store[serve]'
+      pip install -e ".[serve]"
     Example:
       ood-store --db planted.duckdb serve --open
     """
@@ -100,7 +100,7 @@ def serve(settings, host: str, port: int, token: str | None, open_browser: bool,
         from ood_store._serve.sqlbox import Limits
     except ImportError as exc:
         raise click.ClickException(
-            f"ood-store serve needs the serve extra ({exc.name} is missing): pip install 'ood-store[serve]'"
+            f"ood-store serve needs the serve extra ({exc.name} is missing): {install_hint('serve')}"
         ) from None
     loopback = is_loopback(host)
     if not loopback and token is None:
