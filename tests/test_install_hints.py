@@ -14,7 +14,8 @@ from ood_store._errors import install_hint
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE_DIRS = ("ood_store", "finetune", "evaluate", "ingest", "store", "schema", "analysis", "export", "serve")
-PAGES = sorted([ROOT / "README.md", *(ROOT / "docs").rglob("*.md")])
+# The changelog is left out: it quotes the form that was replaced.
+PAGES = sorted(p for p in [ROOT / "README.md", *(ROOT / "docs").rglob("*.md")] if p.name != "changelog.md")
 CODE = sorted(p for folder in PACKAGE_DIRS for p in (ROOT / folder).rglob("*.py") if "__pycache__" not in p.parts)
 EXTRAS = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"])
 # Any install of extras, in whatever form: pip install ... [names] (a line break inside a page counts as a space).
