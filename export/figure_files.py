@@ -105,6 +105,17 @@ def save(figure: Figure, path: str | Path, provenance: Provenance) -> Path:
     return path
 
 
+#: The attribute of a figure holding its whole note where the figure shows only its first lines
+#: (``ood_store._export.grids.add_note``).
+CAPTION = "ood_store_caption"
+
+
+def caption_path(path: str | Path) -> Path:
+    """Where a figure's caption file goes: ``forest.png`` -> ``forest.caption.txt``, beside it."""
+    path = Path(path)
+    return path.with_name(f"{path.stem}.caption.txt")
+
+
 @dataclass(frozen=True)
 class PaperFigure:
     """A figure for a paper with the provenance its file will carry, and what it shows in words."""
@@ -113,9 +124,26 @@ class PaperFigure:
     provenance: Provenance
     description: str
 
+    @property
+    def caption(self) -> str | None:
+        """The figure's whole note where the figure shows only its first lines (it would have taken more than a
+        third of the figure's height), else None; :meth:`save` writes it to :func:`caption_path`."""
+        return getattr(self.figure, CAPTION, None)
+
     def save(self, path: str | Path) -> Path:
-        """Write the figure to ``path`` (PDF, PNG or SVG by the extension) with its provenance; see :func:`save`."""
-        return save(self.figure, path, self.provenance)
+        """Write the figure to ``path`` (PDF, PNG or SVG by the extension) with its provenance; see :func:`save`.
+
+        With a :attr:`caption`, also write it to :func:`caption_path` of ``path``, for the paper's caption.
+        """
+        written = save(self.figure, path, self.provenance)
+        if self.caption is not None:
+            try:
+                caption_path(written).write_text(self.caption + "\n", encoding="utf-8")
+            except OSError as exc:
+                raise OodStoreError(
+                    f"{caption_path(written)}: cannot write the caption: {exc.strerror or exc}"
+                ) from None
+        return written
 
     def to_png(self) -> bytes:
         """The figure as PNG bytes, drawn as :meth:`save` draws it (the paper's style and resolution)."""

@@ -12,6 +12,7 @@ zero, or cluster by color, are the model-dependent ones.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 
 import matplotlib
@@ -32,7 +33,10 @@ from ood_store._export.figure_files import STYLE
 
 #: Colors of run groups: Okabe and Ito's palette, told apart with any color vision; then tab20.
 PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000")
-_ROW = 0.19  # inches per pair
+_ROW = 0.19  # inches per pair, at least
+_LINE = 1.25 / 72  # inches per point of text: a line with its leading
+_LEAST_AXES = 0.6  # inches: the shortest the rows of pairs get, for one or two pairs
+_X_AXIS = 0.42  # inches: the x axis' tick labels and its label, and the layout's pads
 _MARKER = 10.0  # points², a run's point
 VERDICT_SIZE = 6.0
 
@@ -110,7 +114,13 @@ def forest(
     labels = [f"{names.get(x, x)}\u2013{names.get(y, y)}" for x, y in pairs]
     rows = {(row["task_x"], row["task_y"]): row for row in frame.iter_rows(named=True)}
     colors = {value: _color(i) for i, value in enumerate(group_values)}
-    height = len(pairs) * _ROW + 0.9
+    verdict_texts = [str(rows[pair]["verdict"]) for pair in pairs]
+    labels, verdict_texts = _fitted(labels, width), _fitted(verdict_texts, width, size=VERDICT_SIZE, share=0.24)
+    lines = max(text.count("\n") + 1 for text in [*labels, *verdict_texts])
+    row = max(_ROW, lines * triangle.TICK_SIZE * _LINE + 0.07)
+    handles_count = len(group_values) + 1
+    legend = (math.ceil(handles_count / 3) + bool(group_name and groups)) * triangle.TICK_SIZE * _LINE * 1.5
+    height = max(len(pairs) * row, _LEAST_AXES) + legend + _X_AXIS
     with matplotlib.rc_context(STYLE):
         figure = Figure(figsize=(width, height), layout="constrained")
         ax = figure.add_subplot()
@@ -138,12 +148,12 @@ def forest(
                 color="black", zorder=4, gid="pooled-r")  # fmt: skip
         ax.axvline(0, color="0.6", linewidth=0.6, linestyle=(0, (3, 2)), zorder=1)
         verdicts = blended_transform_factory(ax.transAxes, ax.transData)
-        for i, pair in enumerate(pairs):
-            ax.text(1.02, i, str(rows[pair]["verdict"]), transform=verdicts, fontsize=VERDICT_SIZE, color="0.3",
-                    va="center", ha="left", clip_on=False)  # fmt: skip
+        for i, verdict in enumerate(verdict_texts):
+            ax.text(1.02, i, verdict, transform=verdicts, fontsize=VERDICT_SIZE, color="0.3", va="center", ha="left",
+                    clip_on=False, linespacing=1.0)  # fmt: skip
         for i in range(1, len(pairs)):
             ax.axhline(i - 0.5, color="0.92", linewidth=0.5, zorder=0)
-        ax.set_yticks(range(len(pairs)), labels)
+        ax.set_yticks(range(len(pairs)), labels, linespacing=1.0)
         ax.set_ylim(len(pairs) - 0.5, -0.5)
         ax.set_xlim(-1, 1)
         ax.set_xticks([-1, -0.5, 0, 0.5, 1])
@@ -165,9 +175,23 @@ def forest(
                       handletextpad=0.3, columnspacing=0.9, fontsize=triangle.TICK_SIZE,
                       title_fontsize=triangle.TICK_SIZE)  # fmt: skip
         if note:
-            lines = _note(result, significant, names)
-            figure.supxlabel(grids.wrap_note(lines, width), fontsize=grids.NOTE_SIZE, color="0.3")
+            grids.add_note(figure, _note(result, significant, names), width)
     return figure
+
+
+def _fitted(texts: list[str], width: float, *, size: float = triangle.TICK_SIZE, share: float = 0.36) -> list[str]:
+    """``texts`` as they are printed beside the rows: those wider than ``share`` of the figure's ``width`` broken
+    onto two lines (after the dash between the tasks of a pair, or at the space nearest the middle)."""
+    room = share * width
+    out = []
+    for text in texts:
+        if triangle.text_width(text, size) > room:
+            cuts = [i + 1 for i, c in enumerate(text) if c == "\u2013"] or [i for i, c in enumerate(text) if c == " "]
+            if cuts:
+                cut = min(cuts, key=lambda i: abs(2 * i - len(text)))
+                text = text[:cut].rstrip() + "\n" + text[cut:].lstrip()
+        out.append(text)
+    return out
 
 
 def _pairs(frame: pl.DataFrame, tasks: list[str]) -> list[tuple[str, str]]:

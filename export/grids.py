@@ -31,7 +31,7 @@ from matplotlib.figure import Figure
 from ood_store._errors import AnalysisError
 from ood_store._export import page, triangle
 from ood_store._export.display import _TOKEN_END
-from ood_store._export.figure_files import STYLE
+from ood_store._export.figure_files import CAPTION, STYLE
 
 COLORBAR = 0.62  # inches the color bar and its labels take
 GAP = 0.12  # inches between panels
@@ -221,8 +221,7 @@ def draw(
         if note is not None:
             layout.notes = note(layout)
             if layout.notes:
-                figure.supxlabel(wrap_note(layout.notes, width), fontsize=NOTE_SIZE, color="0.3")
-                figure.set_size_inches(width, height + note_height(layout.notes, width))
+                add_note(figure, layout.notes, width)
         square(figure, axes, nrows)
     return figure, layout
 
@@ -324,7 +323,7 @@ def _cut(title: str, room: float, size: float) -> str:
 
 def wrap_note(lines: Sequence[str], width: float) -> str:
     """The note's ``lines`` wrapped at spaces to the figure's ``width`` (inches, less a margin) at :data:`NOTE_SIZE`."""
-    room = width - 0.25
+    room = 0.95 * width - 0.2  # a margin, and 5 % for the renderer's hinting, which widens text at low dpi
     out = []
     for line in lines:
         current = ""
@@ -336,6 +335,33 @@ def wrap_note(lines: Sequence[str], width: float) -> str:
             current = candidate
         out.append(current)
     return "\n".join(out)
+
+
+#: The last line of a note cut short: the rest is in :attr:`~ood_store._export.figure_files.PaperFigure.caption`.
+MORE = "The whole note: in the caption file."
+
+
+def add_note(figure: Figure, lines: Sequence[str], width: float) -> None:
+    """Write the note of ``lines`` under ``figure``, which grows by its height.
+
+    The note takes at most a third of the figure. A longer one keeps its first
+    lines that fit, then :data:`MORE`; the whole note is kept on the figure
+    (attribute :data:`CAPTION`), where ``PaperFigure.caption`` reads it and
+    ``PaperFigure.save`` writes it to a caption file beside the figure.
+    """
+    body = figure.get_figheight()
+    kept = list(lines)
+
+    def too_tall(shown: Sequence[str]) -> bool:  # note <= (body + note) / 3
+        return note_height(shown, width) > body / 2
+
+    if too_tall(kept):
+        setattr(figure, CAPTION, " ".join(lines))
+        while kept and too_tall([*kept, MORE]):
+            kept.pop()
+        kept.append(MORE)
+    figure.supxlabel(wrap_note(kept, width), fontsize=NOTE_SIZE, color="0.3")
+    figure.set_size_inches(width, body + note_height(kept, width))
 
 
 def note_height(lines: Sequence[str], width: float) -> float:

@@ -8,6 +8,8 @@ circled; the note says what was simulated.
 
 from __future__ import annotations
 
+import math
+
 import matplotlib
 import numpy as np
 import polars as pl
@@ -18,6 +20,7 @@ from ood_store._errors import AnalysisError
 from ood_store._export import grids, page, triangle
 from ood_store._export.figure_files import STYLE
 
+_MOST_TICKS = 8  # seed or checkpoint counts labeled on the x axis; every k-th beyond that
 _TESTS = {"between": "the test between families", "pooled": "the pooled estimate's test", "run": "the run's t test"}
 _NAMES = {"knha": "Knapp–Hartung", "z": "z"}
 
@@ -59,12 +62,16 @@ def power_curves(result: PowerAnalysis, *, note: bool = True, width: float = pag
         ax.set_ylim(0, 1.02)
         ax.set_xlabel("seeds per family" if by_seeds else "checkpoints per run")
         ax.set_ylabel("power")
-        ax.set_xticks(sorted(set(table[x_column])))
+        values = sorted(set(table[x_column]))
+        ax.set_xticks(values if len(values) <= _MOST_TICKS else values[:: math.ceil(len(values) / _MOST_TICKS)])
         ax.tick_params(labelsize=triangle.TICK_SIZE)
         ax.spines[["top", "right"]].set_visible(False)
-        ax.legend(fontsize=triangle.TICK_SIZE, frameon=False, loc="upper left")
+        lines = table[line_column].n_unique()
+        figure.legend(fontsize=triangle.TICK_SIZE, loc="outside upper center", ncols=min(lines, 3),
+                      handletextpad=0.4, columnspacing=1.0)  # fmt: skip
+        figure.set_size_inches(width, width * 0.72 + 0.16 * math.ceil(lines / 3))
         if note:
-            figure.supxlabel(grids.wrap_note(_note(result), width), fontsize=grids.NOTE_SIZE, color="0.3")
+            grids.add_note(figure, _note(result), width)
     return figure
 
 

@@ -237,6 +237,7 @@ def plotted_by(name: str) -> list[Path]:
 FIGURES = sorted(
     {Path(image).name for page in PAGES for image in IMAGE.findall(page.read_text("utf-8"))}
     - {p.name for p in DOCS.glob("viewer-*.png")}
+    - {p.name for p in DOCS.glob("forest-*-pairs.png")}  # screenshots of planted data (tests/test_figure_layout.py)
 )
 
 

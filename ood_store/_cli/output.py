@@ -58,3 +58,18 @@ def emit(frame: pl.DataFrame, output_format: str, output: Path | None) -> None:
         return
     text = rows.render(frame, output_format)
     click.echo(text, nl=not text.endswith("\n"))
+
+
+def write_figure(figure, output: Path) -> None:
+    """Save a :class:`~ood_store._export.figure_files.PaperFigure` to ``output`` and say so; with its caption file
+    when its note was too long for the figure."""
+    from ood_store._export.figure_files import caption_path
+
+    figure.save(output)
+    click.echo(f"Wrote {figure.description} to {output}.", err=True)
+    if figure.caption is not None:
+        click.echo(
+            f"The note would take more than a third of the figure: the figure shows its first lines, the whole "
+            f"note is in {caption_path(output)}.",
+            err=True,
+        )

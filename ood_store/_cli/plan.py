@@ -11,7 +11,7 @@ from ood_store._analysis.residuals import GAM_DF, GAM_MIN_DF, RESIDUALIZERS, SMO
 from ood_store._analysis.simulate import AR1_CHECKPOINTS, SCHEDULES, Analysis, Curves
 from ood_store._cli.analyze import shown
 from ood_store._cli.options import FILE, bundle, choice
-from ood_store._cli.output import emit, output_options
+from ood_store._cli.output import emit, output_options, write_figure
 
 
 class Integers(click.ParamType):
@@ -272,8 +272,7 @@ def power_figure(settings, output, width, no_note, **kwargs):
     provenance = Provenance(source="power analysis (ood-store plan)", params=params)
     figure = power_curves(result, note=not no_note, **({"width": width} if width else {}))
     paper = PaperFigure(figure, provenance, f"power curves of {result.table.height} designs")
-    paper.save(output)
-    click.echo(f"Wrote {paper.description} to {output}.", err=True)
+    write_figure(paper, output)
 
 
 COMMANDS = [plan]

@@ -17,6 +17,7 @@ from ood_store._cli.options import (
     verdict_options,
     width_option,
 )
+from ood_store._cli.output import write_figure
 from ood_store._cli.plan import plan_options as _plan_options
 from ood_store._export import display, figures
 
@@ -87,8 +88,7 @@ def plot() -> None:
 
 
 def _write(figure: figures.PaperFigure, output: Path) -> None:
-    figure.save(output)
-    click.echo(f"Wrote {figure.description} to {output}.", err=True)
+    write_figure(figure, output)
 
 
 def _from_analysis(settings, kind: str, output: Path, rename, rename_file, **options) -> None:
