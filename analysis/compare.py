@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
 import polars as pl
 
+from ood_store._analysis import crossed as crossed_module
 from ood_store._analysis import inference as inference_module
 from ood_store._analysis import meta, verdicts
 from ood_store._analysis.results import (
@@ -56,6 +58,11 @@ def compare(
     agreement: float = verdicts.AGREEMENT,
     adjust_pairs: str = DEFAULT_ADJUST_PAIRS,
     test: str = DEFAULT_TEST,
+    items: Database | pl.DataFrame | None = None,
+    item_inference: str = "auto",
+    item_resamples: int = crossed_module.RESAMPLES,
+    seed: int = 0,
+    progress: bool = False,
 ) -> Comparison:
     """For each pair of OOD tasks: the runs' partial correlations side by side, pooled, and a verdict.
 
@@ -91,7 +98,23 @@ def compare(
     test : {"knha", "z"}
         The test of the pooled estimate: Knapp–Hartung (default; Student's t
         with runs - 1 degrees of freedom on the adjusted variance, metafor's
-        ``test = "knha"``) or the normal one (``test = "z"``).
+        ``test = "knha"``) or the normal one (``test = "z"``). Runs-only verdicts.
+    items : Database or polars.DataFrame, optional
+        Where the per-sample rows come from: a store, or a long frame of items
+        (``run, step, task, item, value``, as
+        :func:`~ood_store._analysis.items.item_correlations` reads). Default:
+        ``attributes`` when it is a store.
+    item_inference : {"auto", "items", "runs"}
+        ``auto`` (default): where ``items`` holds per-sample rows of every task
+        of every run (the same items in every run), the verdicts generalize
+        over items as well as runs (:mod:`~ood_store._analysis.crossed`); else
+        over runs only, and the ``basis`` column says so. ``items``: fail
+        without them. ``runs``: over runs only.
+    item_resamples : int
+        Study-wide item resamples behind the covariance that the shared items
+        give the runs' estimates.
+    seed : int
+        Seed of the item resamples and of the in-domain items' random halvings.
 
     Returns
     -------
@@ -113,27 +136,107 @@ def compare(
         - ``q``, ``q_p``, ``q_p_adj``, ``i2``, ``tau2``: Cochran's Q, its chi-square p before and
           after the adjustment, I² (metafor's, ``tau2 / (tau2 + s²)``) and τ²;
         - ``verdict``: see :mod:`~ood_store._analysis.verdicts`: model-dependent,
-          consistently positive/negative, mixed, no evidence, or too few runs, from the adjusted
-          interval and heterogeneity test.
+          consistently positive/negative, mixed, no evidence, not distinguishable from the control's
+          noise, or too few runs, from the adjusted interval and heterogeneity test;
+        - ``basis``: what the verdict rests on: ``items and runs`` or ``runs only`` (and why);
+        - ``r_naive``: the runs' r pooled over runs only (as ``r_pooled`` is without items);
+        - ``r_noise``: the pooled r that the in-domain and OOD testsets' item noise alone would give
+          were the noise-free partial correlation 0 (from the per-sample rows, or else from the stored
+          standard errors and testset sizes); ``noise_could_produce``: whether ``r_pooled``'s adjusted
+          interval reaches between 0 and ``r_noise`` (runs-only verdicts; None where the noise is unknown).
+
+        With items and runs, ``r_pooled``, its intervals and p, the heterogeneity columns and the
+        ``r:<run>`` columns are those of ``r*``, the partial correlation with the in-domain testset's
+        noise taken out (:mod:`~ood_store._analysis.crossed`): the interval adds to the runs' spread the
+        covariance their shared items give them, the heterogeneity test uses the runs' jackknife variances,
+        and ``tau2`` is on the r scale; ``test`` and ``inference`` then apply to ``r_naive`` only.
     """
     _check(alpha, inference, adjust_pairs, test)
     if not 0.5 < agreement <= 1:
         raise AnalysisError(f"must be more than 0.5 and at most 1, not {agreement}", parameter="agreement")
+    if item_inference not in crossed_module.ITEM_INFERENCE:
+        raise AnalysisError(f"must be one of {', '.join(crossed_module.ITEM_INFERENCE)}, not {item_inference!r}",
+                            parameter="item_inference")  # fmt: skip
+    if item_resamples < 2:
+        raise AnalysisError(f"must be at least 2, not {item_resamples}", parameter="item_resamples")
     by = list(dict.fromkeys(by)) if by else None  # repeated names count once
     table = partial_frame(data)
     groups = with_attributes(table, by, attributes)
     rows = with_variance(groups, inference, alpha)
     keys = [*(by or []), "task_x", "task_y"]
-    lists = rows.group_by(keys, maintain_order=True).agg("r", "variance", "significant")
+    lists = rows.group_by(keys, maintain_order=True).agg("r", "variance", "significant", "run")
     r, variance, significant = (_padded(lists[name], fill) for name, fill in
                                 (("r", np.nan), ("variance", np.nan), ("significant", False)))  # fmt: skip
-    summary = lists.select(keys).hstack(pl.DataFrame(_pooled(r, variance, significant, alpha, agreement,
-                                                             adjust_pairs, test), schema=_POOLED))  # fmt: skip
-    wide = rows.pivot(on="run", index=keys, values="r", aggregate_function=None)
+    pooled = _pooled(r, variance, significant, alpha, agreement, adjust_pairs, test)
+    source = data if isinstance(data, PartialCorrelations) else None
+    store = items if items is not None else (attributes if _is_store(attributes) else None)
+    evidence, basis = _item_evidence(source, table, store, item_inference, item_resamples, seed, progress)
+    if evidence is not None:
+        adjust_runs = source.options.adjust if source is not None else "holm"
+        per_run, pooled = _items_pooled(evidence, lists, pooled, alpha, agreement, adjust_pairs, adjust_runs)
+        wide = per_run.pivot(on="run", index=keys, values="r", aggregate_function=None)
+    else:
+        wide = rows.pivot(on="run", index=keys, values="r", aggregate_function=None)
+        pooled["r_naive"] = list(pooled["r_pooled"])
+        pooled.update(_noise_of_runs(source, table, store, lists))
+        pooled["noise_could_produce"] = [
+            crossed_module.could_produce(noise if noise is not None else np.nan, low, high)
+            for noise, low, high in zip(pooled["r_noise"], pooled["ci_low_adj"], pooled["ci_high_adj"], strict=True)
+        ]
+        pooled["basis"] = [crossed_module.BASIS_RUNS] * len(pooled["runs"])
+    summary = lists.select(keys).hstack(pl.DataFrame(pooled, schema=_POOLED))
     wide = wide.rename({run: f"r:{run}" for run in wide.columns if run not in keys})
     result = summary.join(wide, on=keys, how="left", nulls_equal=True).sort(keys)
-    source = data if isinstance(data, PartialCorrelations) else None
-    return Comparison(result, tuple(by or ()), alpha, inference, source, agreement, adjust_pairs, test)
+    resamples = item_resamples if evidence is not None else None
+    return Comparison(result, tuple(by or ()), alpha, inference, source, agreement, adjust_pairs, test,
+                      basis if evidence is None else crossed_module.BASIS_ITEMS, resamples)  # fmt: skip
+
+
+def _is_store(value) -> bool:
+    return value is not None and not isinstance(value, pl.DataFrame) and hasattr(value, "query")
+
+
+def _item_evidence(source, table: pl.DataFrame, store, mode: str, resamples: int, seed: int, progress: bool):
+    """The crossed inference's evidence for the comparison's runs and pairs, or None and what the verdicts rest on
+    instead (``runs only (item noise not included): why``)."""
+    from ood_store._analysis.items import load_items
+
+    def without(reason: str):
+        if mode == "items":
+            raise AnalysisError(f"no verdicts over items: {reason}", parameter="item_inference")
+        return None, f"{crossed_module.BASIS_RUNS}: {reason}"
+
+    if mode == "runs":
+        return None, f"{crossed_module.BASIS_RUNS}: as asked"
+    if store is None:
+        return without("no per-sample rows given")
+    if source is None:
+        return without("a bare table of partial correlations names no testsets to read items of")
+    options = source.options
+    if options.slices:
+        return without("the analysis slices testsets")
+    if table.is_empty():
+        return without("no rows")
+    runs = sorted(set(table["run"]))
+    tasks = list(dict.fromkeys([*table["task_x"], *table["task_y"]]))
+    wanted = dataclasses.replace(options, ood=tuple(tasks), runs=tuple(runs), where=None)
+    try:
+        in_domain, ood, by_run = load_items(store, wanted)
+    except AnalysisError as error:
+        if error.message.startswith("no per-sample rows") or error.message.startswith("no run has per-sample"):
+            return without("no per-sample rows of every task in every run")
+        return without(error.message)
+    missing = [run for run in runs if run not in by_run]
+    if missing:
+        return without(f"no per-sample rows of every task in run {missing[0]!r}" + (
+            f" and {len(missing) - 1} more" if len(missing) > 1 else ""))  # fmt: skip
+    pairs = list(dict.fromkeys(zip(table["task_x"], table["task_y"], strict=True)))
+    try:
+        evidence = crossed_module.item_evidence(by_run, [in_domain, *ood], pairs, resamples=resamples, seed=seed,
+                                                progress=progress)  # fmt: skip
+    except AnalysisError as error:
+        return without(error.message)
+    return evidence, crossed_module.BASIS_ITEMS
 
 
 def fisher_variance(n: np.ndarray | pl.Expr, edf: np.ndarray | pl.Expr):
@@ -185,7 +288,13 @@ _POOLED = {
     "i2": pl.Float64,
     "tau2": pl.Float64,
     "verdict": pl.String,
+    "basis": pl.String,
+    "r_naive": pl.Float64,
+    "r_noise": pl.Float64,
+    "noise_could_produce": pl.Boolean,
 }
+#: What the runs-only pooling fills (the rest says what the verdict rests on).
+_RUN_POOLED = tuple(_POOLED)[: tuple(_POOLED).index("basis")]
 
 
 def usable(r: np.ndarray, variance: np.ndarray) -> np.ndarray:
@@ -219,7 +328,7 @@ def _pooled(
         positive, negative = (finite & (r > 0)).sum(axis=1), (finite & (r < 0)).sum(axis=1)
         sig_positive = (significant & finite & (r > 0)).sum(axis=1)
         sig_negative = (significant & finite & (r < 0)).sum(axis=1)
-    out: dict[str, list] = {name: [] for name in _POOLED}
+    out: dict[str, list] = {name: [] for name in _RUN_POOLED}
     for i in range(rows):
         runs = int(finite[i].sum())
         estimate = _number(np.tanh(pooled.estimate[i]))
@@ -256,9 +365,117 @@ def _pooled(
             alpha=alpha,
             agreement=agreement,
         )
-        for name in _POOLED:
+        for name in _RUN_POOLED:
             out[name].append(values[name])
     return out
+
+
+NOISE_VERDICT = "not distinguishable from the control's noise"
+
+
+def _items_pooled(evidence, lists: pl.DataFrame, naive: dict[str, list], alpha: float, agreement: float,
+                  adjust_pairs: str, adjust_runs: str) -> tuple[pl.DataFrame, dict[str, list]]:  # fmt: skip
+    """Every row pooled over its runs with items crossed (:func:`~ood_store._analysis.crossed.crossed`), its
+    tests adjusted over the rows; the runs' r* in long form (the row's keys, ``run``, ``r``) for the wide columns."""
+    keys = [c for c in lists.columns if c not in ("r", "variance", "significant", "run")]
+    pair_index = {pair: k for k, pair in enumerate(evidence.pairs)}
+    run_index = {run: k for k, run in enumerate(evidence.runs)}
+    with np.errstate(divide="ignore", invalid="ignore"):
+        r_star = np.clip(evidence.tau / evidence.scale, -1.0, 1.0)  # runs × pairs
+    p_runs = crossed_module.per_run_p(r_star, evidence.within)
+    p_runs_adj = np.vstack([inference_module.adjust(row, adjust_runs) for row in p_runs]) if p_runs.size else p_runs
+    fits, members, long = [], [], []
+    for row in lists.iter_rows(named=True):
+        k = pair_index[(row["task_x"], row["task_y"])]
+        chosen = np.array([run_index[run] for run in row["run"] if run in run_index], dtype=int)
+        members.append((k, chosen))
+        fits.append(crossed_module.crossed(evidence.tau[chosen, k], evidence.scale[chosen, k],
+                                           evidence.draws_tau[:, chosen, k], evidence.draws_scale[:, chosen, k],
+                                           evidence.within[chosen, k]))  # fmt: skip
+        long += [{**{c: row[c] for c in keys}, "run": evidence.runs[j], "r": _number(r_star[j, k])} for j in chosen]
+    q_p = np.array([f.q_p for f in fits], dtype=float)
+    p = np.array([f.pvalue for f in fits], dtype=float)
+    family = np.concatenate([q_p, p])
+    adjusted = inference_module.adjust(family, adjust_pairs)
+    q_p_adj, p_adj = adjusted[: len(fits)], adjusted[len(fits) :]
+    level = inference_module.adjusted_level(family, adjust_pairs, alpha)
+    out: dict[str, list] = {name: [] for name in _POOLED}
+    for i, (fit, (k, chosen)) in enumerate(zip(fits, members, strict=True)):
+        values_r = r_star[chosen, k]
+        finite = np.isfinite(values_r)
+        significant = p_runs_adj[chosen, k] < alpha
+        counts = {
+            "runs": int(finite.sum()),
+            "n_positive": int((finite & (values_r > 0)).sum()),
+            "n_negative": int((finite & (values_r < 0)).sum()),
+            "n_sig_positive": int((significant & finite & (values_r > 0)).sum()),
+            "n_sig_negative": int((significant & finite & (values_r < 0)).sum()),
+        }
+        low, high = fit.interval(alpha)
+        low_adj, high_adj = fit.interval(level)
+        estimate = _number(fit.estimate)
+        values: dict[str, object] = {
+            **counts,
+            "r_pooled": estimate,
+            "ci_low": _number(low),
+            "ci_high": _number(high),
+            "p_pooled": _number(fit.pvalue),
+            "ci_low_adj": _number(low_adj),
+            "ci_high_adj": _number(high_adj),
+            "p_pooled_adj": _number(p_adj[i]),
+            "q": _number(fit.q_stat),
+            "q_p": _number(fit.q_p),
+            "q_p_adj": _number(q_p_adj[i]),
+            "i2": _number(fit.i2),
+            "tau2": _number(fit.tau2),
+        }
+        runs = counts["runs"]
+        values["sign_agreement"] = (
+            verdicts.sign_agreement(counts["n_positive"], counts["n_negative"], runs, estimate) if runs else None
+        )
+        verdict = verdicts.verdict(**counts, estimate=estimate, ci_low=values["ci_low_adj"],
+                                   ci_high=values["ci_high_adj"], q_p=values["q_p_adj"], alpha=alpha,
+                                   agreement=agreement)  # fmt: skip
+        naive_low, naive_high = naive["ci_low_adj"][i], naive["ci_high_adj"][i]
+        naive_finds = naive_low is not None and naive_high is not None and not naive_low <= 0 <= naive_high
+        if verdict == "no evidence" and naive_finds:
+            verdict = NOISE_VERDICT
+        values["verdict"] = verdict
+        noise = crossed_module.pooled_noise(evidence.r_noise[chosen, k])
+        values["r_naive"] = naive["r_pooled"][i]
+        values["r_noise"] = _number(noise)
+        values["noise_could_produce"] = crossed_module.could_produce(noise, naive_low, naive_high)
+        values["basis"] = crossed_module.BASIS_ITEMS
+        for name in _POOLED:
+            out[name].append(values[name])
+    schema = {**{c: lists.schema[c] for c in keys}, "run": pl.String, "r": pl.Float64}
+    return pl.DataFrame(long, schema=schema), out
+
+
+def _noise_of_runs(source, table: pl.DataFrame, store, lists: pl.DataFrame) -> dict[str, list]:
+    """``r_noise`` of each row without per-sample rows: from the stored standard errors and testset sizes
+    (:func:`~ood_store._analysis.crossed.control_noise`), pooled over the row's runs; None where unknown."""
+    rows = lists.height
+    if store is None or source is None or table.is_empty() or source.options.slices:
+        return {"r_noise": [None] * rows}
+    from ood_store._analysis.series import load_series
+
+    options = source.options
+    runs = sorted(set(table["run"]))
+    tasks = list(dict.fromkeys([*table["task_x"], *table["task_y"]]))
+    try:
+        series = load_series(store, dataclasses.replace(options, ood=tuple(tasks), runs=tuple(runs), where=None))
+        noise = crossed_module.control_noise(store, options, runs, [series.in_domain, *tasks])
+    except AnalysisError:
+        return {"r_noise": [None] * rows}
+    pairs = list(dict.fromkeys(zip(table["task_x"], table["task_y"], strict=True)))
+    per_run = crossed_module.noise_r(series.scores, noise, series.in_domain, pairs)
+    lookup = {(run, x, y): value for run, x, y, value in per_run.iter_rows()}
+    out = []
+    for row in lists.iter_rows(named=True):
+        values = np.array([lookup.get((run, row["task_x"], row["task_y"]), np.nan) for run in row["run"]], dtype=float)
+        out.append(_number(crossed_module.pooled_noise(values)) if np.isfinite(values).all() else None)
+    return {"r_noise": out}
 
 
 def _number(value: float) -> float | None:

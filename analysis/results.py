@@ -35,6 +35,7 @@ COMPARISON_COLUMNS = (
     "task_x", "task_y", "runs", "n_positive", "n_negative", "sign_agreement",
     "n_sig_positive", "n_sig_negative", "r_pooled", "ci_low", "ci_high", "p_pooled",
     "ci_low_adj", "ci_high_adj", "p_pooled_adj", "q", "q_p", "q_p_adj", "i2", "tau2", "verdict",
+    "basis", "r_naive", "r_noise", "noise_could_produce",
 )  # fmt: skip
 
 #: Columns of a residualizer sensitivity report, in order.
@@ -161,7 +162,7 @@ class Comparison(Result):
 
     summary_columns = (
         "task_x", "task_y", "runs", "sign_agreement", "r_pooled", "ci_low_adj", "ci_high_adj", "q_p_adj", "i2",
-        "verdict",
+        "verdict", "basis",
     )  # fmt: skip
 
     #: The run attributes runs were grouped by (empty: all runs together).
@@ -178,6 +179,10 @@ class Comparison(Result):
     adjust_pairs: str = "holm"
     #: The test of the pooled estimate: ``knha`` (Knapp–Hartung) or ``z``.
     test: str = "knha"
+    #: What the verdicts rest on: ``items and runs``, or ``runs only (item noise not included): why``.
+    basis: str = "runs only (item noise not included)"
+    #: The study-wide item resamples behind an items-and-runs comparison (None: runs only).
+    item_resamples: int | None = None
 
     def _leading_columns(self) -> tuple[str, ...]:
         return self.by
@@ -185,10 +190,11 @@ class Comparison(Result):
     def _summary(self) -> str:
         grouped = f" by {', '.join(self.by)}" if self.by else ""
         adjusted = "not adjusted" if self.adjust_pairs == "none" else f"{self.adjust_pairs} over pairs"
-        return (
-            f"{grouped}: {self.table.height} pairs, alpha {self.alpha:g} ({adjusted}), {self.test} test, "
-            f"{self.inference} inference"
-        )
+        if self.item_resamples is not None:
+            inference = f"verdicts over items and runs ({self.item_resamples} item resamples)"
+        else:
+            inference = f"{self.test} test, {self.inference} inference; {self.basis}"
+        return f"{grouped}: {self.table.height} pairs, alpha {self.alpha:g} ({adjusted}), {inference}"
 
 
 @dataclass(frozen=True, repr=False)

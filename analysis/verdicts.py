@@ -45,6 +45,7 @@ VERDICTS = (
     "model-dependent",
     "mixed",
     "no evidence",
+    "not distinguishable from the control's noise",
     "too few runs",
 )
 

@@ -373,7 +373,7 @@ def from_analysis(
         return PaperFigure(figure, provenance, f"heatmaps of {len(ordered)} runs{faceted}")
     subset = _subset(analysis, chosen, name)
     if kind == "forest":
-        result = compare(subset, alpha=alpha, inference=inference, adjust_pairs=adjust_pairs, test=test)
+        result = compare(subset, alpha=alpha, inference=inference, adjust_pairs=adjust_pairs, test=test, items=store)
         ordered = display.run_order(store, subset.table["run"].unique(), order_by)
         groups, group_name = _color_groups(store, ordered, color_by)
         figure = forest(result, groups=groups, group_name=group_name, runs=ordered, names=names,

@@ -26,6 +26,7 @@ import polars as pl
 
 from ood_store._analysis import results
 from ood_store._analysis.compare import DEFAULT_ADJUST_PAIRS, DEFAULT_TEST, INFERENCE, compare
+from ood_store._analysis.crossed import RESAMPLES
 from ood_store._analysis.results import COMPARISON_COLUMNS, Comparison, PartialCorrelations
 from ood_store._analysis.saved import saved_analysis
 from ood_store._errors import AnalysisError
@@ -291,10 +292,13 @@ def from_analysis(
     order_by: Sequence[str] | None = None,
     adjust_pairs: str = DEFAULT_ADJUST_PAIRS,
     test: str = DEFAULT_TEST,
+    item_inference: str = "auto",
+    item_resamples: int = RESAMPLES,
     **options: Any,
 ) -> PaperTable:
     """The table of saved analysis ``name`` (``compared``: of its comparison across runs, grouped ``by``, its
-    verdicts adjusted over pairs by ``adjust_pairs`` with ``test``, as :func:`~ood_store._analysis.compare`).
+    verdicts adjusted over pairs by ``adjust_pairs`` with ``test``, over items as well as runs as
+    ``item_inference`` says, as :func:`~ood_store._analysis.compare`).
 
     Runs are ordered by their attributes (:func:`~ood_store._export.display.run_order`,
     ``order_by``); other keywords go to :func:`partial_table` or :func:`compare_table`.
@@ -307,9 +311,10 @@ def from_analysis(
     if options.pop("transpose", False):
         raise AnalysisError("a comparison has its runs as columns already (with `wide`)", parameter="transpose")
     result = compare(analysis, by=list(by) if by else None, attributes=store, alpha=alpha, inference=inference,
-                     adjust_pairs=adjust_pairs, test=test)  # fmt: skip
+                     adjust_pairs=adjust_pairs, test=test, items=store, item_inference=item_inference,
+                     item_resamples=item_resamples)  # fmt: skip
     provenance = Provenance.of_analysis(
-        store, name, source=f"compare of analysis {name} ({test} test, {adjust_pairs} over pairs)"
+        store, name, source=f"compare of analysis {name} ({test} test, {adjust_pairs} over pairs, {result.basis})"
     )
     return compare_table(result, runs=runs, provenance=provenance, **options)
 

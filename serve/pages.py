@@ -584,7 +584,7 @@ def analysis_page(store: Store, q: Query, name: str) -> Page:
         cells, facet = _faceted_cells(
             grid, table, runs, attributes, rows_by, cols_by, seeds, p_col, analysis.options.adjust
         )
-    comparison = compare(analysis, alpha=alpha, inference=inference).table
+    comparison = compare(analysis, alpha=alpha, inference=inference, items=store).table
     pairs = comparison.select([c for c in comparison.columns if not c.startswith("r:")])
     x_order, y_order = order[:-1], order[1:]
     every_row = (
@@ -809,7 +809,7 @@ def pair_page(store: Store, q: Query, name: str, task_x: str, task_y: str) -> Pa
     # verdicts are adjusted across the analysis' pairs (as `ood-store compare` adjusts them): test every pair,
     # show this one
     this_pair = (pl.col("task_x") == stored_x) & (pl.col("task_y") == stored_y)
-    comparison = compare(analysis.table, alpha=alpha, inference=inference).table.filter(this_pair)
+    comparison = compare(analysis, alpha=alpha, inference=inference, items=store).table.filter(this_pair)
     pooled = comparison.row(0, named=True)
     between, within = q.get("between") or "family", q.get("within") or "seed"
     between_note = None

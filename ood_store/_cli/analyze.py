@@ -18,7 +18,7 @@ from ood_store._analysis.residuals import GAM_DF, GAM_MIN_DF, RESIDUALIZERS, SMO
 from ood_store._analysis.results import Result
 from ood_store._analysis.sensitivity import sensitivity_of
 from ood_store._analysis.verdicts import AGREEMENT
-from ood_store._cli.options import alpha_option, choice, inference_option, verdict_options
+from ood_store._cli.options import alpha_option, choice, inference_option, item_options, verdict_options
 from ood_store._cli.output import emit, output_options
 
 # table, markdown and latex show a result's summary() (its main columns, rounded) unless --all-columns;
@@ -248,6 +248,7 @@ def analyze(
 @click.option("--within", metavar="ATTR", help="With --between: what tells runs of a group apart (e.g. seed).")
 @choice("--tau2-method", TAU2_METHODS, "PM", "With --between: the estimator of the within-group variance tau².")
 @verdict_options()
+@item_options()
 @alpha_option("Significance level of the per-run tests, pooled intervals and heterogeneity tests.")
 @inference_option()
 @_all_columns
@@ -265,6 +266,8 @@ def compare_command(
     tau2_method,
     adjust_pairs,
     test,
+    item_inference,
+    item_resamples,
     alpha,
     inference,
     all_columns,
@@ -285,6 +288,15 @@ def compare_command(
     variation within them (seeds): a mixed-effects meta-analysis, the groups
     tested against tau² within; one run in a group is a model confounded with
     its seed, and the verdict says so.
+
+    Where the store holds per-sample rows of every task (the same items in
+    every run), the verdicts generalize over items as well as runs: the
+    in-domain testset's noise is taken out (a tetrad test on random halves of
+    its items) and the pooled interval counts the covariance that the shared
+    items give every run (study-wide item resamples); the basis column says
+    which, and a verdict the in-domain testset's noise could explain reads
+    "not distinguishable from the control's noise" (the documentation:
+    "Verdicts over items and runs"). --item-inference runs turns it off.
 
     \b
     Example:
@@ -315,7 +327,8 @@ def compare_command(
             return
         result = compare(
             analyzed, by=list(by) or None, attributes=store, alpha=alpha, inference=inference, agreement=agreement,
-            adjust_pairs=adjust_pairs, test=test,
+            adjust_pairs=adjust_pairs, test=test, items=store, item_inference=item_inference,
+            item_resamples=item_resamples, progress=True,
         )  # fmt: skip
     emit(shown(result, output_format, all_columns), output_format, output)
 

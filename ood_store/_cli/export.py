@@ -11,6 +11,7 @@ from ood_store._cli.options import (
     alpha_option,
     choice,
     inference_option,
+    item_options,
     order_by_option,
     rename_options,
     verdict_options,
@@ -70,6 +71,7 @@ from ood_store._export import display, formats, tables
 @inference_option("Which adjusted p marks significance: effective (p_eff_adj) or naive (p_adj).")
 @alpha_option("With --compare: the level of the verdicts and pooled intervals.")
 @verdict_options("verdicts of --compare")
+@item_options("verdicts of --compare")
 @click.option("--caption", help="Table caption.  [default: says what the analysis is and what the marks mean]")
 @click.option("--label", help="LaTeX label.  [default: tab:partial-correlations]")
 @width_option("page", "LaTeX: the text width the table must fit; export warns when it does not.")
@@ -80,7 +82,8 @@ from ood_store._export import display, formats, tables
 @order_by_option
 @click.pass_obj
 def export(settings, analysis_name, sql, dynamics_tasks, items_table, dynamics_runs, allow_files, compared, by, wide,
-           transpose, compact, output_format, output, digits, mark, inference, alpha, adjust_pairs, test, caption,
+           transpose, compact, output_format, output, digits, mark, inference, alpha, adjust_pairs, test,
+           item_inference, item_resamples, caption,
            label, width, landscape, split, standalone, rename, rename_file, order_by):  # fmt: skip
     """Export a saved analysis (or its comparison, or any query) as a table for a paper.
 
@@ -124,7 +127,8 @@ def export(settings, analysis_name, sql, dynamics_tasks, items_table, dynamics_r
             table = tables.from_analysis(
                 store, analysis_name, compared=compared, by=by, wide=wide, transpose=transpose, compact=compact,
                 mark=mark, inference=inference, alpha=alpha, order_by=order_by or None,
-                **({"adjust_pairs": adjust_pairs, "test": test} if compared else {}), **layout,
+                **({"adjust_pairs": adjust_pairs, "test": test, "item_inference": item_inference,
+                    "item_resamples": item_resamples} if compared else {}), **layout,
             )  # fmt: skip
     if output is None:
         text = table.render(output_format, standalone=standalone)

@@ -57,6 +57,28 @@ def verdict_options(what: str = "verdicts"):
     )
 
 
+def item_options(what: str = "verdicts"):
+    """``--item-inference``, ``--item-resamples``: whether compare's ``what`` generalize over items as well as runs."""
+    from ood_store._analysis.crossed import ITEM_INFERENCE, RESAMPLES
+
+    return bundle(
+        choice(
+            "--item-inference",
+            ITEM_INFERENCE,
+            "auto",
+            f"What the {what} generalize over: auto (items and runs where the store holds per-sample rows of every "
+            "task, else runs only), items (fail without them), runs (runs only).",
+        ),
+        click.option(
+            "--item-resamples",
+            type=click.IntRange(2),
+            default=RESAMPLES,
+            show_default=True,
+            help="Study-wide item resamples behind the covariance the shared items give the runs.",
+        ),
+    )
+
+
 def bundle(*options):
     """One decorator that applies ``options`` in the order given."""
 

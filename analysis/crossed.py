@@ -1,0 +1,451 @@
+"""Verdicts that generalize over items as well as runs: the in-domain testset's noise out, items crossed with runs.
+
+A study scores every run on the same items. Two things follow, and a verdict
+across runs that ignores them can call a pair "consistently positive" when X
+and Y are related only through in-domain ability:
+
+1. **The control is noisy.** The in-domain score is a mean over a sample of
+   items, so it measures ability with error. Regressing X and Y on it leaves
+   in both residuals the part of ability that the error hid, and the residuals
+   correlate (the partial correlation is biased away from 0, in every run, by
+   the same mechanism). More runs do not help.
+2. **The items are shared.** Every run is scored on the same items, so
+   whatever a draw of items does to a run's estimate it does to every run:
+   the runs' estimates are not independent, and pooling them as if they were
+   overstates what is known (Clark 1973's "language-as-fixed-effect fallacy";
+   Baayen, Davidson & Bates 2008). Here the runs are the subjects.
+
+**The test: a vanishing tetrad.** The in-domain items are split at random into
+two halves, ``A`` and ``B``, whose scores measure the same ability with
+independent errors (their items are disjoint). If X and Y are related only
+through ability (a linear one-factor model for X, Y, A and B), their
+covariances obey Spearman's tetrad equation ``s_XY s_AB = s_XA s_YB =
+s_XB s_YA`` (Spearman 1904; Wishart 1928; Bollen & Ting 1993). The statistic is
+the tetrad difference
+
+    ``tau = s_XY s_AB - (s_XA s_YB + s_XB s_YA) / 2``,
+
+which needs no estimate of the control's error variance and divides by no noisy
+quantity: under the null its expectation is 0 exactly for Gaussian scores,
+whatever the control's noise (the sampling covariances of the products cancel
+by Wishart's moments), and nearly so for scores made of items. It is the
+numerator of the errors-in-variables partial covariance with the true-score
+variance of the control estimated by the covariance of its halves,
+``s_XY - s_XB s_YA / s_AB``, times ``s_AB``, and stays defined where X and Y are
+nearly pure functions of ability. Each run's tetrad is scaled to the naive
+partial correlation's scale, ``q = tau / (s_ZZ sqrt(v_X v_Y))`` (``s_ZZ`` the
+control's variance, ``v`` the residual variances of the linear fit on the full
+control), and averaged over ``splits`` random halvings of the items (the same
+halvings in every run). ``q`` is about ``lambda r*``, with ``r*`` the partial
+correlation with the control's noise taken out and ``lambda = s_AB / s_ZZ`` the
+control's reliability; the comparison reports ``r* = q / lambda``.
+
+**Crossed inference over runs and items.** Each run's ``q_r`` errs by a part
+of its own (its checkpoints, and the answers its model gave) and a part that
+the shared items give every run alike. With ``R`` runs,
+
+    ``Var(mean q) = Var(u) / R + C``,
+
+where the spread of the ``q_r`` over runs estimates the first term (it carries
+the checkpoints' and each run's own answers' noise, and any real difference
+between runs) and ``C`` is the covariance between two runs' estimates across
+draws of items: the mean off-diagonal covariance of the runs' ``q`` over
+``resamples`` study-wide resamples of the items, each testset's items drawn
+with replacement once for the whole study and the same draw used in every run.
+This is the method-of-moments variance of a crossed random-effects design (the
+spread over subjects plus the covariance items induce between them, as in
+Clark's F' and Owen's 2007 pigeonhole bootstrap without its double count of
+the interaction). The pooled estimate is referred to Student's t with
+Satterthwaite's degrees of freedom (``R - 1`` when ``C`` is 0). Its interval
+on the ``q`` scale is divided by the mean reliability; it is symmetric about
+the estimate, so it never excludes it, and is clipped to [-1, 1].
+
+**Per run** (significance, heterogeneity): each ``q_r``'s sampling variance is
+a delete-a-block jackknife over its checkpoints (blocks of
+:data:`JACKKNIFE_BLOCK` consecutive checkpoints, so that autocorrelated
+training curves are not treated as independent draws); the heterogeneity test
+is Cochran's Q with those variances. The jackknife's variance is biased upward
+(Efron & Stein 1981), so the test errs towards not calling a pair
+model-dependent.
+
+**What it does not correct.** The tetrad is the linear one-factor model's: a
+pair that both curve the same way against ability (a linear residualizer's
+misfit) is not absorbed by it. ``docs/explanation/statistics.md`` shows the
+level on planted studies, the misfit case included, and says which interval
+to report.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+import polars as pl
+from scipy import stats
+
+from ood_store._analysis import itemstats
+from ood_store._analysis.series import read_series_sql
+from ood_store._errors import AnalysisError
+from ood_store._progress import progress_bar
+
+if TYPE_CHECKING:
+    from ood_store._analysis.items import RunItems
+    from ood_store._analysis.partial import Options
+    from ood_store._store import Database
+
+#: ``item_inference`` of :func:`~ood_store._analysis.compare.compare`: ``auto`` (items and runs where the store
+#: holds per-sample rows of every task, else runs only), ``items`` (fail without them), ``runs`` (as before).
+ITEM_INFERENCE = ("auto", "items", "runs")
+#: Study-wide item resamples behind the shared items' covariance between runs.
+RESAMPLES = 500
+#: Random halvings of the in-domain items the tetrad is averaged over.
+SPLITS = 8
+#: Consecutive checkpoints deleted at once by the per-run jackknife.
+JACKKNIFE_BLOCK = 3
+#: Fewest checkpoints a run needs for a tetrad (and a jackknife of at least 3 blocks).
+MIN_CHECKPOINTS = 2 * JACKKNIFE_BLOCK + 3
+
+BASIS_ITEMS = "items and runs"
+BASIS_RUNS = "runs only (item noise not included)"
+
+
+@dataclass(frozen=True)
+class ItemEvidence:
+    """Per run and pair, what the crossed inference needs (pairs in the order given to :func:`item_evidence`)."""
+
+    runs: tuple[str, ...]
+    pairs: tuple[tuple[str, str], ...]
+    tau: np.ndarray  # runs × pairs: the tetrad difference
+    scale: np.ndarray  # runs × pairs: its scale, s_AB sqrt(v_X v_Y)
+    reliability: np.ndarray  # runs: the in-domain testset's reliability over the run's checkpoints
+    within: np.ndarray  # runs × pairs: the sampling variance of each run's r* over its checkpoints (jackknife)
+    draws_tau: np.ndarray  # resamples × runs × pairs: tau on study-wide item resamples
+    draws_scale: np.ndarray  # resamples × runs × pairs: the scale on the same resamples
+    r_noise: np.ndarray  # runs × pairs: the naive r the item noise alone would give
+    resamples: int
+    splits: int
+
+
+def tetrads(halves: tuple[np.ndarray, np.ndarray], ood: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Tetrad differences ``tau`` and their scales ``s_AB sqrt(v_X v_Y)`` (… × p × p each), and the control's
+    reliability ``s_AB / s_ZZ`` (…), over the checkpoints.
+
+    ``halves``: the in-domain halves' scores ``A`` and ``B`` (… × T each, equal halves, so that ``Z = (A + B)
+    / 2``); ``ood``: the OOD scores (… × T × p). The checkpoints are the last axis of ``A`` and the one before
+    last of ``ood``; leading axes broadcast (resamples, splits). ``v`` is each OOD series' residual variance
+    after the linear fit on ``Z``; ``tau / scale`` is the errors-in-variables partial covariance
+    ``s_XY - s_XB s_YA / s_AB`` (symmetrized) over the naive fit's residual standard deviations.
+
+    Examples
+    --------
+    Two halves of a control and two OOD series, each ability plus noise of its own: the tetrad equation holds
+    in expectation, so ``tau`` is near 0 while the naive partial correlation given ``(A + B) / 2`` is not:
+
+    >>> rng = np.random.default_rng(0)
+    >>> ability = rng.standard_normal(20000)
+    >>> a, b = (ability + rng.standard_normal(20000) for _ in range(2))
+    >>> xy = np.stack([ability + 0.3 * rng.standard_normal(20000) for _ in range(2)], axis=-1)
+    >>> tau, scale, reliability = tetrads((a, b), xy)
+    >>> round(float(tau[0, 1] / scale[0, 1]), 2), round(float(reliability), 2)  # of (A + B) / 2: 1 / (1 + 1/2)
+    (0.0, 0.67)
+    >>> z = (a + b) / 2  # the naive partial correlation, given the noisy control
+    >>> ex, ey = (xy[:, j] - np.polyval(np.polyfit(z, xy[:, j], 1), z) for j in (0, 1))
+    >>> round(float(np.corrcoef(ex, ey)[0, 1]), 2)
+    0.74
+    """
+    a = halves[0] - halves[0].mean(axis=-1, keepdims=True)
+    b = halves[1] - halves[1].mean(axis=-1, keepdims=True)
+    x = ood - ood.mean(axis=-2, keepdims=True)
+    T = x.shape[-2]
+    z = (a + b) / 2.0
+    s_zz = (z * z).mean(axis=-1)
+    s_ab = (a * b).mean(axis=-1)
+    s_xa = np.einsum("...t,...tj->...j", a, x) / T
+    s_xb = np.einsum("...t,...tj->...j", b, x) / T
+    s_xx = np.einsum("...ti,...tj->...ij", x, x) / T
+    cross = (s_xa[..., :, None] * s_xb[..., None, :] + s_xb[..., :, None] * s_xa[..., None, :]) / 2.0
+    tau = s_xx * s_ab[..., None, None] - cross
+    with np.errstate(divide="ignore", invalid="ignore"):
+        s_xz = (s_xa + s_xb) / 2.0
+        residual = np.diagonal(s_xx, axis1=-2, axis2=-1) - s_xz**2 / s_zz[..., None]
+        residual = np.where(residual > 0, residual, np.nan)
+        scale = s_ab[..., None, None] * np.sqrt(residual[..., :, None] * residual[..., None, :])
+        return tau, scale, s_ab / s_zz
+
+
+def half_scores(matrix: np.ndarray, halves: np.ndarray, weights: np.ndarray | None = None) -> np.ndarray:
+    """Each half's mean score: ``2 × (resamples ×) splits × T`` from an items × T matrix and splits × items masks.
+
+    With ``weights`` (resamples × items counts) an item counts as often as it was drawn. ``matrix`` may hold
+    several runs' checkpoints side by side (the same items): one product for all of them.
+    """
+    first = halves.astype(np.float32)
+    masks = np.stack([first, 1.0 - first])  # 2 × splits × items
+    values = matrix.astype(np.float32)
+    if weights is None:
+        return ((masks @ values) / masks.sum(axis=-1, keepdims=True)).astype(float)
+    w = weights.astype(np.float32)
+    out = []
+    for mask in masks:
+        drawn = (w[:, None, :] * mask[None]).reshape(-1, mask.shape[-1])  # (resamples · splits) × items
+        sums = drawn @ values
+        out.append(
+            (sums / np.maximum(drawn.sum(axis=-1, keepdims=True), 1.0)).reshape(*w.shape[:1], *mask.shape[:1], -1)
+        )
+    return np.stack(out).astype(float)
+
+
+def run_tetrads(matrices: Sequence[np.ndarray], halves: np.ndarray, pairs: tuple[np.ndarray, np.ndarray]):
+    """One run's tetrads and scales per pair (averaged over the splits), its control's reliability, and the
+    delete-a-block jackknife variance of its ``r* = tau / scale`` over the checkpoints.
+
+    ``matrices``: items × T per task, in-domain first; ``pairs``: indices into the OOD tasks (``ix, iy``).
+    """
+    ix, iy = pairs
+    a, b = half_scores(matrices[0], halves)
+    ood = np.stack([Y.mean(axis=0) for Y in matrices[1:]], axis=-1)  # T × p
+    T = ood.shape[0]
+    starts = range(0, T - JACKKNIFE_BLOCK + 1, JACKKNIFE_BLOCK)
+    keep = np.ones((1 + len(starts), T), dtype=bool)  # all checkpoints, then each block left out
+    for k, start in enumerate(starts):
+        keep[1 + k, start : start + JACKKNIFE_BLOCK] = False
+    tau, scale, reliability = [], [], []
+    for mask in keep:
+        t_k, s_k, rel_k = tetrads((a[:, mask], b[:, mask]), ood[None, mask])
+        tau.append(t_k[:, ix, iy].mean(axis=0))
+        scale.append(s_k[:, ix, iy].mean(axis=0))
+        reliability.append(rel_k.mean())
+    with np.errstate(divide="ignore", invalid="ignore"):
+        leave = np.array(tau[1:]) / np.array(scale[1:])  # blocks × pairs
+    g = leave.shape[0]
+    variance = (g - 1) / g * ((leave - leave.mean(axis=0)) ** 2).sum(axis=0)  # delete-a-group jackknife
+    return tau[0], scale[0], float(reliability[0]), variance
+
+
+def item_evidence(
+    by_run: dict[str, RunItems],
+    tasks: Sequence[str],
+    pairs: Sequence[tuple[str, str]],
+    *,
+    resamples: int = RESAMPLES,
+    splits: int = SPLITS,
+    seed: int = 0,
+    progress: bool = False,
+) -> ItemEvidence:
+    """The crossed inference's raw material for ``pairs`` of OOD ``tasks`` (``tasks[0]`` is the in-domain one).
+
+    ``by_run``: each run's item matrices in the order of ``tasks``
+    (:func:`~ood_store._analysis.items.load_items`), the same items in every
+    run. The in-domain halvings and the item resamples are drawn once (seeded
+    by ``seed`` and each testset's name) and used in every run.
+    """
+    runs = tuple(by_run)
+    if not runs:
+        raise AnalysisError("no run has per-sample rows of every task")
+    sizes = {tuple(Y.shape[0] for Y in by_run[run].matrices) for run in runs}
+    if len(sizes) > 1:
+        raise AnalysisError("the runs were scored on different numbers of items: item inference needs the same items")
+    sizes_one = next(iter(sizes))
+    index = {name: k for k, name in enumerate(tasks[1:])}
+    ix = np.array([index[x] for x, _ in pairs], dtype=int)
+    iy = np.array([index[y] for _, y in pairs], dtype=int)
+    draws = itemstats.Draws(seed)
+    halves = draws.halves(tasks[0], sizes_one[0], splits)
+    weights = [draws.weights(name, n, resamples, 3) for name, n in zip(tasks, sizes_one, strict=True)]
+    R, P = len(runs), len(pairs)
+    tau = np.full((R, P), np.nan)
+    scale = np.full((R, P), np.nan)
+    within = np.full((R, P), np.nan)
+    reliability = np.full(R, np.nan)
+    noise = np.full((R, P), np.nan)
+    drawn_tau = np.full((resamples, R, P), np.nan)
+    drawn_scale = np.full((resamples, R, P), np.nan)
+    usable = [r for r, run in enumerate(runs) if by_run[run].matrices[0].shape[1] >= MIN_CHECKPOINTS]
+    bounds = np.cumsum([0] + [by_run[runs[r]].matrices[0].shape[1] for r in usable])
+    with progress_bar(progress, len(usable) + len(tasks), "items across runs") as advance:
+        # every run's resampled scores in one product per testset (the same items, so the same draws)
+        side = [np.hstack([by_run[runs[r]].matrices[j] for r in usable]) for j in range(len(tasks))] if usable else []
+        resampled_halves = half_scores(side[0], halves, weights[0]) if usable else None
+        advance(1, description=tasks[0])
+        resampled = []
+        for j in range(1, len(tasks)):
+            if usable:
+                w = weights[j].astype(np.float32)
+                resampled.append((w @ side[j].astype(np.float32)).astype(float) / side[j].shape[0])
+            advance(1, description=tasks[j])
+        for k, r in enumerate(usable):
+            matrices = by_run[runs[r]].matrices
+            tau[r], scale[r], reliability[r], within[r] = run_tetrads(matrices, halves, (ix, iy))
+            _, cov, error = itemstats.statistics(matrices)
+            noise[r] = itemstats.noise_only(cov, error)[0][ix, iy]
+            span = slice(int(bounds[k]), int(bounds[k + 1]))
+            a, b = resampled_halves[0][..., span], resampled_halves[1][..., span]  # resamples × splits × T
+            ood = np.stack([part[:, span] for part in resampled], axis=-1)  # resamples × T × p
+            tau_b, scale_b, _ = tetrads((a, b), ood[:, None])
+            drawn_tau[:, r] = tau_b[:, :, ix, iy].mean(axis=1)
+            drawn_scale[:, r] = scale_b[:, :, ix, iy].mean(axis=1)
+            advance(1, description=runs[r])
+    return ItemEvidence(runs, tuple(pairs), tau, scale, reliability, within, drawn_tau, drawn_scale, noise,
+                        resamples, splits)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Crossed:
+    """The crossed pooling of one row's runs (floats; NaN where it cannot be had)."""
+
+    estimate: float  # r*: the runs' tetrads summed over their scales summed
+    variance: float  # the estimate's: Var(mean u) / mean(scale)², u the ratio's linearization
+    run_variance: float  # the part from the runs' spread (of u, over R)
+    item_covariance: float  # the part the shared items give every run (C of u, floored at 0)
+    df: float  # Satterthwaite's
+    pvalue: float
+    q_stat: float  # Cochran's Q of the runs' r*, with their mean jackknife variance
+    q_p: float
+    i2: float
+    tau2: float  # the variance of r* between runs beyond their sampling variance (DerSimonian–Laird)
+
+    def interval(self, alpha: float) -> tuple[float, float]:
+        """The pooled r*'s interval at ``1 - alpha``: Student's t with ``df``, symmetric about the estimate
+        (so never excluding it), clipped to [-1, 1]."""
+        if not (np.isfinite(self.estimate) and np.isfinite(self.variance)):
+            return np.nan, np.nan
+        half = stats.t.isf(alpha / 2.0, self.df) * np.sqrt(self.variance)
+        return float(max(self.estimate - half, -1.0)), float(min(self.estimate + half, 1.0))
+
+
+def crossed(tau: np.ndarray, scale: np.ndarray, draws_tau: np.ndarray, draws_scale: np.ndarray,
+            within: np.ndarray) -> Crossed:  # fmt: skip
+    """Pool one pair's runs: their tetrads and scales (runs), the same on study-wide item resamples
+    (resamples × runs) and the jackknife variances of their r* (runs); runs with a NaN anywhere are left out.
+
+    The estimate is the ratio ``sum tau / sum scale``; its variance is that of the mean of
+    ``u_r = tau_r - r* scale_r`` (the ratio's linearization) over ``mean(scale)²``, the mean's variance being
+    the runs' spread over R plus the covariance the shared items give two runs' ``u`` (the mean off-diagonal
+    covariance over the resamples; :mod:`the module <ood_store._analysis.crossed>`).
+
+    Examples
+    --------
+    Five runs whose tetrads differ by their own noise only, and item resamples that move every run alike:
+    the variance of the mean is the runs' spread over 5 plus the shared items' covariance.
+
+    >>> rng = np.random.default_rng(1)
+    >>> tau, scale = np.array([0.1, 0.3, 0.2, 0.25, 0.15]), np.ones(5)
+    >>> shared = 0.02 * rng.standard_normal((4000, 1))
+    >>> pooled = crossed(tau, scale, tau + shared, scale + 0 * shared, np.full(5, 0.01))
+    >>> round(pooled.estimate, 3), round(pooled.run_variance, 4), round(pooled.item_covariance, 5)
+    (0.2, 0.0012, 0.0004)
+    """
+    use = np.isfinite(tau) & np.isfinite(scale) & (scale > 0) & np.isfinite(within)
+    use &= np.isfinite(draws_tau).all(axis=0) & np.isfinite(draws_scale).all(axis=0)
+    R = int(use.sum())
+    nan = float("nan")
+    if R < 2:
+        value = float(np.clip(tau[use][0] / scale[use][0], -1, 1)) if R == 1 else nan
+        return Crossed(value, nan, nan, nan, nan, nan, nan, nan, nan, nan)
+    tau, scale, within = tau[use], scale[use], within[use]
+    draws_tau, draws_scale = draws_tau[:, use], draws_scale[:, use]
+    ratio = float(tau.sum() / scale.sum())
+    u = tau - ratio * scale
+    u_drawn = draws_tau - ratio * draws_scale
+    spread = float(u.var(ddof=1)) / R
+    cov = np.cov(u_drawn, rowvar=False)
+    shared = max(float((cov.sum() - np.trace(cov)) / (R * (R - 1))), 0.0)
+    mean_scale = float(scale.mean())
+    variance = (spread + shared) / mean_scale**2
+    df = (spread + shared) ** 2 / (spread**2 / (R - 1)) if spread > 0 else float("inf")
+    statistic = ratio / np.sqrt(variance) if variance > 0 else nan
+    p = float(2.0 * stats.t.sf(abs(statistic), df)) if np.isfinite(statistic) else nan
+    r_runs = np.clip(tau / scale, -1.0, 1.0)
+    typical = float(within.mean())
+    if typical > 0:
+        q_stat = float(((r_runs - r_runs.mean()) ** 2).sum() / typical)
+        q_p = float(stats.chi2.sf(q_stat, R - 1))
+        i2 = max(0.0, (q_stat - (R - 1)) / q_stat) if q_stat > 0 else 0.0
+        tau2 = max(0.0, float(r_runs.var(ddof=1)) - typical)
+    else:
+        q_stat = q_p = i2 = tau2 = nan
+    return Crossed(float(np.clip(ratio, -1.0, 1.0)), variance, spread / mean_scale**2, shared / mean_scale**2,
+                   float(df), p, q_stat, q_p, i2, tau2)  # fmt: skip
+
+
+def per_run_p(r: np.ndarray, within: np.ndarray) -> np.ndarray:
+    """Each run's two-sided p of ``r* = 0`` (normal), with the runs' mean jackknife variance (runs × pairs in,
+    the mean over the runs of each pair; one run's own jackknife variance, from a few blocks, is too rough
+    to divide by)."""
+    with np.errstate(divide="ignore", invalid="ignore", all="ignore"):
+        typical = np.nanmean(within, axis=0, keepdims=True)
+        return 2.0 * stats.norm.sf(np.abs(r) / np.sqrt(typical))
+
+
+def control_noise(store: Database, options: Options, runs: Sequence[str], tasks: Sequence[str]) -> pl.DataFrame:
+    """Per run, the item-noise variance of each task's score averaged over the run's checkpoints, from what the
+    store knows without per-sample rows: lm-eval's stderr (squared), else ``p (1 - p) / n`` from the testset's
+    size. Columns ``run``, ``task``, ``noise`` (NULL where neither is known), ``checkpoints``."""
+    rows = read_series_sql(
+        store,
+        "item_noise",
+        metric=options.metric,
+        filter=options.filter,
+        tasks=list(tasks),
+        runs=list(runs),
+        num_fewshot=options.num_fewshot,
+        campaign=options.campaign,
+    )
+    value = pl.col("value").cast(pl.Float64)
+    size = pl.col("n_samples").cast(pl.Float64)
+    variance = (
+        pl.when(pl.col("stderr").is_not_null())
+        .then(pl.col("stderr").cast(pl.Float64) ** 2)
+        .when((size > 0) & value.is_between(0, 1))
+        .then(value * (1 - value) / size)
+    )
+    return (
+        rows.select("run", "task", variance.alias("noise"))
+        .group_by("run", "task")
+        .agg(pl.col("noise").mean(), pl.col("noise").null_count().alias("unknown"), pl.len().alias("checkpoints"))
+        .with_columns(pl.when(pl.col("unknown") == 0).then(pl.col("noise")).alias("noise"))
+        .drop("unknown")
+    )
+
+
+def noise_r(
+    scores: pl.DataFrame, noise: pl.DataFrame, in_domain: str, pairs: Sequence[tuple[str, str]]
+) -> pl.DataFrame:
+    """Per run and pair, the naive linear partial r that the testsets' noise alone would give
+    (:func:`~ood_store._analysis.itemstats.noise_only`), from the score series (``run, step, task, value``)
+    and each task's noise variance per run (:func:`control_noise`). Columns ``run, task_x, task_y, r_noise``."""
+    out = []
+    variances = {(run, task): v for run, task, v in noise.select("run", "task", "noise").iter_rows()}
+    for (run,), part in scores.partition_by("run", as_dict=True, maintain_order=True).items():
+        wide = part.pivot(on="task", index="step", values="value", aggregate_function="first").drop_nulls()
+        for x, y in pairs:
+            names = [in_domain, x, y]
+            error = [variances.get((run, name)) for name in names]
+            value = np.nan
+            if all(name in wide.columns for name in names) and None not in error and wide.height > 4:
+                matrix = wide.select(names).to_numpy().astype(float)
+                centered = matrix - matrix.mean(axis=0)
+                cov = centered.T @ centered / matrix.shape[0]
+                value = float(itemstats.noise_only(cov, np.array(error, dtype=float))[0, 1])
+            out.append((run, x, y, value))
+    return pl.DataFrame(out, schema={"run": pl.String, "task_x": pl.String, "task_y": pl.String,
+                                     "r_noise": pl.Float64}, orient="row")  # fmt: skip
+
+
+def pooled_noise(values: np.ndarray) -> float:
+    """The runs' noise-only r pooled as their r is: tanh of the mean Fisher z (NaN without a finite one)."""
+    finite = values[np.isfinite(values)]
+    if not finite.size:
+        return float("nan")
+    return float(np.tanh(np.arctanh(np.clip(finite, -1 + 1e-12, 1 - 1e-12)).mean()))
+
+
+def could_produce(r_noise: float, low: float | None, high: float | None) -> bool | None:
+    """Whether the control's noise could produce the pooled r: its interval meets ``[0, r_noise]`` (or
+    ``[r_noise, 0]``), the naive r between no partial correlation free of noise and the noise's full effect
+    (the stderr-based noise is an upper bound on the part that varies over checkpoints)."""
+    if low is None or high is None or not np.isfinite(r_noise):
+        return None
+    return bool(low <= max(0.0, r_noise) and high >= min(0.0, r_noise))
