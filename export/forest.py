@@ -115,11 +115,15 @@ def forest(
     rows = {(row["task_x"], row["task_y"]): row for row in frame.iter_rows(named=True)}
     colors = {value: _color(i) for i, value in enumerate(group_values)}
     verdict_texts = [str(rows[pair]["verdict"]) for pair in pairs]
-    labels, verdict_texts = _fitted(labels, width), _fitted(verdict_texts, width, size=VERDICT_SIZE, share=0.24)
-    lines = max(text.count("\n") + 1 for text in [*labels, *verdict_texts])
-    row = max(_ROW, lines * triangle.TICK_SIZE * _LINE + 0.07)
     handles_count = len(group_values) + 1
     legend = (math.ceil(handles_count / 3) + bool(group_name and groups)) * triangle.TICK_SIZE * _LINE * 1.5
+    broken = _fitted(labels, width), _fitted(verdict_texts, width, size=VERDICT_SIZE, share=0.24)
+    lines = max(text.count("\n") + 1 for text in [*broken[0], *broken[1]])
+    row = max(_ROW, lines * triangle.TICK_SIZE * _LINE + 0.07)
+    if len(pairs) * row + legend + _X_AXIS <= page.FIGURE_HEIGHT / 1.5:  # two-line rows while the page has room
+        labels, verdict_texts = broken
+    else:
+        row = _ROW
     height = max(len(pairs) * row, _LEAST_AXES) + legend + _X_AXIS
     with matplotlib.rc_context(STYLE):
         figure = Figure(figsize=(width, height), layout="constrained")

@@ -254,7 +254,7 @@ def test_the_power_figure_draws_a_line_per_checkpoint_count():
     result = power_analysis([0.5, -0.5], seeds=[2, 3], checkpoints=[12, 24], replications=100, target_power=0.2)
     figure = power_curves(result)
     (ax,) = figure.axes
-    assert [text.get_text() for text in ax.get_legend().get_texts()] == ["12 checkpoints", "24 checkpoints"]
+    assert [text.get_text() for text in figure.legends[0].get_texts()] == ["12 checkpoints", "24 checkpoints"]
     assert any(line.get_gid() == "target" for line in ax.get_lines())
     assert any(line.get_gid() == "chosen" for line in ax.get_lines())
 

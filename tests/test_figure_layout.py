@@ -284,7 +284,7 @@ def cases():
                 yield pytest.param(kind, width, pairs, runs, id=f"{kind}-{width}-{pairs}pairs-{runs}runs", marks=marks)
 
 
-@pytest.mark.parametrize(("kind", "width", "pairs", "runs"), cases())
+@pytest.mark.parametrize(("kind", "width", "pairs", "runs"), list(cases()))
 def test_every_figure_is_readable(kind, width, pairs, runs):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
