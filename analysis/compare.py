@@ -103,7 +103,8 @@ def compare(
         Where the per-sample rows come from: a store, or a long frame of items
         (``run, step, task, item, value``, as
         :func:`~ood_store._analysis.items.item_correlations` reads). Default:
-        ``attributes`` when it is a store.
+        ``attributes`` when it is a store, else the store ``data`` was read
+        from (while it is open).
     item_inference : {"auto", "items", "runs"}
         ``auto`` (default): where ``items`` holds per-sample rows of every task
         of every run (the same items in every run), the verdicts generalize
@@ -170,6 +171,8 @@ def compare(
     pooled = _pooled(r, variance, significant, alpha, agreement, adjust_pairs, test)
     source = data if isinstance(data, PartialCorrelations) else None
     store = items if items is not None else (attributes if _is_store(attributes) else None)
+    if store is None and source is not None:
+        store = source.store  # the store the analysis was read from
     evidence, basis = _item_evidence(source, table, store, item_inference, item_resamples, seed, progress)
     if evidence is not None:
         adjust_runs = source.options.adjust if source is not None else "holm"
@@ -178,7 +181,8 @@ def compare(
     else:
         wide = rows.pivot(on="run", index=keys, values="r", aggregate_function=None)
         pooled["r_naive"] = list(pooled["r_pooled"])
-        pooled.update(_noise_of_runs(source, table, store, lists))
+        open_store = None if getattr(store, "_closed", False) else store
+        pooled.update(_noise_of_runs(source, table, open_store, lists))
         pooled["noise_could_produce"] = [
             crossed_module.could_produce(noise if noise is not None else np.nan, low, high)
             for noise, low, high in zip(pooled["r_noise"], pooled["ci_low_adj"], pooled["ci_high_adj"], strict=True)
@@ -210,6 +214,8 @@ def _item_evidence(source, table: pl.DataFrame, store, mode: str, resamples: int
         return None, f"{crossed_module.BASIS_RUNS}: as asked"
     if store is None:
         return without("no per-sample rows given")
+    if getattr(store, "_closed", False):
+        return without("the analysis' store is closed (give an open one as `items`)")
     if source is None:
         return without("a bare table of partial correlations names no testsets to read items of")
     options = source.options

@@ -100,8 +100,8 @@ if TYPE_CHECKING:
 ITEM_INFERENCE = ("auto", "items", "runs")
 #: Study-wide item resamples behind the shared items' covariance between runs.
 RESAMPLES = 500
-#: Random halvings of the in-domain items the tetrad is averaged over.
-SPLITS = 8
+#: Item resamples handled in one matrix product.
+CHUNK = 100
 #: Consecutive checkpoints deleted at once by the per-run jackknife.
 JACKKNIFE_BLOCK = 3
 #: Fewest checkpoints a run needs for a tetrad (and a jackknife of at least 3 blocks).
@@ -125,103 +125,108 @@ class ItemEvidence:
     draws_scale: np.ndarray  # resamples × runs × pairs: the scale on the same resamples
     r_noise: np.ndarray  # runs × pairs: the naive r the item noise alone would give
     resamples: int
-    splits: int
 
 
-def tetrads(halves: tuple[np.ndarray, np.ndarray], ood: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Tetrad differences ``tau`` and their scales ``s_AB sqrt(v_X v_Y)`` (… × p × p each), and the control's
-    reliability ``s_AB / s_ZZ`` (…), over the checkpoints.
+def tetrads(control: np.ndarray, ood: np.ndarray, weights: np.ndarray | None = None):
+    """Tetrad differences ``tau`` and their scales (… × p × p each), and the control's reliability (…), over
+    the checkpoints of one run, averaged over every pair of distinct in-domain items.
 
-    ``halves``: the in-domain halves' scores ``A`` and ``B`` (… × T each, equal halves, so that ``Z = (A + B)
-    / 2``); ``ood``: the OOD scores (… × T × p). The checkpoints are the last axis of ``A`` and the one before
-    last of ``ood``; leading axes broadcast (resamples, splits). ``v`` is each OOD series' residual variance
-    after the linear fit on ``Z``; ``tau / scale`` is the errors-in-variables partial covariance
-    ``s_XY - s_XB s_YA / s_AB`` (symmetrized) over the naive fit's residual standard deviations.
+    ``control``: the in-domain items × T (0/1 or any per-item metric); ``ood``: the OOD scores, T × p, or
+    resamples × T × p with ``weights`` (resamples × items: how often each in-domain item was drawn). With
+    ``S_ij`` the covariance of items ``i`` and ``j`` over the checkpoints and ``S_Xi`` that of X's score and
+    item ``i``, the U-statistics over pairs ``i != j`` of distinct items (each counted as often as it was
+    drawn) are
+
+    - ``V = mean S_ij``: the variance of the in-domain score free of its items' noise (two distinct items'
+      noises are independent): the covariance ``s_AB`` of two halves of the items, averaged over every halving;
+    - ``C_XY = mean S_Xi S_Yj``: ``s_XA s_YB`` averaged likewise;
+
+    and ``tau = s_XY V - C_XY`` (symmetric in X and Y). Its scale is ``V sqrt(v_X v_Y)``, ``v`` each OOD
+    series' residual variance after the linear fit on the in-domain score, so that ``tau / scale`` is the
+    errors-in-variables partial covariance ``s_XY - C_XY / V`` over the naive fit's residual standard
+    deviations; the reliability is ``V / s_ZZ``.
 
     Examples
     --------
-    Two halves of a control and two OOD series, each ability plus noise of its own: the tetrad equation holds
-    in expectation, so ``tau`` is near 0 while the naive partial correlation given ``(A + B) / 2`` is not:
+    An in-domain testset of 40 items answered with probability ``p`` (a logistic of a rising ability) over
+    2,000 checkpoints, and two OOD series, each ``p`` plus noise of its own: the tetrad equation holds, so
+    ``tau / scale`` is 0 on average over draws, while the naive partial correlation is far from it; the
+    reliability is about ``var(p) / (var(p) + mean(p (1 - p)) / 40)``:
 
-    >>> rng = np.random.default_rng(0)
-    >>> ability = rng.standard_normal(20000)
-    >>> a, b = (ability + rng.standard_normal(20000) for _ in range(2))
-    >>> xy = np.stack([ability + 0.3 * rng.standard_normal(20000) for _ in range(2)], axis=-1)
-    >>> tau, scale, reliability = tetrads((a, b), xy)
-    >>> round(float(tau[0, 1] / scale[0, 1]), 2), round(float(reliability), 2)  # of (A + B) / 2: 1 / (1 + 1/2)
-    (0.0, 0.67)
-    >>> z = (a + b) / 2  # the naive partial correlation, given the noisy control
-    >>> ex, ey = (xy[:, j] - np.polyval(np.polyfit(z, xy[:, j], 1), z) for j in (0, 1))
-    >>> round(float(np.corrcoef(ex, ey)[0, 1]), 2)
-    0.74
+    >>> p = 1 / (1 + np.exp(-np.linspace(-1, 1, 2000)))
+    >>> ratios, naive = [], []
+    >>> for seed in range(20):
+    ...     rng = np.random.default_rng(seed)
+    ...     items = (rng.random((40, 2000)) < p).astype(float)
+    ...     xy = np.stack([0.5 * p + 0.02 * rng.standard_normal(2000) for _ in range(2)], axis=-1)
+    ...     tau, scale, reliability = tetrads(items, xy)
+    ...     ratios.append(tau[0, 1] / scale[0, 1])
+    ...     z = items.mean(axis=0)  # the naive partial correlation, given the noisy in-domain score
+    ...     ex, ey = (xy[:, j] - np.polyval(np.polyfit(z, xy[:, j], 1), z) for j in (0, 1))
+    ...     naive.append(np.corrcoef(ex, ey)[0, 1])
+    >>> bool(abs(np.mean(ratios)) < 0.03), round(float(np.mean(naive)), 1)
+    (True, 0.7)
+    >>> truth = p.var() / (p.var() + (p * (1 - p)).mean() / 40)
+    >>> round(float(truth), 3), bool(abs(reliability - truth) < 0.02)
+    (0.766, True)
     """
-    a = halves[0] - halves[0].mean(axis=-1, keepdims=True)
-    b = halves[1] - halves[1].mean(axis=-1, keepdims=True)
-    x = ood - ood.mean(axis=-2, keepdims=True)
-    T = x.shape[-2]
-    z = (a + b) / 2.0
-    s_zz = (z * z).mean(axis=-1)
-    s_ab = (a * b).mean(axis=-1)
-    s_xa = np.einsum("...t,...tj->...j", a, x) / T
-    s_xb = np.einsum("...t,...tj->...j", b, x) / T
-    s_xx = np.einsum("...ti,...tj->...ij", x, x) / T
-    cross = (s_xa[..., :, None] * s_xb[..., None, :] + s_xb[..., :, None] * s_xa[..., None, :]) / 2.0
-    tau = s_xx * s_ab[..., None, None] - cross
-    with np.errstate(divide="ignore", invalid="ignore"):
-        s_xz = (s_xa + s_xb) / 2.0
-        residual = np.diagonal(s_xx, axis1=-2, axis2=-1) - s_xz**2 / s_zz[..., None]
-        residual = np.where(residual > 0, residual, np.nan)
-        scale = s_ab[..., None, None] * np.sqrt(residual[..., :, None] * residual[..., None, :])
-        return tau, scale, s_ab / s_zz
-
-
-def half_scores(matrix: np.ndarray, halves: np.ndarray, weights: np.ndarray | None = None) -> np.ndarray:
-    """Each half's mean score: ``2 × (resamples ×) splits × T`` from an items × T matrix and splits × items masks.
-
-    With ``weights`` (resamples × items counts) an item counts as often as it was drawn. ``matrix`` may hold
-    several runs' checkpoints side by side (the same items): one product for all of them.
-    """
-    first = halves.astype(np.float32)
-    masks = np.stack([first, 1.0 - first])  # 2 × splits × items
-    values = matrix.astype(np.float32)
+    centered = control - control.mean(axis=1, keepdims=True)
+    n, T = centered.shape
+    yc = centered.astype(np.float32)
+    w = np.ones((1, n), dtype=np.float32) if weights is None else weights.astype(np.float32)
+    w2 = w * w
+    sums = (w @ yc).astype(float)  # resamples × T: the drawn items' summed (centered) scores
+    drawn, drawn2 = w.sum(axis=1, dtype=float), w2.sum(axis=1, dtype=float)
+    pairs = drawn**2 - drawn2
+    own = (w2 @ (yc * yc).sum(axis=1)).astype(float) / T  # sum of w_i^2 S_ii
+    total = (sums * sums).sum(axis=1) / T
+    V = (total - own) / pairs
+    s_zz = total / drawn**2
+    x = ood if ood.ndim == 3 else ood[None]
+    x = x - x.mean(axis=-2, keepdims=True)
+    sx = np.einsum("bt,btp->bp", sums, x) / T  # sum of w_i S_Xi
     if weights is None:
-        return ((masks @ values) / masks.sum(axis=-1, keepdims=True)).astype(float)
-    w = weights.astype(np.float32)
-    out = []
-    for mask in masks:
-        drawn = (w[:, None, :] * mask[None]).reshape(-1, mask.shape[-1])  # (resamples · splits) × items
-        sums = drawn @ values
-        out.append(
-            (sums / np.maximum(drawn.sum(axis=-1, keepdims=True), 1.0)).reshape(*w.shape[:1], *mask.shape[:1], -1)
-        )
-    return np.stack(out).astype(float)
+        gram = (centered.T @ centered)[None]  # T × T: sum of Yc_i Yc_i'
+    else:
+        outer = (yc[:, :, None] * yc[:, None, :]).reshape(n, T * T)
+        gram = (w2 @ outer).astype(float).reshape(-1, T, T)
+    own_xy = np.einsum("btp,bts,bsq->bpq", x, gram, x) / T**2  # sum of w_i^2 S_Xi S_Yi
+    cross = (sx[:, :, None] * sx[:, None, :] - own_xy) / pairs[:, None, None]
+    s_xx = np.einsum("btp,btq->bpq", x, x) / T
+    tau = s_xx * V[:, None, None] - cross
+    with np.errstate(divide="ignore", invalid="ignore"):
+        s_xz = sx / drawn[:, None]
+        residual = np.diagonal(s_xx, axis1=-2, axis2=-1) - s_xz**2 / s_zz[:, None]
+        residual = np.where(residual > 0, residual, np.nan)
+        scale = V[:, None, None] * np.sqrt(residual[:, :, None] * residual[:, None, :])
+        reliability = V / s_zz
+    if ood.ndim == 2:
+        return tau[0], scale[0], reliability[0]
+    return tau, scale, reliability
 
 
-def run_tetrads(matrices: Sequence[np.ndarray], halves: np.ndarray, pairs: tuple[np.ndarray, np.ndarray]):
-    """One run's tetrads and scales per pair (averaged over the splits), its control's reliability, and the
-    delete-a-block jackknife variance of its ``r* = tau / scale`` over the checkpoints.
+def run_tetrads(matrices: Sequence[np.ndarray], pairs: tuple[np.ndarray, np.ndarray]):
+    """One run's tetrads and scales per pair, its in-domain testset's reliability, and the delete-a-block
+    jackknife variance of its ``r* = tau / scale`` over the checkpoints.
 
     ``matrices``: items × T per task, in-domain first; ``pairs``: indices into the OOD tasks (``ix, iy``).
     """
     ix, iy = pairs
-    a, b = half_scores(matrices[0], halves)
+    control = matrices[0]
     ood = np.stack([Y.mean(axis=0) for Y in matrices[1:]], axis=-1)  # T × p
     T = ood.shape[0]
-    starts = range(0, T - JACKKNIFE_BLOCK + 1, JACKKNIFE_BLOCK)
-    keep = np.ones((1 + len(starts), T), dtype=bool)  # all checkpoints, then each block left out
-    for k, start in enumerate(starts):
-        keep[1 + k, start : start + JACKKNIFE_BLOCK] = False
-    tau, scale, reliability = [], [], []
-    for mask in keep:
-        t_k, s_k, rel_k = tetrads((a[:, mask], b[:, mask]), ood[None, mask])
-        tau.append(t_k[:, ix, iy].mean(axis=0))
-        scale.append(s_k[:, ix, iy].mean(axis=0))
-        reliability.append(rel_k.mean())
-    with np.errstate(divide="ignore", invalid="ignore"):
-        leave = np.array(tau[1:]) / np.array(scale[1:])  # blocks × pairs
-    g = leave.shape[0]
-    variance = (g - 1) / g * ((leave - leave.mean(axis=0)) ** 2).sum(axis=0)  # delete-a-group jackknife
-    return tau[0], scale[0], float(reliability[0]), variance
+    tau, scale, reliability = tetrads(control, ood)
+    leave = []
+    for start in range(0, T - JACKKNIFE_BLOCK + 1, JACKKNIFE_BLOCK):
+        keep = np.ones(T, dtype=bool)
+        keep[start : start + JACKKNIFE_BLOCK] = False
+        t_k, s_k, _ = tetrads(control[:, keep], ood[keep])
+        with np.errstate(divide="ignore", invalid="ignore"):
+            leave.append(t_k[ix, iy] / s_k[ix, iy])
+    values = np.array(leave)  # blocks × pairs
+    g = values.shape[0]
+    variance = (g - 1) / g * ((values - values.mean(axis=0)) ** 2).sum(axis=0)  # delete-a-group jackknife
+    return tau[ix, iy], scale[ix, iy], float(reliability), variance
 
 
 def item_evidence(
@@ -230,7 +235,6 @@ def item_evidence(
     pairs: Sequence[tuple[str, str]],
     *,
     resamples: int = RESAMPLES,
-    splits: int = SPLITS,
     seed: int = 0,
     progress: bool = False,
 ) -> ItemEvidence:
@@ -238,8 +242,8 @@ def item_evidence(
 
     ``by_run``: each run's item matrices in the order of ``tasks``
     (:func:`~ood_store._analysis.items.load_items`), the same items in every
-    run. The in-domain halvings and the item resamples are drawn once (seeded
-    by ``seed`` and each testset's name) and used in every run.
+    run. The item resamples are drawn once (seeded by ``seed`` and each
+    testset's name) and used in every run.
     """
     runs = tuple(by_run)
     if not runs:
@@ -252,7 +256,6 @@ def item_evidence(
     ix = np.array([index[x] for x, _ in pairs], dtype=int)
     iy = np.array([index[y] for _, y in pairs], dtype=int)
     draws = itemstats.Draws(seed)
-    halves = draws.halves(tasks[0], sizes_one[0], splits)
     weights = [draws.weights(name, n, resamples, 3) for name, n in zip(tasks, sizes_one, strict=True)]
     R, P = len(runs), len(pairs)
     tau = np.full((R, P), np.nan)
@@ -264,31 +267,29 @@ def item_evidence(
     drawn_scale = np.full((resamples, R, P), np.nan)
     usable = [r for r, run in enumerate(runs) if by_run[run].matrices[0].shape[1] >= MIN_CHECKPOINTS]
     bounds = np.cumsum([0] + [by_run[runs[r]].matrices[0].shape[1] for r in usable])
-    with progress_bar(progress, len(usable) + len(tasks), "items across runs") as advance:
-        # every run's resampled scores in one product per testset (the same items, so the same draws)
-        side = [np.hstack([by_run[runs[r]].matrices[j] for r in usable]) for j in range(len(tasks))] if usable else []
-        resampled_halves = half_scores(side[0], halves, weights[0]) if usable else None
-        advance(1, description=tasks[0])
+    with progress_bar(progress, len(usable) + len(tasks) - 1, "items across runs") as advance:
+        # every run's resampled OOD scores in one product per testset (the same items, so the same draws)
         resampled = []
         for j in range(1, len(tasks)):
             if usable:
-                w = weights[j].astype(np.float32)
-                resampled.append((w @ side[j].astype(np.float32)).astype(float) / side[j].shape[0])
+                side = np.hstack([by_run[runs[r]].matrices[j] for r in usable]).astype(np.float32)
+                resampled.append((weights[j].astype(np.float32) @ side).astype(float) / side.shape[0])
             advance(1, description=tasks[j])
         for k, r in enumerate(usable):
             matrices = by_run[runs[r]].matrices
-            tau[r], scale[r], reliability[r], within[r] = run_tetrads(matrices, halves, (ix, iy))
+            tau[r], scale[r], reliability[r], within[r] = run_tetrads(matrices, (ix, iy))
             _, cov, error = itemstats.statistics(matrices)
             noise[r] = itemstats.noise_only(cov, error)[0][ix, iy]
             span = slice(int(bounds[k]), int(bounds[k + 1]))
-            a, b = resampled_halves[0][..., span], resampled_halves[1][..., span]  # resamples × splits × T
             ood = np.stack([part[:, span] for part in resampled], axis=-1)  # resamples × T × p
-            tau_b, scale_b, _ = tetrads((a, b), ood[:, None])
-            drawn_tau[:, r] = tau_b[:, :, ix, iy].mean(axis=1)
-            drawn_scale[:, r] = scale_b[:, :, ix, iy].mean(axis=1)
+            for start in range(0, resamples, CHUNK):
+                part = slice(start, min(start + CHUNK, resamples))
+                tau_b, scale_b, _ = tetrads(matrices[0], ood[part], weights[0][part])
+                drawn_tau[part, r] = tau_b[:, ix, iy]
+                drawn_scale[part, r] = scale_b[:, ix, iy]
             advance(1, description=runs[r])
     return ItemEvidence(runs, tuple(pairs), tau, scale, reliability, within, drawn_tau, drawn_scale, noise,
-                        resamples, splits)  # fmt: skip
+                        resamples)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -334,8 +335,8 @@ def crossed(tau: np.ndarray, scale: np.ndarray, draws_tau: np.ndarray, draws_sca
     >>> tau, scale = np.array([0.1, 0.3, 0.2, 0.25, 0.15]), np.ones(5)
     >>> shared = 0.02 * rng.standard_normal((4000, 1))
     >>> pooled = crossed(tau, scale, tau + shared, scale + 0 * shared, np.full(5, 0.01))
-    >>> round(pooled.estimate, 3), round(pooled.run_variance, 4), round(pooled.item_covariance, 5)
-    (0.2, 0.0012, 0.0004)
+    >>> round(pooled.estimate, 3), round(pooled.run_variance, 5), round(pooled.item_covariance, 5)  # 0.00625 / 5
+    (0.2, 0.00125, 0.0004)
     """
     use = np.isfinite(tau) & np.isfinite(scale) & (scale > 0) & np.isfinite(within)
     use &= np.isfinite(draws_tau).all(axis=0) & np.isfinite(draws_scale).all(axis=0)

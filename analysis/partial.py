@@ -256,7 +256,8 @@ def compute(data: Database | pl.DataFrame, options: Options, *, progress: bool =
         options = dataclasses.replace(options, in_domain=in_domain_of_runs(data, options.runs))
     series = load_series(data, options)
     options = dataclasses.replace(options, in_domain=series.in_domain)  # as the store spells it (mnli: ood_nli_mnli)
-    return PartialCorrelations(analyze(series, options, progress=progress), options, series.ood, series.runs)
+    store = None if isinstance(data, pl.DataFrame) or not series.from_store else data
+    return PartialCorrelations(analyze(series, options, progress=progress), options, series.ood, series.runs, store)
 
 
 def analyze(series: Series, options: Options, *, progress: bool = False) -> pl.DataFrame:

@@ -11,7 +11,7 @@ a partial-correlation table", for results and plain frames alike.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import polars as pl
@@ -126,6 +126,9 @@ class PartialCorrelations(Result):
     tasks: tuple[str, ...]
     #: The runs analyzed.
     runs: tuple[str, ...]
+    #: The store the scores were read from (None: a frame): where :func:`~ood_store._analysis.compare` reads the
+    #: per-sample rows behind its verdicts over items, while it is open.
+    store: Any = field(default=None, repr=False, compare=False)
 
     @property
     def params(self) -> dict[str, Any]:
@@ -136,15 +139,15 @@ class PartialCorrelations(Result):
         return params
 
     @classmethod
-    def from_saved(cls, table: pl.DataFrame, params: Mapping[str, Any]) -> PartialCorrelations:
-        """A result rebuilt from a saved analysis' rows and parameters (see :attr:`params`)."""
+    def from_saved(cls, table: pl.DataFrame, params: Mapping[str, Any], store: Any = None) -> PartialCorrelations:
+        """A result rebuilt from a saved analysis' rows and parameters (see :attr:`params`), read from ``store``."""
         from ood_store._analysis.partial import Options
 
         known = {f.name for f in fields(Options)}
         options = Options(**{key: value for key, value in params.items() if key in known})
         tasks = tuple(params.get("tasks") or sorted(set(table["task_x"]) | set(table["task_y"])))
         runs = tuple(params.get("runs_analyzed") or sorted(set(table["run"])))
-        return cls(partial_frame(table.select(PARTIAL_COLUMNS)), options, tasks, runs)
+        return cls(partial_frame(table.select(PARTIAL_COLUMNS)), options, tasks, runs, store)
 
     def _summary(self) -> str:
         o, shape = self.options, f"{len(self.runs)} runs × {len(self.tasks)} OOD tasks"

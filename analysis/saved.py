@@ -15,4 +15,4 @@ if TYPE_CHECKING:
 def saved_analysis(db: Database, name: str) -> PartialCorrelations:
     """Saved analysis ``name`` as the result it was saved from; an unknown name is an ``AnalysisError``."""
     table, params = saved.read_analysis(connection(db), name)
-    return PartialCorrelations.from_saved(table, params)
+    return PartialCorrelations.from_saved(table, params, db)

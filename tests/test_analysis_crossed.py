@@ -1,0 +1,212 @@
+"""Verdicts over items and runs (issue 37): the tetrad statistic against brute force, its level and power on
+planted studies whose runs share their items, the crossed variance against a hand computation, and compare's
+basis on stores with and without per-sample rows."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import polars as pl
+import pytest
+
+import ood_store
+from ood_store._analysis import crossed, studysim
+from ood_store._analysis.compare import NOISE_VERDICT, compare
+from ood_store._analysis.items import RunItems
+from ood_store._errors import AnalysisError
+
+FINDINGS = ("consistently positive", "consistently negative", "mixed", "model-dependent")
+
+
+def _brute_tetrad(control: np.ndarray, x: np.ndarray, y: np.ndarray, copies: np.ndarray) -> tuple[float, float]:
+    """tau and V by explicit loops over the pairs of distinct drawn items (copies of one item are not distinct)."""
+    drawn = np.repeat(np.arange(control.shape[0]), copies)  # the drawn items, with repeats
+    T = control.shape[1]
+
+    def cov(a, b):
+        return float(((a - a.mean()) * (b - b.mean())).sum() / T)
+
+    pairs = [(i, j) for i, j in itertools.product(range(drawn.size), repeat=2) if drawn[i] != drawn[j]]
+    V = np.mean([cov(control[drawn[i]], control[drawn[j]]) for i, j in pairs])
+    C = np.mean([cov(x, control[drawn[i]]) * cov(y, control[drawn[j]]) for i, j in pairs])
+    return cov(x, y) * V - C, V
+
+
+def test_tetrad_equals_its_definition_over_pairs_of_distinct_items():
+    rng = np.random.default_rng(4)
+    control = (rng.random((6, 9)) < 0.5).astype(float)
+    ood = rng.random((9, 2))
+    tau, scale, _ = crossed.tetrads(control, ood)
+    expected_tau, V = _brute_tetrad(control, ood[:, 0], ood[:, 1], np.ones(6, dtype=int))
+    assert tau[0, 1] == pytest.approx(expected_tau, rel=1e-6, abs=1e-12)
+    # the scale: V times the residual standard deviations of the linear fits on the in-domain mean
+    z = control.mean(axis=0)
+    residual = [np.var(ood[:, j] - np.polyval(np.polyfit(z, ood[:, j], 1), z)) for j in (0, 1)]
+    assert scale[0, 1] == pytest.approx(V * np.sqrt(residual[0] * residual[1]), rel=1e-5)
+    # resampled: an item drawn twice counts twice, but never as a pair with its own copy
+    weights = np.array([[2, 0, 1, 3, 0, 0], [1, 1, 1, 1, 1, 1]])
+    drawn, _, _ = crossed.tetrads(control, np.stack([ood, ood]), weights)
+    for b in range(2):
+        expected, _ = _brute_tetrad(control, ood[:, 0], ood[:, 1], weights[b])
+        assert drawn[b, 0, 1] == pytest.approx(expected, rel=1e-5, abs=1e-10)
+
+
+def test_crossed_variance_is_the_runs_spread_plus_the_shared_items_covariance():
+    """By hand: tau/scale per run, u = tau - r scale, spread = var(u) / R, C = mean off-diagonal covariance."""
+    rng = np.random.default_rng(2)
+    R, B = 6, 3000
+    tau, scale = rng.normal(0.2, 0.1, R), rng.uniform(0.5, 1.5, R)
+    common = rng.normal(0, 0.03, (B, 1))
+    draws_tau = tau + common + rng.normal(0, 0.05, (B, R))  # a part shared by the runs, a part of their own
+    draws_scale = np.broadcast_to(scale, (B, R))
+    fit = crossed.crossed(tau, scale, draws_tau, draws_scale, np.full(R, 0.01))
+    ratio = tau.sum() / scale.sum()
+    u = tau - ratio * scale
+    u_draws = draws_tau - ratio * draws_scale
+    C = np.cov(u_draws, rowvar=False)
+    shared = (C.sum() - np.trace(C)) / (R * (R - 1))
+    assert fit.estimate == pytest.approx(ratio)
+    assert fit.item_covariance * scale.mean() ** 2 == pytest.approx(shared)
+    assert shared == pytest.approx(0.03**2, rel=0.15)  # what was planted
+    assert fit.variance == pytest.approx((u.var(ddof=1) / R + shared) / scale.mean() ** 2)
+    low, high = fit.interval(0.05)
+    assert low < fit.estimate < high
+
+
+def test_interval_at_the_boundary_is_bounded_and_holds_its_estimate():
+    tau = np.array([0.98, 0.99, 0.995, 0.97])
+    scale = np.ones(4)
+    draws = tau + np.random.default_rng(0).normal(0, 0.002, (500, 4))
+    fit = crossed.crossed(tau, scale, draws, np.ones((500, 4)), np.full(4, 1e-4))
+    low, high = fit.interval(0.05)
+    assert 0.9 < low <= fit.estimate <= high <= 1.0
+
+
+def _study(seed: int, n: int, *, signal: float = 0.3, shared: float = 0.0, runs: int = 8, **options):
+    rng = np.random.default_rng([seed, n, int(100 * shared), int(100 * signal)])
+    study = studysim.planted_study(rng, runs=runs, items=(n, 300, 300), signal=signal, shared=shared, **options)
+    evidence = crossed.item_evidence(
+        {run: RunItems(study.steps, m) for run, m in study.runs.items()}, ["z", "x", "y"], [("x", "y")],
+        resamples=100, seed=seed,
+    )  # fmt: skip
+    return crossed.crossed(evidence.tau[:, 0], evidence.scale[:, 0], evidence.draws_tau[:, :, 0],
+                           evidence.draws_scale[:, :, 0], evidence.within[:, 0])  # fmt: skip
+
+
+@pytest.mark.parametrize(("n", "signal"), [(60, 0.3), (60, 0.0), (1000, 0.3)])
+def test_the_pooled_test_keeps_its_level_on_planted_nulls_with_shared_items(n, signal):
+    """X and Y independent given ability (own signals, or none: pure functions of ability), the same items in
+    every run; 160 studies. The level is 0.05: the share of rejections must be within the binomial 99 % bound
+    (0.05 + 2.58 sqrt(0.05 · 0.95 / 160) = 0.094). benchmarks/crossed_verdicts.py measures it on 400 studies
+    per setting (benchmarks/results/crossed_verdicts.csv)."""
+    p = np.array([_study(seed, n, signal=signal).pvalue for seed in range(160)])
+    assert np.isfinite(p).all()
+    assert (p < 0.05).mean() <= 0.094
+
+
+def test_a_planted_shared_signal_is_found():
+    """A shared signal of partial correlation 0.8 with 500 in-domain items: the pooled test finds it in
+    nearly every study (benchmarks/results/crossed_verdicts.csv: the verdicts' power at each size)."""
+    p = np.array([_study(seed, 500, shared=0.8).pvalue for seed in range(40)])
+    assert (p < 0.05).mean() >= 0.9
+
+
+def test_a_pair_related_only_through_ability_is_not_called_consistent():
+    """The issue's case: X and Y related only through ability, 60 in-domain items, the same items in every run.
+    Over runs only the naive r is 'consistently positive' (the control's noise); over items and runs the verdict
+    says the control's noise could produce it."""
+    rng = np.random.default_rng(11)
+    study = studysim.planted_study(rng, runs=8, items=(60, 400, 400), signal=0.3)
+    scores, items = studysim.study_frames(study, ("mnli", "hans", "rte"))
+    analysis = ood_store.partial_correlations(scores, in_domain="mnli")
+    runs_only = compare(analysis).table.row(0, named=True)
+    both = compare(analysis, items=items, item_resamples=200).table.row(0, named=True)
+    assert runs_only["verdict"] == "consistently positive" and runs_only["r_pooled"] > 0.3
+    assert runs_only["basis"] == "runs only (item noise not included)"
+    assert both["verdict"] == NOISE_VERDICT and both["basis"] == "items and runs"
+    assert both["ci_low_adj"] <= 0 <= both["ci_high_adj"]
+    assert both["r_naive"] == pytest.approx(runs_only["r_pooled"])
+    # the r the item noise alone gives, computed from the items' error variances, is near the naive r
+    assert both["r_noise"] == pytest.approx(runs_only["r_pooled"], abs=0.25) and both["noise_could_produce"]
+
+
+@pytest.fixture(scope="module")
+def samples_db(tmp_path_factory):
+    """Four planted runs sharing their items (12 checkpoints; 40, 60 and 60 items) ingested with their samples."""
+    from test_analysis_items import _write_run
+
+    folder = tmp_path_factory.mktemp("crossed")
+    rng = np.random.default_rng(5)
+    study = studysim.planted_study(rng, runs=4, checkpoints=12, items=(40, 60, 60), signal=0.3)
+    for run, matrices in study.runs.items():
+        _write_run(folder / "files", run, matrices)
+    db = folder / "samples.duckdb"
+    with ood_store.open(db) as store:
+        assert store.ingest([folder / "files"]).ok
+    return db
+
+
+def test_default_compare_on_a_store_with_samples_is_over_items_and_says_so(samples_db, runner):
+    from ood_store._cli import main
+
+    with ood_store.open(samples_db, read_only=True) as store:
+        result = ood_store.partial_correlations(store, "mnli")
+        comparison = ood_store.compare(result)  # the store the analysis was read from, still open
+        assert comparison.basis == "items and runs" and comparison.item_resamples == crossed.RESAMPLES
+        assert comparison.table["basis"].to_list() == ["items and runs"]
+        assert "verdicts over items and runs" in repr(comparison)
+        asked = ood_store.compare(result, item_inference="runs")
+        assert asked.table["basis"].to_list() == ["runs only (item noise not included)"]
+        assert asked.basis.endswith("as asked")
+    closed = ood_store.compare(result)
+    assert closed.basis.startswith("runs only (item noise not included): the analysis' store is closed")
+    printed = runner.invoke(main, ["--db", str(samples_db), "compare", "--in-domain", "mnli", "--format", "csv"])
+    assert printed.exit_code == 0, printed.output
+    rows = pl.read_csv(printed.stdout.encode() if hasattr(printed, "stdout") else printed.output.encode())
+    assert rows["basis"].to_list() == ["items and runs"]
+
+
+def _noise_r_by_hand(rows: pl.DataFrame, tasks: list[str]) -> float:
+    """The naive partial r the testsets' noise alone gives one run: the noise-free covariance (the error variances,
+    mean stderr², off the diagonal) with the OOD pair's partial covariance set to 0, the errors added back."""
+    wide = rows.pivot(on="task", index="step", values="value").sort("step")
+    matrix = wide.select(tasks).to_numpy()
+    error = rows.group_by("task").agg((pl.col("stderr") ** 2).mean())
+    e = np.array([error.filter(pl.col("task") == t)["stderr"][0] for t in tasks])
+    c = np.cov(matrix, rowvar=False, bias=True) - np.diag(e)
+    c[1, 2] = c[2, 1] = c[0, 1] * c[0, 2] / c[0, 0]
+    c += np.diag(e)
+    r = c / np.sqrt(np.outer(np.diag(c), np.diag(c)))
+    return float((r[1, 2] - r[0, 1] * r[0, 2]) / np.sqrt((1 - r[0, 1] ** 2) * (1 - r[0, 2] ** 2)))
+
+
+def test_without_samples_compare_says_item_noise_is_not_included_and_what_the_noise_could_do(analysis_db, runner):
+    """The Pythia store has no per-sample rows: runs-only verdicts, and r_noise from the stored standard errors,
+    checked by hand (:func:`_noise_r_by_hand` per run, pooled as r is: tanh of the mean Fisher z)."""
+    from ood_store._cli import main
+
+    tasks = ["lambada_openai", "arc_easy", "piqa"]
+    with ood_store.open(analysis_db, read_only=True) as store:
+        result = ood_store.partial_correlations(store, "lambada_openai", tasks[1:])
+        comparison = ood_store.compare(result)
+        by_hand = []
+        for run in result.runs:
+            rows = store.query(
+                "SELECT step, task, value, stderr FROM scores WHERE metric = 'acc' AND filter = 'none' "
+                f"AND run = '{run}' AND task IN ('lambada_openai', 'arc_easy', 'piqa')"
+            )
+            by_hand.append(_noise_r_by_hand(rows, tasks))
+        with pytest.raises(AnalysisError, match="no verdicts over items: no per-sample rows"):
+            ood_store.compare(result, item_inference="items")
+    row = comparison.table.row(0, named=True)
+    assert row["basis"] == "runs only (item noise not included)"
+    assert "no per-sample rows of every task in every run" in comparison.basis
+    expected = float(np.tanh(np.mean(np.arctanh(by_hand))))
+    assert row["r_noise"] == pytest.approx(expected, rel=1e-6)
+    low, high = row["ci_low_adj"], row["ci_high_adj"]
+    assert row["noise_could_produce"] == (low <= max(0.0, expected) and high >= min(0.0, expected))
+    refused = runner.invoke(main, ["--db", str(analysis_db), "compare", "--in-domain", "lambada_openai", "--ood",
+                                   "arc_easy,piqa", "--item-inference", "items"])  # fmt: skip
+    assert refused.exit_code != 0 and "Traceback" not in refused.output
+    assert "--item-inference: no verdicts over items: no per-sample rows" in refused.output
