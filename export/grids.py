@@ -14,6 +14,10 @@ The layout behind :func:`~ood_store._export.figures.heatmap_grid` and
 - **Cell text** is sized to the cells as laid out and never below
   :data:`~ood_store._export.triangle.MIN_LABEL_SIZE`; cells too small for it
   keep their colors and lose their numbers, and the note says so.
+- **Color bar** to the right of the panels, or below them, across, where
+  the room it takes beside them would leave cells too small for their task
+  labels at :data:`~ood_store._export.triangle.MIN_LABEL_SIZE` (24 runs of 8
+  tasks in one column: 4 panels a row instead of 3 rows more than the page).
 - **Cells are square**: the height is set once the layout is known.
 """
 
@@ -33,7 +37,8 @@ from ood_store._export import page, triangle
 from ood_store._export.display import _TOKEN_END
 from ood_store._export.figure_files import CAPTION, STYLE
 
-COLORBAR = 0.62  # inches the color bar and its labels take
+COLORBAR = 0.62  # inches the color bar and its labels take beside the panels
+BAR_BELOW = 0.5  # inches a color bar below the panels takes, with its ticks and label
 GAP = 0.12  # inches between panels
 MAX_SIDE = 2.0  # inches: the widest a panel gets when the width is not given
 MIN_SIDE = 1.2  # inches: panels narrower than this go onto more rows, while the page is tall enough
@@ -43,6 +48,8 @@ NOTE_SIZE = 6.5
 SPACER = 0.25  # of a panel's width: a spacer column between groups of panels
 ROW_HEADER = 0.2  # inches a row header (a facet's value, left of the tasks) takes
 _LINE = 1.25 / 72  # inches per point of text: one line with its leading
+#: Inches between cells whose task labels, at their smallest, do not touch (see :func:`triangle.tick_size`).
+LEGIBLE_CELL = 0.95 * triangle.MIN_LABEL_SIZE / 72
 
 
 @dataclass(frozen=True)
@@ -70,12 +77,19 @@ class GridLayout:
 
     numbers: bool = True
     cell_inches: float = 0.0
+    bar_below: bool = False
     title_size: float = TITLE_SIZE
     notes: list[str] = field(default_factory=list)
 
 
 def columns(
-    count: int, labels: Sequence[str], width: float, *, titles: Sequence[str] = (), headers: bool = False
+    count: int,
+    labels: Sequence[str],
+    width: float,
+    *,
+    titles: Sequence[str] = (),
+    headers: bool = False,
+    bar_below: bool = False,
 ) -> int:
     """The columns of an automatic grid of ``count`` panels of ``labels`` (titled ``titles``) ``width`` inches wide.
 
@@ -86,39 +100,57 @@ def columns(
     best = count
     for rows in range(1, count + 1):
         ncols = math.ceil(count / rows)
-        if side_of(labels, width, ncols, headers=headers) >= MIN_SIDE or ncols == 1:
+        if side_of(labels, width, ncols, headers=headers, bar_below=bar_below) >= MIN_SIDE or ncols == 1:
             best = ncols
             break
 
     def tall(ncols: int) -> bool:
-        height = height_of(labels, width, ncols, math.ceil(count / ncols), titles=titles, headers=headers)
+        height = height_of(
+            labels, width, ncols, math.ceil(count / ncols), titles=titles, headers=headers, bar_below=bar_below
+        )
         return height > page.FIGURE_HEIGHT
 
     while best < count and tall(best):
         rows = math.ceil(count / best)
         best = next(c for c in range(best + 1, count + 1) if math.ceil(count / c) < rows)
     even = [c for c in range(best, min(best + 2, count) + 1) if count % c == 0]
-    if even and side_of(labels, width, even[0], headers=headers) >= 0.5:
+    if even and side_of(labels, width, even[0], headers=headers, bar_below=bar_below) >= 0.5:
         return even[0]
     return best
 
 
-def fixed_width(labels: Sequence[str], ncols: int, *, headers: bool = False) -> float:
-    """Inches of a grid's width that are not panels: task labels, row headers, gaps and the color bar."""
+def legible(labels: Sequence[str], width: float, ncols: int, *, headers: bool = False, bar_below: bool = False) -> bool:
+    """Whether ``ncols`` panels of ``labels`` side by side in ``width`` inches have cells far enough apart
+    for their task labels (:data:`LEGIBLE_CELL`)."""
+    side = side_of(labels, width, ncols, headers=headers, bar_below=bar_below)
+    return side / max(len(labels) - 1, 1) >= LEGIBLE_CELL
+
+
+def fixed_width(labels: Sequence[str], ncols: int, *, headers: bool = False, bar_below: bool = False) -> float:
+    """Inches of a grid's width that are not panels: task labels, row headers, gaps and the color bar beside them."""
     left, _ = triangle.label_margins(labels)
-    return left + (ROW_HEADER if headers else 0.0) + COLORBAR + 0.15 + (ncols - 1) * GAP
+    return left + (ROW_HEADER if headers else 0.0) + (0.0 if bar_below else COLORBAR) + 0.15 + (ncols - 1) * GAP
 
 
-def side_of(labels: Sequence[str], width: float, ncols: int, *, headers: bool = False) -> float:
+def side_of(
+    labels: Sequence[str], width: float, ncols: int, *, headers: bool = False, bar_below: bool = False
+) -> float:
     """The side (inches) of each of ``ncols`` panels side by side in ``width`` inches."""
-    return (width - fixed_width(labels, ncols, headers=headers)) / ncols
+    return (width - fixed_width(labels, ncols, headers=headers, bar_below=bar_below)) / ncols
 
 
 def height_of(
-    labels: Sequence[str], width: float, ncols: int, nrows: int, *, titles: Sequence[str] = (), headers: bool = False
+    labels: Sequence[str],
+    width: float,
+    ncols: int,
+    nrows: int,
+    *,
+    titles: Sequence[str] = (),
+    headers: bool = False,
+    bar_below: bool = False,
 ) -> float:
     """Roughly how tall (inches) a grid of ``nrows`` × ``ncols`` panels is, with its titles and a note."""
-    side = side_of(labels, width, ncols, headers=headers)
+    side = side_of(labels, width, ncols, headers=headers, bar_below=bar_below)
     cell = side / max(len(labels) - 1, 1)
     ticks = triangle.tick_size(cell)
     rotation = triangle.x_rotation(labels, cell, panels_side_by_side=ncols > 1, size=ticks)
@@ -126,7 +158,7 @@ def height_of(
     fitted, size = fit_titles(titles or ["title"], side + GAP)
     title = max(t.count("\n") + 1 for t in fitted) * size * _LINE + 0.05
     note = 4 * NOTE_SIZE * _LINE
-    return nrows * (side + title + GAP) + below + note + 0.1
+    return nrows * (side + title + GAP) + below + note + 0.1 + (BAR_BELOW if bar_below else 0.0)
 
 
 def width_for(
@@ -157,16 +189,18 @@ def draw(
     note: Callable[[GridLayout], list[str]] | None = None,
     row_headers: Sequence[str | None] | None = None,
     spacers: Sequence[int] = (),
+    bar_below: bool = False,
 ) -> tuple[Figure, GridLayout]:
     """Draw ``panels`` (display-name ``labels``) as a grid of ``nrows`` × ``ncols`` with one color bar.
 
     Columns in ``spacers`` hold no panels: narrow gaps that set groups of columns apart.
+    ``bar_below``: the color bar goes under the panels, across, instead of to their right.
 
     ``note`` makes the lines of the note under the figure once the layout is
     known (whether the cells kept their numbers); None: no note.
     """
     panel_columns = ncols - len(spacers)
-    side = side_of(labels, width, panel_columns, headers=bool(row_headers and any(row_headers)))
+    side = side_of(labels, width, panel_columns, headers=bool(row_headers and any(row_headers)), bar_below=bar_below)
     side *= panel_columns / (panel_columns + SPACER * len(spacers))
     if side < 0.3:
         raise AnalysisError(
@@ -175,14 +209,14 @@ def draw(
     cell = side / (len(labels) - 1)
     ticks = triangle.tick_size(cell)
     rotation = triangle.x_rotation(labels, cell, panels_side_by_side=ncols > 1, size=ticks)
-    layout = GridLayout()
+    layout = GridLayout(bar_below=bar_below)
     titles, layout.title_size = fit_titles([p.title or "" for p in panels], side + 0.8 * GAP)
     lines = [t.count("\n") + 1 if t else 0 for t in titles]
     title_rows = [max((n for p, n in zip(panels, lines, strict=True) if p.row == r), default=0) for r in range(nrows)]
     below = triangle.label_margins(labels, rotation, ticks)[1]
     height = (
         nrows * side + sum(n * layout.title_size * _LINE + 0.05 * bool(n) for n in title_rows)
-        + (nrows - 1) * GAP + below + 0.1
+        + (nrows - 1) * GAP + below + 0.1 + (BAR_BELOW if bar_below else 0.0)
     )  # fmt: skip
     occupied = {(p.row, p.col) for p in panels}
     with matplotlib.rc_context(STYLE):
@@ -204,7 +238,11 @@ def draw(
             if left_free and header:
                 ax.set_ylabel(header, fontsize=TITLE_SIZE, labelpad=4)
             axes.append(ax)
-        colorbar = figure.colorbar(ScalarMappable(norm=norm, cmap=cmap), ax=axes, fraction=0.05, aspect=25, pad=0.03)
+        mappable = ScalarMappable(norm=norm, cmap=cmap)
+        if bar_below:  # as long as 3 in a column's panels, 0.08 in thick
+            colorbar = figure.colorbar(mappable, ax=axes, location="bottom", shrink=0.6, aspect=30, pad=0.01)
+        else:
+            colorbar = figure.colorbar(mappable, ax=axes, fraction=0.05, aspect=25, pad=0.03)
         if bar.label:
             colorbar.set_label(bar.label)
         colorbar.set_ticks(list(bar.ticks), labels=list(bar.tick_labels) if bar.tick_labels else None)
@@ -231,7 +269,7 @@ def _refit_titles(axes: list, panels: Sequence[Panel], layout: GridLayout, width
     where = {(p.row, p.col): ax.get_position() for p, ax in zip(panels, axes, strict=True)}
     gaps = [where[(r, c + 1)].x0 - box.x1 for (r, c), box in where.items() if (r, c + 1) in where]
     gap = min(gaps) * width if gaps else GAP
-    room = axes[0].get_position().width * width + gap - 0.03
+    room = axes[0].get_position().width * width + gap - 0.08  # a space between neighbors' titles
     titles, size = fit_titles([p.title or "" for p in panels], room)
     layout.title_size = size
     for ax, title in zip(axes, titles, strict=True):
@@ -250,7 +288,9 @@ def draw_wrapped(
     """Draw ``items`` (cells and title) row by row, ``ncols`` to a row (default :func:`columns`).
 
     With automatic columns, a figure that comes out taller than the page is
-    drawn again with more columns. ``options`` go to :func:`draw`.
+    drawn again with more columns; where the columns that keep it within the
+    page leave cells too small for their task labels, the color bar goes
+    below the panels, which gives them its width. ``options`` go to :func:`draw`.
     """
     count = len(items)
     if ncols is not None and ncols < 1:
@@ -258,15 +298,29 @@ def draw_wrapped(
     choice = width if width is not None else (page.COLUMN if count == 1 else page.PAGE)
     titles = [title or "" for _, title in items]
     current = min(ncols, count) if ncols else columns(count, labels, choice, titles=titles)
+    below = False
+
+    def across(illegible: int) -> int | None:
+        """The columns with the color bar below, where ``illegible`` columns beside it are too narrow."""
+        if ncols or below or legible(labels, choice, illegible):
+            return None
+        chosen = columns(count, labels, choice, titles=titles, bar_below=True)
+        return chosen if legible(labels, choice, chosen, bar_below=True) else None
+
+    if (chosen := across(current)) is not None:
+        current, below = chosen, True
     while True:
         nrows = math.ceil(count / current)
         panels = [Panel(cells, *divmod(i, current), title) for i, (cells, title) in enumerate(items)]
-        figure, layout = draw(panels, labels, nrows=nrows, ncols=current,
+        figure, layout = draw(panels, labels, nrows=nrows, ncols=current, bar_below=below,
                               width=width_for(labels, current, width, nrows=nrows), **options)  # fmt: skip
         fewer = [c for c in range(current + 1, count + 1) if math.ceil(count / c) < nrows]
         if ncols or not fewer or figure.get_figheight() <= page.FIGURE_HEIGHT:
             return figure, layout
-        current = fewer[0]
+        if (chosen := across(fewer[0])) is not None:
+            current, below = chosen, True
+        else:
+            current = fewer[0]
 
 
 def fit_titles(titles: Sequence[str], room: float) -> tuple[list[str], float]:
