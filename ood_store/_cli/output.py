@@ -13,6 +13,7 @@ from pathlib import Path
 import click
 import polars as pl
 
+from ood_store._counts import n
 from ood_store._export import formats, rows
 
 FORMATS = formats.ROWS
@@ -52,9 +53,14 @@ def output_options(fn):
 
 
 def emit(frame: pl.DataFrame, output_format: str, output: Path | None) -> None:
-    """Write ``frame`` in ``output_format`` to ``output`` or standard output."""
+    """Write ``frame`` in ``output_format`` to ``output`` or standard output.
+
+    A file written says so on standard error (``Wrote 27 rows as csv to FILE.``), as ``export`` and ``plot``
+    do: every command with ``-o`` that prints rows (``query``, ``analyze``, ``runs``, ``status``, ``plan``, ...).
+    """
     if output is not None:
         rows.write(frame, output_format, output)
+        click.echo(f"Wrote {n(frame.height, 'row')} as {output_format} to {output}.", err=True)
         return
     text = rows.render(frame, output_format)
     click.echo(text, nl=not text.endswith("\n"))

@@ -8,7 +8,6 @@ import click
 
 from ood_store._cli.options import allow_files_option
 from ood_store._cli.output import emit, output_options
-from ood_store._counts import n
 
 
 @click.command()
@@ -44,9 +43,7 @@ def query(settings, sql: str, params: tuple[tuple[str, str], ...], allow_files, 
         sql = sys.stdin.read()
     with settings.open(read_only=True, allow_files=allow_files) as store:
         frame = store.query(sql, **dict(params))
-    emit(frame, output_format, output)
-    if output is not None:  # as export and plot say what they wrote
-        click.echo(f"Wrote {n(frame.height, 'row')} as {output_format} to {output}.", err=True)
+    emit(frame, output_format, output)  # with -o: 'Wrote N rows as FORMAT to FILE.'
 
 
 COMMANDS = [query]
