@@ -48,6 +48,7 @@ NOTE_SIZE = 6.5
 SPACER = 0.25  # of a panel's width: a spacer column between groups of panels
 ROW_HEADER = 0.2  # inches a row header (a facet's value, left of the tasks) takes
 _LINE = 1.25 / 72  # inches per point of text: one line with its leading
+TITLE_SPACE = 0.08  # inches kept between neighbors' titles (closer, 'seed1pythia-1.4b' read as one word)
 #: Inches between cells whose task labels, at their smallest, do not touch (see :func:`triangle.tick_size`).
 LEGIBLE_CELL = 0.95 * triangle.MIN_LABEL_SIZE / 72
 
@@ -269,7 +270,7 @@ def _refit_titles(axes: list, panels: Sequence[Panel], layout: GridLayout, width
     where = {(p.row, p.col): ax.get_position() for p, ax in zip(panels, axes, strict=True)}
     gaps = [where[(r, c + 1)].x0 - box.x1 for (r, c), box in where.items() if (r, c + 1) in where]
     gap = min(gaps) * width if gaps else GAP
-    room = axes[0].get_position().width * width + gap - 0.08  # a space between neighbors' titles
+    room = axes[0].get_position().width * width + gap - TITLE_SPACE
     titles, size = fit_titles([p.title or "" for p in panels], room)
     layout.title_size = size
     for ax, title in zip(axes, titles, strict=True):
@@ -300,12 +301,17 @@ def draw_wrapped(
     current = min(ncols, count) if ncols else columns(count, labels, choice, titles=titles)
     below = False
 
-    def across(illegible: int) -> int | None:
-        """The columns with the color bar below, where ``illegible`` columns beside it are too narrow."""
-        if ncols or below or legible(labels, choice, illegible):
+    def narrow(ncols: int, bar_below: bool) -> bool:
+        """Whether ``ncols`` panels a row are too narrow for their task labels or leave titles cut short."""
+        room = side_of(labels, choice, ncols, bar_below=bar_below) + GAP - TITLE_SPACE
+        return not legible(labels, choice, ncols, bar_below=bar_below) or titles_cut(titles, room)
+
+    def across(beside: int) -> int | None:
+        """The columns with the color bar below, where ``beside`` columns beside it are too narrow."""
+        if ncols or below or not narrow(beside, False):
             return None
         chosen = columns(count, labels, choice, titles=titles, bar_below=True)
-        return chosen if legible(labels, choice, chosen, bar_below=True) else None
+        return chosen if not narrow(chosen, True) else None
 
     if (chosen := across(current)) is not None:
         current, below = chosen, True
@@ -340,6 +346,12 @@ def fit_titles(titles: Sequence[str], room: float) -> tuple[list[str], float]:
             break
         size = max(MIN_TITLE_SIZE, size - 0.5)
     return [t if _fits(t, room, size) else _cut(t, room, size) for t in wrapped], size
+
+
+def titles_cut(titles: Sequence[str], room: float) -> bool:
+    """Whether :func:`fit_titles` has to cut any of ``titles`` short with an ellipsis in ``room`` inches."""
+    fitted, _ = fit_titles(titles, room)
+    return any(f.count("\u2026") > t.count("\u2026") for f, t in zip(fitted, titles, strict=True))
 
 
 def _wrap(title: str, room: float, size: float) -> str:

@@ -290,12 +290,15 @@ def test_every_figure_is_readable(kind, width, pairs, runs):
         check(figure)
 
 
-@pytest.mark.parametrize(("width", "ncols", "below"), [("column", 4, True), ("page", 6, False)])
-def test_24_runs_of_8_tasks_keep_legible_task_labels(width, ncols, below):
+@pytest.mark.parametrize(
+    ("pairs", "width", "ncols", "below"), [(28, "column", 4, True), (6, "column", 4, True), (28, "page", 6, False)]
+)
+def test_24_runs_keep_legible_task_labels_and_whole_titles(pairs, width, ncols, below):
     """24 triangles of 8 tasks in one column: the color bar goes below the panels, across, which gives 4
     panels a row cells 5 pt labels fit in (beside them, 4 a row left cells 0.05 in apart, and 3 a row made
-    the figure taller than the page); on the page the bar stays on the right."""
-    figure = draw_grid(28, 24, WIDTHS[width])
+    the figure taller than the page); of 4 tasks, room for the run names as titles (beside the bar they
+    were cut to 'llama-1.4…ed0'). On the page the bar stays on the right."""
+    figure = draw_grid(pairs, 24, WIDTHS[width])
     figure.draw_without_rendering()
     panels = [ax for ax in figure.axes if ax.get_label() != "<colorbar>"]
     (bar,) = [ax for ax in figure.axes if ax.get_label() == "<colorbar>"]
@@ -310,6 +313,10 @@ def test_24_runs_of_8_tasks_keep_legible_task_labels(width, ncols, below):
         assert where.x0 > rightmost and where.height > where.width
     sizes = {t.get_fontsize() for ax in panels for t in ax.get_yticklabels() + ax.get_xticklabels() if t.get_text()}
     assert min(sizes) >= 5.0
+    titles = [ax.get_title() for ax in panels]
+    assert not [t for t in titles if "\u2026" in t]
+    assert sorted(t.replace("\n", "") for t in titles) == sorted(r.removeprefix("ood-lab/nli-ft-") for r in
+                                                                 runs_of(analysis(pairs, 24)))  # fmt: skip
     assert figure.get_figheight() <= page.TEXT_HEIGHT
 
 
