@@ -101,7 +101,7 @@ ITEM_INFERENCE = ("auto", "items", "runs")
 #: Study-wide item resamples behind the shared items' covariance between runs.
 RESAMPLES = 500
 #: Item resamples handled in one matrix product.
-CHUNK = 100
+CHUNK = 500
 #: Consecutive checkpoints deleted at once by the per-run jackknife.
 JACKKNIFE_BLOCK = 3
 #: Fewest checkpoints a run needs for a tetrad (and a jackknife of at least 3 blocks).

@@ -30,6 +30,7 @@ from matplotlib.ticker import FuncFormatter
 
 from ood_store._analysis import results
 from ood_store._analysis.compare import DEFAULT_ADJUST_PAIRS, DEFAULT_TEST, compare
+from ood_store._analysis.crossed import RESAMPLES
 from ood_store._analysis.results import COMPARISON_COLUMNS, Comparison
 from ood_store._analysis.saved import saved_analysis
 from ood_store._errors import AnalysisError
@@ -304,6 +305,8 @@ def from_analysis(
     inference: str = "effective",
     adjust_pairs: str = DEFAULT_ADJUST_PAIRS,
     test: str = DEFAULT_TEST,
+    item_inference: str = "auto",
+    item_resamples: int = RESAMPLES,
     names: Mapping[str, str] | None = None,
     order_by: Sequence[str] | None = None,
     ncols: int | None = None,
@@ -335,6 +338,9 @@ def from_analysis(
     adjust_pairs, test
         How the verdicts and pooled intervals of ``signs``, ``forest`` and a pooled
         ``grid`` are adjusted over pairs and tested (:func:`~ood_store._analysis.compare`).
+    item_inference, item_resamples
+        Whether the verdicts of ``signs`` and ``forest`` generalize over items as well as runs (by default
+        where the store holds per-sample rows; :func:`~ood_store._analysis.compare`).
 
     Returns
     -------
@@ -348,6 +354,7 @@ def from_analysis(
     chosen = split_names(runs, "runs")
     tasks = split_names(tasks, "tasks")
     settings = [f"alpha {alpha:g}", f"{inference} inference", f"{test} test", f"{adjust_pairs} over pairs"]
+    settings += [f"item inference {item_inference}"] if kind in ("signs", "forest") else []
     settings += [f"by {', '.join(by)}"] if by else []
     settings += [f"{what} {value}" for what, value in (("rows", rows), ("cols", cols), ("color by", color_by)) if value]
     provenance = Provenance.of_analysis(
@@ -373,7 +380,8 @@ def from_analysis(
         return PaperFigure(figure, provenance, f"heatmaps of {len(ordered)} runs{faceted}")
     subset = _subset(analysis, chosen, name)
     if kind == "forest":
-        result = compare(subset, alpha=alpha, inference=inference, adjust_pairs=adjust_pairs, test=test, items=store)
+        result = compare(subset, alpha=alpha, inference=inference, adjust_pairs=adjust_pairs, test=test, items=store,
+                         item_inference=item_inference, item_resamples=item_resamples)  # fmt: skip
         ordered = display.run_order(store, subset.table["run"].unique(), order_by)
         groups, group_name = _color_groups(store, ordered, color_by)
         figure = forest(result, groups=groups, group_name=group_name, runs=ordered, names=names,
@@ -383,7 +391,8 @@ def from_analysis(
         )
     order = analysis_order(subset)  # the analysis' order, as in its heatmaps (compare sorts pairs)
     result = compare(subset, by=list(by) if by else None, attributes=store, alpha=alpha, inference=inference,
-                     adjust_pairs=adjust_pairs, test=test)  # fmt: skip
+                     adjust_pairs=adjust_pairs, test=test, item_inference=item_inference,
+                     item_resamples=item_resamples)  # fmt: skip
     figure = sign_agreement(result, names=names, tasks=tasks or order, note=note, width=width)
     return PaperFigure(figure, provenance, f"the sign agreement of {subset.table['run'].n_unique()} runs")
 

@@ -207,8 +207,8 @@ def _pairs(frame: pl.DataFrame, tasks: list[str]) -> list[tuple[str, str]]:
 
 def _significant(result, runs: Sequence[str]) -> dict[tuple[str, tuple[str, str]], bool]:
     """(run, pair) -> whether the run's adjusted p is below alpha, where the comparison knows its analysis."""
-    if not isinstance(result, Comparison) or result.source is None:
-        return {}
+    if not isinstance(result, Comparison) or result.source is None or result.item_resamples is not None:
+        return {}  # over items, the points are each run's r*, which has no p of its own in the analysis
     column = p_column(result.inference)
     table = result.source.table.filter(pl.col("run").is_in(list(runs)))
     return {
@@ -229,7 +229,13 @@ def _note(result, significant: dict, names: Mapping[str, str]) -> list[str]:
     regressed = method.regressed_out(names)
     if regressed:
         lines.append(regressed[0].upper() + regressed[1:] + ".")
-    if isinstance(result, Comparison):
+    if isinstance(result, Comparison) and result.item_resamples is not None:
+        lines.append(
+            "Points: each run's r with the in-domain testset's item noise taken out. Black: pooled over runs and "
+            f"items, with the interval the verdict reads ({adjusted_over_pairs(result.adjust_pairs, 'crossed')}: "
+            "the runs' spread and the covariance their shared items give them); right: the verdict of compare."
+        )
+    elif isinstance(result, Comparison):
         inference = result.inference
         text = "Points: each run's r"
         if significant:

@@ -12,6 +12,7 @@ from ood_store._cli.options import (
     bundle,
     choice,
     inference_option,
+    item_options,
     order_by_option,
     rename_options,
     verdict_options,
@@ -37,6 +38,7 @@ _tasks = click.option(
 )
 _test = bundle(alpha_option(), inference_option())
 _verdicts = verdict_options()
+_items = item_options()
 _no_note = click.option(
     "--no-note", is_flag=True, help="Leave out the note under the figure (say it in the caption instead)."
 )
@@ -169,13 +171,14 @@ def grid(settings, analysis_name, runs, tasks, alpha, inference, rename, rename_
 )
 @_test
 @_verdicts
+@_items
 @rename_options
 @order_by_option
 @_no_note
 @_figure_file("3.25in, one column")
 @click.pass_obj
-def forest(settings, analysis_name, runs, tasks, color_by, alpha, inference, adjust_pairs, test, rename, rename_file,
-           order_by, no_note, width, output):  # fmt: skip
+def forest(settings, analysis_name, runs, tasks, color_by, alpha, inference, adjust_pairs, test, item_inference,
+           item_resamples, rename, rename_file, order_by, no_note, width, output):  # fmt: skip
     """Per pair of OOD tasks, each run's r as a point and the pooled r with its interval: a forest plot.
 
     The pooled r, its interval and the verdict are those of `ood-store
@@ -184,7 +187,8 @@ def forest(settings, analysis_name, runs, tasks, color_by, alpha, inference, adj
     _from_analysis(
         settings, "forest", output, rename, rename_file, analysis_name=analysis_name, runs=runs or None,
         tasks=tasks or None, color_by=color_by, alpha=alpha, inference=inference, order_by=order_by or None,
-        note=not no_note, width=width, adjust_pairs=adjust_pairs, test=test,
+        note=not no_note, width=width, adjust_pairs=adjust_pairs, test=test, item_inference=item_inference,
+        item_resamples=item_resamples,
     )  # fmt: skip
 
 
@@ -233,12 +237,13 @@ def curves(settings, run, analysis_name, tasks, in_domain, metric, filter_, num_
 @_tasks
 @_test
 @_verdicts
+@_items
 @rename_options
 @_no_note
 @_figure_file("3.25 for one panel; up to 6.75 for several")
 @click.pass_obj
-def signs(settings, analysis_name, runs, by, tasks, alpha, inference, adjust_pairs, test, rename, rename_file, no_note,
-          width, output):  # fmt: skip
+def signs(settings, analysis_name, runs, by, tasks, alpha, inference, adjust_pairs, test, item_inference,
+          item_resamples, rename, rename_file, no_note, width, output):  # fmt: skip
     """How many runs agree on the sign of each pair's partial correlation, as a lower-triangle matrix.
 
     Cells count the runs with r > 0 and r < 0; pairs that `compare` calls
@@ -247,7 +252,7 @@ def signs(settings, analysis_name, runs, by, tasks, alpha, inference, adjust_pai
     _from_analysis(
         settings, "signs", output, rename, rename_file, analysis_name=analysis_name, runs=runs or None,
         by=by or None, tasks=tasks or None, alpha=alpha, inference=inference, note=not no_note, width=width,
-        adjust_pairs=adjust_pairs, test=test,
+        adjust_pairs=adjust_pairs, test=test, item_inference=item_inference, item_resamples=item_resamples,
     )  # fmt: skip
 
 
