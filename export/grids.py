@@ -301,10 +301,10 @@ def draw_wrapped(
     current = min(ncols, count) if ncols else columns(count, labels, choice, titles=titles)
     below = False
 
-    def narrow(ncols: int, bar_below: bool) -> bool:
-        """Whether ``ncols`` panels a row are too narrow for their task labels or leave titles cut short."""
-        room = side_of(labels, choice, ncols, bar_below=bar_below) + GAP - TITLE_SPACE
-        return not legible(labels, choice, ncols, bar_below=bar_below) or titles_cut(titles, room)
+    def narrow(per_row: int, bar_below: bool) -> bool:
+        """Whether ``per_row`` panels a row are too narrow for their task labels or leave titles cut short."""
+        room = side_of(labels, choice, per_row, bar_below=bar_below) + GAP - TITLE_SPACE
+        return not legible(labels, choice, per_row, bar_below=bar_below) or titles_cut(titles, room)
 
     def across(beside: int) -> int | None:
         """The columns with the color bar below, where ``beside`` columns beside it are too narrow."""
