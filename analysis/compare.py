@@ -439,9 +439,8 @@ def _items_pooled(evidence, lists: pl.DataFrame, naive: dict[str, list], alpha: 
         values["sign_agreement"] = (
             verdicts.sign_agreement(counts["n_positive"], counts["n_negative"], runs, estimate) if runs else None
         )
-        verdict = verdicts.verdict(**counts, estimate=estimate, ci_low=values["ci_low_adj"],
-                                   ci_high=values["ci_high_adj"], q_p=values["q_p_adj"], alpha=alpha,
-                                   agreement=agreement)  # fmt: skip
+        verdict = verdicts.verdict(**counts, estimate=estimate, ci_low=_number(low_adj), ci_high=_number(high_adj),
+                                   q_p=_number(q_p_adj[i]), alpha=alpha, agreement=agreement)  # fmt: skip
         naive_low, naive_high = naive["ci_low_adj"][i], naive["ci_high_adj"][i]
         naive_finds = naive_low is not None and naive_high is not None and not naive_low <= 0 <= naive_high
         if verdict == "no evidence" and naive_finds:
@@ -454,7 +453,8 @@ def _items_pooled(evidence, lists: pl.DataFrame, naive: dict[str, list], alpha: 
         values["basis"] = crossed_module.BASIS_ITEMS
         for name in _POOLED:
             out[name].append(values[name])
-    schema = {**{c: lists.schema[c] for c in keys}, "run": pl.String, "r": pl.Float64}
+    schema: dict[str, pl.DataType] = {c: lists.schema[c] for c in keys}
+    schema.update(run=pl.String(), r=pl.Float64())
     return pl.DataFrame(long, schema=schema), out
 
 

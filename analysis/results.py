@@ -165,7 +165,7 @@ class Comparison(Result):
 
     summary_columns = (
         "task_x", "task_y", "runs", "sign_agreement", "r_pooled", "ci_low_adj", "ci_high_adj", "q_p_adj", "i2",
-        "verdict", "basis",
+        "verdict", "basis", "noise_could_produce",
     )  # fmt: skip
 
     #: The run attributes runs were grouped by (empty: all runs together).

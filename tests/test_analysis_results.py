@@ -43,14 +43,16 @@ def test_each_result_says_in_its_repr_what_it_holds(analysis_db):
     assert repr(result) == (
         "<PartialCorrelations: 3 runs × 3 OOD tasks, in-domain 'lambada_openai', linear residualizer, pearson; 9 rows>"
     )
+    closed = "runs only (item noise not included): the analysis' store is closed (give an open one as `items`)"
     assert repr(compare(result)) == (
-        "<Comparison: 3 pairs, alpha 0.05 (holm over pairs), knha test, effective inference>"
+        f"<Comparison: 3 pairs, alpha 0.05 (holm over pairs), knha test, effective inference; {closed}>"
     )
     assert repr(compare(result, adjust_pairs="none", test="z")) == (
-        "<Comparison: 3 pairs, alpha 0.05 (not adjusted), z test, effective inference>"
+        f"<Comparison: 3 pairs, alpha 0.05 (not adjusted), z test, effective inference; {closed}>"
     )
-    assert repr(by_size) == (  # 3 sizes × 3 pairs
-        "<Comparison by size: 9 pairs, alpha 0.05 (holm over pairs), knha test, effective inference>"
+    assert repr(by_size) == (  # 3 sizes × 3 pairs; the Pythia store has no per-sample rows
+        "<Comparison by size: 9 pairs, alpha 0.05 (holm over pairs), knha test, effective inference; "
+        "runs only (item noise not included): no per-sample rows of every task in every run>"
     )
     fragile = sum(sensitivity.table["fragile"].to_list())
     assert repr(sensitivity) == f"<Sensitivity: 3 pairs, {fragile} fragile at alpha 0.1>"
