@@ -7,72 +7,73 @@ and Y are related only through in-domain ability:
 1. **The control is noisy.** The in-domain score is a mean over a sample of
    items, so it measures ability with error. Regressing X and Y on it leaves
    in both residuals the part of ability that the error hid, and the residuals
-   correlate (the partial correlation is biased away from 0, in every run, by
-   the same mechanism). More runs do not help.
+   correlate: the partial correlation is biased away from 0 in every run, by
+   the same mechanism, and more runs do not help.
 2. **The items are shared.** Every run is scored on the same items, so
    whatever a draw of items does to a run's estimate it does to every run:
    the runs' estimates are not independent, and pooling them as if they were
    overstates what is known (Clark 1973's "language-as-fixed-effect fallacy";
    Baayen, Davidson & Bates 2008). Here the runs are the subjects.
 
-**The test: a vanishing tetrad.** The in-domain items are split at random into
-two halves, ``A`` and ``B``, whose scores measure the same ability with
-independent errors (their items are disjoint). If X and Y are related only
-through ability (a linear one-factor model for X, Y, A and B), their
-covariances obey Spearman's tetrad equation ``s_XY s_AB = s_XA s_YB =
-s_XB s_YA`` (Spearman 1904; Wishart 1928; Bollen & Ting 1993). The statistic is
-the tetrad difference
+**The test: a vanishing tetrad.** Two distinct in-domain items measure the
+same ability with independent errors. If X and Y are related only through
+ability (a linear one-factor model for X, Y and the items), their covariances
+obey Spearman's tetrad equation ``s_XY s_ij = s_Xi s_Yj`` for any two distinct
+items ``i`` and ``j`` (Spearman 1904; Wishart 1928; Bollen & Ting 1993). The
+statistic is the tetrad difference averaged over every ordered pair of
+distinct items (a U-statistic, :func:`tetrads`),
 
-    ``tau = s_XY s_AB - (s_XA s_YB + s_XB s_YA) / 2``,
+    ``tau = s_XY V - C_XY``,   ``V = mean s_ij``,   ``C_XY = mean s_Xi s_Yj``,
 
-which needs no estimate of the control's error variance and divides by no noisy
-quantity: under the null its expectation is 0 exactly for Gaussian scores,
-whatever the control's noise (the sampling covariances of the products cancel
-by Wishart's moments), and nearly so for scores made of items. It is the
-numerator of the errors-in-variables partial covariance with the true-score
-variance of the control estimated by the covariance of its halves,
-``s_XY - s_XB s_YA / s_AB``, times ``s_AB``, and stays defined where X and Y are
-nearly pure functions of ability. Each run's tetrad is scaled to the naive
-partial correlation's scale, ``q = tau / (s_ZZ sqrt(v_X v_Y))`` (``s_ZZ`` the
-control's variance, ``v`` the residual variances of the linear fit on the full
-control), and averaged over ``splits`` random halvings of the items (the same
-halvings in every run). ``q`` is about ``lambda r*``, with ``r*`` the partial
-correlation with the control's noise taken out and ``lambda = s_AB / s_ZZ`` the
-control's reliability; the comparison reports ``r* = q / lambda``.
+which needs no estimate of the control's error variance and divides by no
+noisy quantity. Given the ability's path over the checkpoints, each product
+in it pairs covariances whose errors come from disjoint, independent sources
+(X's items, Y's, item ``i``'s, item ``j``'s), so under the null its expectation
+is exactly 0, for any distribution of the answers and any autocorrelation of
+their noise over checkpoints. ``tau / V`` is the errors-in-variables partial
+covariance ``s_XY - C_XY / V`` (Fuller 1987, ch. 1), defined where X and Y are
+nearly pure functions of ability. Each run's ``r* = tau / scale``, with
+``scale = V sqrt(v_X v_Y)`` (``v`` the residual variances of the linear fit
+on the full in-domain score), is that covariance on the naive partial
+correlation's scale: the naive r with the control's noise taken out, 0 under
+the null. (It keeps X's and Y's own item noise in its denominator, so it is
+attenuated by their reliability, unlike ``r_corrected`` of ``analyze --items``.)
 
-**Crossed inference over runs and items.** Each run's ``q_r`` errs by a part
-of its own (its checkpoints, and the answers its model gave) and a part that
-the shared items give every run alike. With ``R`` runs,
+**Crossed inference over runs and items.** The pooled ``r*`` is the ratio
+``sum tau / sum scale`` over the ``R`` runs. Its linearization ``u_r = tau_r -
+r* scale_r`` errs by a part of each run's own (its checkpoints, and the answers
+its model gave) and a part that the shared items give every run alike:
 
-    ``Var(mean q) = Var(u) / R + C``,
+    ``Var(mean u) = Var(u_own) / R + C``,
 
-where the spread of the ``q_r`` over runs estimates the first term (it carries
+where the spread of the ``u_r`` over runs estimates the first term (it carries
 the checkpoints' and each run's own answers' noise, and any real difference
-between runs) and ``C`` is the covariance between two runs' estimates across
-draws of items: the mean off-diagonal covariance of the runs' ``q`` over
-``resamples`` study-wide resamples of the items, each testset's items drawn
-with replacement once for the whole study and the same draw used in every run.
-This is the method-of-moments variance of a crossed random-effects design (the
-spread over subjects plus the covariance items induce between them, as in
-Clark's F' and Owen's 2007 pigeonhole bootstrap without its double count of
-the interaction). The pooled estimate is referred to Student's t with
-Satterthwaite's degrees of freedom (``R - 1`` when ``C`` is 0). Its interval
-on the ``q`` scale is divided by the mean reliability; it is symmetric about
-the estimate, so it never excludes it, and is clipped to [-1, 1].
+between runs) and ``C`` is the covariance between two runs' ``u`` across draws
+of items: the mean off-diagonal covariance over ``resamples`` study-wide
+resamples of the items, each testset's items drawn with replacement once for
+the whole study and the same draw used in every run. This is the
+method-of-moments variance of a crossed design (the spread over subjects plus
+the covariance items induce between them, as in Clark's F' and Owen's 2007
+pigeonhole bootstrap, without its double count of the interaction). The
+pooled estimate is referred to Student's t with ``R - 1`` degrees of freedom
+(the shared items' part is estimated too, so Satterthwaite's larger df would
+be optimistic: ``benchmarks/results/crossed_verdicts.csv``). Its interval is
+symmetric about the estimate, so it never excludes it, and clipped to [-1, 1].
 
-**Per run** (significance, heterogeneity): each ``q_r``'s sampling variance is
-a delete-a-block jackknife over its checkpoints (blocks of
+**Per run** (significance, heterogeneity): each run's ``r*`` has a
+delete-a-block jackknife variance over its checkpoints (blocks of
 :data:`JACKKNIFE_BLOCK` consecutive checkpoints, so that autocorrelated
 training curves are not treated as independent draws); the heterogeneity test
-is Cochran's Q with those variances. The jackknife's variance is biased upward
-(Efron & Stein 1981), so the test errs towards not calling a pair
-model-dependent.
+is Cochran's Q of the runs' ``r*`` with their mean jackknife variance (one
+run's own, from ten blocks, is too rough to divide by). The jackknife's
+variance is biased upward (Efron & Stein 1981), so the test errs towards not
+calling a pair model-dependent.
 
 **What it does not correct.** The tetrad is the linear one-factor model's: a
-pair that both curve the same way against ability (a linear residualizer's
-misfit) is not absorbed by it. ``docs/explanation/statistics.md`` shows the
-level on planted studies, the misfit case included, and says which interval
-to report.
+pair whose noise-free scores both curve the same way against the in-domain
+score (a linear residualizer's misfit) is not absorbed by it.
+``docs/explanation/statistics.md`` shows the level on planted studies, that
+case included, and says which interval to report.
 """
 
 from __future__ import annotations
@@ -300,7 +301,7 @@ class Crossed:
     variance: float  # the estimate's: Var(mean u) / mean(scale)², u the ratio's linearization
     run_variance: float  # the part from the runs' spread (of u, over R)
     item_covariance: float  # the part the shared items give every run (C of u, floored at 0)
-    df: float  # Satterthwaite's
+    df: float  # R - 1
     pvalue: float
     q_stat: float  # Cochran's Q of the runs' r*, with their mean jackknife variance
     q_p: float
@@ -355,7 +356,7 @@ def crossed(tau: np.ndarray, scale: np.ndarray, draws_tau: np.ndarray, draws_sca
     shared = max(float((cov.sum() - np.trace(cov)) / (R * (R - 1))), 0.0)
     mean_scale = float(scale.mean())
     variance = (spread + shared) / mean_scale**2
-    df = (spread + shared) ** 2 / (spread**2 / (R - 1)) if spread > 0 else float("inf")
+    df = float(R - 1)  # not Satterthwaite's more: the shared items' part is itself estimated (benchmark: 92.5 %)
     statistic = ratio / np.sqrt(variance) if variance > 0 else nan
     p = float(2.0 * stats.t.sf(abs(statistic), df)) if np.isfinite(statistic) else nan
     r_runs = np.clip(tau / scale, -1.0, 1.0)

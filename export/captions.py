@@ -98,9 +98,9 @@ def adjusted_over_pairs(adjust_pairs: str, test: str) -> str:
     >>> adjusted_over_pairs("none", "z")
     'z test; not adjusted for multiple testing'
     >>> adjusted_over_pairs("holm", "crossed")  # verdicts over items and runs
-    "Satterthwaite's t on the crossed variance; Holm-adjusted over every pair, with the heterogeneity tests"
+    't on the crossed variance; Holm-adjusted over every pair, with the heterogeneity tests'
     """
-    tested = {"knha": "Knapp–Hartung t", "z": "z test", "crossed": "Satterthwaite's t on the crossed variance"}[test]
+    tested = {"knha": "Knapp–Hartung t", "z": "z test", "crossed": "t on the crossed variance"}[test]
     if adjust_pairs not in _ADJUST:
         return f"{tested}; not adjusted for multiple testing"
     return f"{tested}; {_ADJUST[adjust_pairs]}-adjusted over every pair, with the heterogeneity tests"
