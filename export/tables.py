@@ -224,7 +224,8 @@ def compare_table(
         per_run = [run for run in runs if run in per_run]
     names = dict(layout.get("names") or {})
     keep = [*groups, "task_x", "task_y", "runs", "sign_agreement", "r_pooled", "ci_low_adj", "ci_high_adj",
-            "p_pooled_adj", "i2", "verdict", *([f"r:{run}" for run in per_run] if wide else [])]  # fmt: skip
+            "p_pooled_adj", "i2", "verdict", *(["basis"] if "basis" in result.columns else []),
+            *([f"r:{run}" for run in per_run] if wide else [])]  # fmt: skip
     frame = result.select(keep)
     if isinstance(source, Comparison) and source.source is not None:  # pairs in the analysis' order
         frame = display.pair_order(frame, display.analysis_order(source.source))
@@ -249,11 +250,14 @@ def compare_table(
     method = Method.of(source)
     regressed = method.regressed_out(names)
     inference = source.inference if isinstance(source, Comparison) else None
+    over_items = isinstance(source, Comparison) and source.item_resamples is not None
     pooled = "pooled across runs (random effects on Fisher z" + (f", {inference} n" if inference else "") + ")"
+    if over_items:
+        pooled = "pooled across runs and items (the in-domain testset's item noise taken out)"
     default_caption = "Partial correlations" + (f" with {regressed}" if regressed else "") + f", {pooled}."
     options = {"wide": wide, "mark": mark, "compact": False, **layout}
     if isinstance(source, Comparison):
-        adjusted = adjusted_over_pairs(source.adjust_pairs, source.test)
+        adjusted = adjusted_over_pairs(source.adjust_pairs, "crossed" if over_items else source.test)
         level = f"alpha {source.alpha:g}"
     else:
         adjusted, level = "as compare adjusted it", "the comparison's alpha"
@@ -261,6 +265,8 @@ def compare_table(
         f" Adj. CI: the pooled interval at the level the adjustment implies, which excludes 0 where the adjusted p "
         f"is below {level}."
     )
+    if isinstance(source, Comparison) and not over_items:
+        note += " Verdicts over runs only: item noise not included."
     common = _common(layout, options, functools.partial(compare_table, source), default_caption, "tab:compare", note,
                      shown.key)  # fmt: skip
     marks = pl.DataFrame({"r_pooled": [_stars(v) for v in frame["p_pooled_adj"]]}, schema={"r_pooled": pl.String})

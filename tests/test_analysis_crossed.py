@@ -210,3 +210,45 @@ def test_without_samples_compare_says_item_noise_is_not_included_and_what_the_no
                                    "arc_easy,piqa", "--item-inference", "items"])  # fmt: skip
     assert refused.exit_code != 0 and "Traceback" not in refused.output
     assert "--item-inference: no verdicts over items: no per-sample rows" in refused.output
+
+
+@pytest.fixture(scope="module")
+def saved_samples_db(samples_db, tmp_path_factory):
+    """The samples store, copied, with its analysis saved as 'planted'."""
+    import shutil
+
+    db = tmp_path_factory.mktemp("saved") / "saved.duckdb"
+    shutil.copy(samples_db, db)
+    with ood_store.open(db) as store:
+        store.save_analysis("planted", ood_store.partial_correlations(store, "mnli"))
+    return db
+
+
+def test_export_plot_and_viewer_give_the_verdicts_over_items(saved_samples_db, runner, tmp_path):
+    """export --compare, plot forest and the viewer's pair page read the per-sample rows as compare does."""
+    pytest.importorskip("starlette")
+    from starlette.testclient import TestClient
+
+    from ood_store._cli import main
+    from ood_store._serve.app import Settings, create_app
+
+    with ood_store.open(saved_samples_db, read_only=True) as store:
+        expected = ood_store.compare(store.analysis("planted")).table.row(0, named=True)
+    assert expected["basis"] == "items and runs"
+    db = ["--db", str(saved_samples_db)]
+    table = tmp_path / "pooled.csv"
+    exported = runner.invoke(main, [*db, "export", "--analysis", "planted", "--compare", "-o", str(table)])
+    assert exported.exit_code == 0, exported.output
+    row = pl.read_csv(table, comment_prefix="#").row(0, named=True)
+    assert row["basis"] == "items and runs" and row["verdict"] == expected["verdict"]
+    assert row["r_pooled"] == pytest.approx(expected["r_pooled"], abs=1e-6)
+    runs_only = runner.invoke(main, [*db, "export", "--analysis", "planted", "--compare", "--item-inference", "runs",
+                                     "-f", "csv"])  # fmt: skip
+    assert "runs only (item noise not included)" in runs_only.output
+    figure = tmp_path / "forest.png"
+    plotted = runner.invoke(main, [*db, "plot", "forest", "--analysis", "planted", "-o", str(figure)])
+    assert plotted.exit_code == 0 and figure.stat().st_size > 0, plotted.output
+    client = TestClient(create_app(Settings(saved_samples_db)), base_url="http://127.0.0.1:8000")
+    page = client.get("/analyses/planted/pair/hans/rte.json")
+    assert page.status_code == 200, page.text
+    assert "items and runs" in page.text
