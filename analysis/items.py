@@ -6,7 +6,8 @@ outcomes the store keeps (the ``samples`` table) and, per run:
 
 - resamples each testset's items with replacement, the same items at every
   checkpoint, and recomputes the scores and the partial correlations (either
-  residualizer): ``item_ci_low/high``, how far ``r`` moves with another draw of items;
+  residualizer): ``item_ci_low/high``, how far ``r`` moves with another draw of items (BCa,
+  :func:`~ood_store._analysis.itemstats.bca_ci`, as every item-bootstrap interval here);
 - estimates what item noise adds to each series' variance and corrects the
   covariance matrix for it (:mod:`~ood_store._analysis.itemstats`): ``r_corrected``,
   the partial correlation of the noise-free scores (linear residualizer, Pearson;
@@ -56,6 +57,15 @@ ITEM_COLUMNS = (
     "r_noise", "reliability_in_domain", "reliability_x", "reliability_y", "note",
     "in_domain", "metric", "residualizer", "method",
 )  # fmt: skip
+
+#: Every interval of an item analysis: its low and high columns, and the estimate it is printed beside (and contains).
+ITEM_INTERVALS = (
+    ("item_ci_low", "item_ci_high", "r"),
+    ("corrected_ci_low", "corrected_ci_high", "r_corrected"),
+    ("corrected_item_ci_low", "corrected_item_ci_high", "r_corrected"),
+    ("boot_ci_low", "boot_ci_high", "r"),
+    ("corrected_boot_ci_low", "corrected_boot_ci_high", "r_corrected"),
+)
 
 
 @dataclass(frozen=True)
@@ -411,10 +421,13 @@ def _run_table(
     linear = options.residualizer == "linear" and options.method == "pearson"
     out: dict[str, Any] = {name: np.full(ix.size, np.nan) for name in ITEM_COLUMNS[7:26] if name != "block_length"}
     out["r"], out["ci_low"], out["ci_high"] = (base[c].to_numpy() for c in ("r", "ci_low", "ci_high"))
-    naive, fixed = itemstats.item_bootstrap(matrices, options.items, rng, weights=weights, sums=sums)
+    naive, fixed = itemstats.item_bootstrap(matrices, options.items, rng, weights=weights, sums=sums, boundary=True)
     if not linear:
         naive = _refit(scores, matrices, options, weights)
-    out["item_ci_low"], out["item_ci_high"] = _bootstrap.percentile_ci(naive[:, ix, iy], options.confidence)
+    accel_naive, accel_corrected = _accelerations(matrices, scores, options, linear, (ix, iy))
+    out["item_ci_low"], out["item_ci_high"] = itemstats.bca_ci(
+        naive[:, ix, iy], out["r"], accel_naive, options.confidence
+    )
     note: list[str | None] = [None] * ix.size
     blocks = None
     if linear:
@@ -422,8 +435,8 @@ def _run_table(
         out["r_corrected"] = r_corrected
         out["r_noise"] = itemstats.noise_only(cov, error)[0][ix, iy]
         corrected_draws = fixed[:, ix, iy]
-        out["corrected_item_ci_low"], out["corrected_item_ci_high"] = _bootstrap.percentile_ci(
-            corrected_draws, options.confidence
+        out["corrected_item_ci_low"], out["corrected_item_ci_high"] = itemstats.bca_ci(
+            corrected_draws, r_corrected, accel_corrected, options.confidence
         )
         out["corrected_ci_low"], out["corrected_ci_high"] = itemstats.corrected_ci(
             corrected_draws, r_corrected, T, options.confidence
@@ -477,13 +490,13 @@ def _run_table(
         naive_b, fixed_b = itemstats.item_bootstrap(matrices, options.bootstrap, rng, checkpoints=idx, weights=weights)
         if not linear:
             naive_b = _refit(scores, matrices, options, weights, idx)
-        out["boot_ci_low"], out["boot_ci_high"] = _bootstrap.percentile_ci(naive_b[:, ix, iy], options.confidence)
+        # percentile intervals of the combined draws (NaN draws left out), as measured; widened to their estimate
+        lo, hi = _bootstrap.percentile_ci(naive_b[:, ix, iy], options.confidence)
+        out["boot_ci_low"], out["boot_ci_high"] = itemstats.containing(lo, hi, out["r"])
         if linear:
             lo, hi = _bootstrap.percentile_ci(fixed_b[:, ix, iy], options.confidence)
-            finite = np.isfinite(out["r_corrected"])
-            out["corrected_boot_ci_low"], out["corrected_boot_ci_high"] = (
-                np.where(finite, lo, np.nan),
-                np.where(finite, hi, np.nan),
+            out["corrected_boot_ci_low"], out["corrected_boot_ci_high"] = itemstats.containing(
+                lo, hi, out["r_corrected"]
             )
         blocks = length
     reliability = np.array(
@@ -511,6 +524,28 @@ def _run_table(
             "note": note,
         },
         schema_overrides={"block_length": pl.Int64, "note": pl.String},
+    )
+
+
+def _accelerations(
+    matrices: Sequence[np.ndarray], scores: np.ndarray, options: ItemOptions, linear: bool, pairs: tuple
+) -> tuple[np.ndarray, np.ndarray]:
+    """BCa's accelerations of one run's naive and corrected r (per pair of ``pairs``, the upper triangle's indices).
+
+    From a delete-a-group jackknife over each testset's items
+    (:func:`~ood_store._analysis.itemstats.jackknife_scores`, 20 groups a testset), through the analysis' own
+    fits for the naive r (the GAM's or the ranks' where they are chosen), for the item draws' intervals.
+    """
+    stack, error, sample = itemstats.jackknife_scores(matrices)
+    cov = itemstats._covariance(stack, None)
+    if linear:
+        naive = itemstats.partial_from_covariance(cov)
+    else:
+        fit = _Fit(scores[:, :1], scores[:, 1:], options)
+        naive = np.asarray(fit.correlations_of(stack[:, :, :1], stack[:, :, 1:]))
+    fixed = itemstats.partial_from_covariance(itemstats.corrected(cov, error))
+    return itemstats.acceleration(naive[:, pairs[0], pairs[1]], sample), itemstats.acceleration(
+        fixed[:, pairs[0], pairs[1]], sample
     )
 
 
