@@ -100,9 +100,14 @@ def test_the_pooled_test_keeps_its_level_on_planted_nulls_with_shared_items(n, s
     every run; 160 studies. The level is 0.05: the share of rejections must be within the binomial 99 % bound
     (0.05 + 2.58 sqrt(0.05 · 0.95 / 160) = 0.094). benchmarks/crossed_verdicts.py measures it on 400 studies
     per setting (benchmarks/results/crossed_verdicts.csv)."""
-    p = np.array([_study(seed, n, signal=signal).pvalue for seed in range(160)])
+    fits = [_study(seed, n, signal=signal) for seed in range(160)]
+    p = np.array([fit.pvalue for fit in fits])
     assert np.isfinite(p).all()
     assert (p < 0.05).mean() <= 0.094
+    for fit in fits:  # every interval holds its estimate, at every level printed
+        for alpha in (0.05, 0.025, 0.001):
+            low, high = fit.interval(alpha)
+            assert -1 <= low <= fit.estimate <= high <= 1
 
 
 def test_a_planted_shared_signal_is_found():
