@@ -56,8 +56,8 @@ method-of-moments variance of a crossed design (the spread over subjects plus
 the covariance items induce between them, as in Clark's F' and Owen's 2007
 pigeonhole bootstrap, without its double count of the interaction). The
 pooled estimate is referred to Student's t with ``R - 1`` degrees of freedom
-(the shared items' part is estimated too, so Satterthwaite's larger df would
-be optimistic: ``benchmarks/results/crossed_verdicts.csv``). Its interval is
+(the shared items' part is estimated too, and Satterthwaite's larger df, which
+treats it as known, covered less than 93 %: ``benchmarks/results/crossed_verdicts.csv``). Its interval is
 symmetric about the estimate, so it never excludes it, and clipped to [-1, 1].
 
 **Per run** (significance, heterogeneity): each run's ``r*`` has a
