@@ -173,13 +173,12 @@ def tetrads(control: np.ndarray, ood: np.ndarray, weights: np.ndarray | None = N
     """
     centered = control - control.mean(axis=1, keepdims=True)
     n, T = centered.shape
-    yc = centered.astype(np.float32)
-    w = np.ones((1, n), dtype=np.float32) if weights is None else weights.astype(np.float32)
+    w = np.ones((1, n)) if weights is None else weights.astype(float)
     w2 = w * w
-    sums = (w @ yc).astype(float)  # resamples × T: the drawn items' summed (centered) scores
-    drawn, drawn2 = w.sum(axis=1, dtype=float), w2.sum(axis=1, dtype=float)
+    sums = w @ centered  # resamples × T: the drawn items' summed (centered) scores
+    drawn, drawn2 = w.sum(axis=1), w2.sum(axis=1)
     pairs = drawn**2 - drawn2
-    own = (w2 @ (yc * yc).sum(axis=1)).astype(float) / T  # sum of w_i^2 S_ii
+    own = w2 @ (centered * centered).sum(axis=1) / T  # sum of w_i^2 S_ii
     total = (sums * sums).sum(axis=1) / T
     V = (total - own) / pairs
     s_zz = total / drawn**2
@@ -189,8 +188,12 @@ def tetrads(control: np.ndarray, ood: np.ndarray, weights: np.ndarray | None = N
     if weights is None:
         gram = (centered.T @ centered)[None]  # T × T: sum of Yc_i Yc_i'
     else:
+        # the one large product: single precision where it is large (its terms are each item's own, so the
+        # rounding is relative to each term, not to their difference)
+        single = w.shape[0] * n * T * T > 5e7
+        yc = centered.astype(np.float32 if single else float)
         outer = (yc[:, :, None] * yc[:, None, :]).reshape(n, T * T)
-        gram = (w2 @ outer).astype(float).reshape(-1, T, T)
+        gram = (w2.astype(yc.dtype) @ outer).astype(float).reshape(-1, T, T)
     own_xy = np.einsum("btp,bts,bsq->bpq", x, gram, x) / T**2  # sum of w_i^2 S_Xi S_Yi
     cross = (sx[:, :, None] * sx[:, None, :] - own_xy) / pairs[:, None, None]
     s_xx = np.einsum("btp,btq->bpq", x, x) / T

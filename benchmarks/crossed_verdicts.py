@@ -47,7 +47,7 @@ SETTINGS = {
     **{f"null-own-{n}": {"items": n, "signal": 0.3, "shared": 0.0} for n in (60, 500, 5000)},
     **{f"null-pure-{n}": {"items": n, "signal": 0.0, "shared": 0.0} for n in (60, 500, 5000)},
     "misfit-5000": {"items": 5000, "signal": 0.3, "shared": 0.0, "difficulty_means": (-0.5, 0.5, 0.3)},
-    **{f"shared-0.5-{n}": {"items": n, "signal": 0.3, "shared": 0.5} for n in (60, 5000)},
+    **{f"shared-0.5-{n}": {"items": n, "signal": 0.3, "shared": 0.5} for n in (60, 500, 5000)},
     **{f"shared-0.8-{n}": {"items": n, "signal": 0.3, "shared": 0.8} for n in (60, 5000)},
 }
 
@@ -111,13 +111,14 @@ def main() -> None:
     parser.add_argument("--only", nargs="*", choices=sorted(SETTINGS), default=None)
     parser.add_argument("--processes", type=int, default=2)
     parser.add_argument("--out", type=Path, default=OUT)
+    parser.add_argument("--label", default="", help="Appended to each setting's name in the output (e.g. -24runs).")
     args = parser.parse_args()
     names = args.only or list(SETTINGS)
     jobs = [(name, i, args.runs, args.resamples, args.seed) for name in names for i in range(args.studies)]
     start = time.perf_counter()
     with ProcessPoolExecutor(args.processes) as pool:
         rows = pl.DataFrame(list(pool.map(one_study, jobs, chunksize=4)))
-    table = summarize(rows)
+    table = summarize(rows).with_columns(pl.col("setting") + args.label)
     print(f"{args.studies} studies per setting × {args.runs} runs, {args.resamples} item resamples "
           f"({time.perf_counter() - start:.0f} s)")  # fmt: skip
     with pl.Config(tbl_rows=-1, tbl_cols=-1, tbl_width_chars=200, float_precision=3):

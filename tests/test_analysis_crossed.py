@@ -39,7 +39,7 @@ def test_tetrad_equals_its_definition_over_pairs_of_distinct_items():
     ood = rng.random((9, 2))
     tau, scale, _ = crossed.tetrads(control, ood)
     expected_tau, V = _brute_tetrad(control, ood[:, 0], ood[:, 1], np.ones(6, dtype=int))
-    assert tau[0, 1] == pytest.approx(expected_tau, rel=1e-6, abs=1e-12)
+    assert tau[0, 1] == pytest.approx(expected_tau, rel=1e-9, abs=1e-14)
     # the scale: V times the residual standard deviations of the linear fits on the in-domain mean
     z = control.mean(axis=0)
     residual = [np.var(ood[:, j] - np.polyval(np.polyfit(z, ood[:, j], 1), z)) for j in (0, 1)]
@@ -49,7 +49,7 @@ def test_tetrad_equals_its_definition_over_pairs_of_distinct_items():
     drawn, _, _ = crossed.tetrads(control, np.stack([ood, ood]), weights)
     for b in range(2):
         expected, _ = _brute_tetrad(control, ood[:, 0], ood[:, 1], weights[b])
-        assert drawn[b, 0, 1] == pytest.approx(expected, rel=1e-5, abs=1e-10)
+        assert drawn[b, 0, 1] == pytest.approx(expected, rel=1e-9, abs=1e-14)
 
 
 def test_crossed_variance_is_the_runs_spread_plus_the_shared_items_covariance():
