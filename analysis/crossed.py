@@ -55,9 +55,12 @@ the whole study and the same draw used in every run. This is the
 method-of-moments variance of a crossed design (the spread over subjects plus
 the covariance items induce between them, as in Clark's F' and Owen's 2007
 pigeonhole bootstrap, without its double count of the interaction). The
-pooled estimate is referred to Student's t with ``R - 1`` degrees of freedom
-(the shared items' part is estimated too, and Satterthwaite's larger df, which
-treats it as known, covered less than 93 %: ``benchmarks/results/crossed_verdicts.csv``). Its interval is
+pooled estimate is referred to Student's t with Satterthwaite's degrees of
+freedom for the runs' spread: the ratio weighs each run by its scale, so a
+run's ``u`` varies as its scale, and the spread of ``R`` runs of unequal
+scales counts as ``(sum scale²)² / sum scale⁴`` runs, less the one the mean
+takes (``R - 1`` for equal scales; ``R - 1`` with unequal ones rejected 7-8 %
+of planted nulls, ``benchmarks/results/crossed_verdicts.csv``). Its interval is
 symmetric about the estimate, so it never excludes it, and clipped to [-1, 1].
 
 **Per run** (significance, heterogeneity): each run's ``r*`` has a
@@ -304,7 +307,7 @@ class Crossed:
     variance: float  # the estimate's: Var(mean u) / mean(scale)², u the ratio's linearization
     run_variance: float  # the part from the runs' spread (of u, over R)
     item_covariance: float  # the part the shared items give every run (C of u, floored at 0)
-    df: float  # R - 1
+    df: float  # the runs' effective number (Satterthwaite's) less 1
     pvalue: float
     q_stat: float  # Cochran's Q of the runs' r*, with their mean jackknife variance
     q_p: float
@@ -359,7 +362,10 @@ def crossed(tau: np.ndarray, scale: np.ndarray, draws_tau: np.ndarray, draws_sca
     shared = max(float((cov.sum() - np.trace(cov)) / (R * (R - 1))), 0.0)
     mean_scale = float(scale.mean())
     variance = (spread + shared) / mean_scale**2
-    df = float(R - 1)  # not Satterthwaite's more: the shared items' part is itself estimated (benchmark: 92.5 %)
+    # Satterthwaite's degrees of freedom of the runs' spread when run r's u varies as its scale (the ratio weighs
+    # the runs by it): (sum scale²)² / sum scale⁴ runs, less the one the mean takes; R - 1 for equal scales
+    runs_eff = float((scale**2).sum() ** 2 / (scale**4).sum())
+    df = max(runs_eff - 1.0, 1.0)
     statistic = ratio / np.sqrt(variance) if variance > 0 else nan
     p = float(2.0 * stats.t.sf(abs(statistic), df)) if np.isfinite(statistic) else nan
     r_runs = np.clip(tau / scale, -1.0, 1.0)
