@@ -16,15 +16,12 @@ Printed: the seconds of each, their ratio, and the target (items under 60 s on t
 
 from __future__ import annotations
 
-import argparse
 import subprocess
 import sys
-import tempfile
 import time
-from pathlib import Path
 
-from common import OOD_STORE, fresh
-from items_speed import build
+from common import OOD_STORE
+from items_speed import study_store
 
 
 def timed(command: list[str]) -> float:
@@ -37,22 +34,7 @@ def timed(command: list[str]) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--runs", type=int, default=24)
-    parser.add_argument("--checkpoints", type=int, default=30)
-    parser.add_argument("--tasks", type=int, default=10)
-    parser.add_argument("--items", type=int, default=5000)
-    parser.add_argument("--resamples", type=int, default=500)
-    parser.add_argument("--folder", type=Path)
-    parser.add_argument("--keep", action="store_true", help="Keep a store made before (same folder) instead.")
-    args = parser.parse_args()
-    folder = args.folder or Path(tempfile.mkdtemp(prefix="compare-speed-"))
-    folder.mkdir(parents=True, exist_ok=True)
-    db = folder / "items.duckdb"
-    start = time.perf_counter()
-    if not (args.keep and db.exists()):
-        build(fresh(db), args.runs, args.checkpoints, args.tasks, args.items)
-    built = time.perf_counter() - start
+    args, folder, db, built = study_store(__doc__, 500, "compare-speed-")
     base = [OOD_STORE, "--db", str(db), "compare", "--in-domain", "task00", "--format", "csv"]
     baseline = timed([*base, "--item-inference", "runs", "-o", str(folder / "runs.csv")])
     items = timed([*base, "--item-resamples", str(args.resamples), "-o", str(folder / "items.csv")])

@@ -78,24 +78,30 @@ def build(db: Path, runs: int, checkpoints: int, tasks: int, items: int) -> None
     con.close()
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def study_store(description: str, resamples: int, prefix: str) -> tuple[argparse.Namespace, Path, Path, float]:
+    """The arguments of a benchmark on this study (RUNS, CHECKPOINTS, TASKS, ITEMS, RESAMPLES, FOLDER, KEEP), its
+    folder, and its store, made there unless kept from before (with the seconds that took)."""
+    parser = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=24)
     parser.add_argument("--checkpoints", type=int, default=30)
     parser.add_argument("--tasks", type=int, default=10)
     parser.add_argument("--items", type=int, default=5000)
-    parser.add_argument("--resamples", type=int, default=1000)
+    parser.add_argument("--resamples", type=int, default=resamples)
     parser.add_argument("--folder", type=Path)
     parser.add_argument("--keep", action="store_true", help="Keep a store made before (same folder) instead.")
     args = parser.parse_args()
-    folder = args.folder or Path(tempfile.mkdtemp(prefix="items-speed-"))
+    folder = args.folder or Path(tempfile.mkdtemp(prefix=prefix))
     folder.mkdir(parents=True, exist_ok=True)
     db = folder / "items.duckdb"
-    rows = args.runs * args.checkpoints * args.tasks * args.items
     start = time.perf_counter()
     if not (args.keep and db.exists()):
         build(fresh(db), args.runs, args.checkpoints, args.tasks, args.items)
-    built = time.perf_counter() - start
+    return args, folder, db, time.perf_counter() - start
+
+
+def main() -> None:
+    args, folder, db, built = study_store(__doc__, 1000, "items-speed-")
+    rows = args.runs * args.checkpoints * args.tasks * args.items
     command = [OOD_STORE, "--db", str(db), "analyze", "--in-domain", "task00", "--items", str(args.resamples)]
     start = time.perf_counter()
     done = subprocess.run([*command, "--format", "csv", "-o", str(folder / "items.csv")], capture_output=True)
