@@ -68,7 +68,10 @@ delete-a-block jackknife variance over its checkpoints (blocks of
 :data:`JACKKNIFE_BLOCK` consecutive checkpoints, so that autocorrelated
 training curves are not treated as independent draws); the heterogeneity test
 is Cochran's Q of the runs' ``r*`` with their mean jackknife variance (one
-run's own, from ten blocks, is too rough to divide by). The jackknife's
+run's own, from ten blocks, is too rough to divide by), referred to a scaled
+χ² whose two moments match those of Q given the runs' own variances
+(Satterthwaite 1946): with runs of unequal precision, χ² with ``R - 1`` degrees
+of freedom called 7 % of planted nulls heterogeneous at 5 %. The jackknife's
 variance is biased upward (Efron & Stein 1981), so the test errs towards not
 calling a pair model-dependent.
 
@@ -372,13 +375,29 @@ def crossed(tau: np.ndarray, scale: np.ndarray, draws_tau: np.ndarray, draws_sca
     typical = float(within.mean())
     if typical > 0:
         q_stat = float(((r_runs - r_runs.mean()) ** 2).sum() / typical)
-        q_p = float(stats.chi2.sf(q_stat, R - 1))
+        q_p = _q_p(q_stat, within / typical)
         i2 = max(0.0, (q_stat - (R - 1)) / q_stat) if q_stat > 0 else 0.0
         tau2 = max(0.0, float(r_runs.var(ddof=1)) - typical)
     else:
         q_stat = q_p = i2 = tau2 = nan
     return Crossed(float(np.clip(ratio, -1.0, 1.0)), variance, spread / mean_scale**2, shared / mean_scale**2,
                    float(df), p, q_stat, q_p, i2, tau2)  # fmt: skip
+
+
+def _q_p(q_stat: float, relative: np.ndarray) -> float:
+    """The p of Cochran's Q with the runs' mean variance, ``sum (r - mean r)² / mean v``, when the runs' own
+    variances differ (``relative``: each over their mean): Q is then a quadratic form ``r' A Λ A r`` (``A`` the
+    centering) whose null distribution is referred to ``c χ²_ν`` with its first two moments (Satterthwaite 1946:
+    ``c = tr(M²) / tr(M)``, ``ν = tr(M)² / tr(M²)``, ``M = A Λ A``); χ² with ``R - 1`` when the variances are equal.
+
+    >>> round(_q_p(7.0, np.ones(8)), 4) == round(float(stats.chi2.sf(7.0, 7)), 4)
+    True
+    """
+    R = relative.size
+    centering = np.eye(R) - 1.0 / R
+    M = centering @ np.diag(relative) @ centering
+    first, second = float(np.trace(M)), float(np.trace(M @ M))
+    return float(stats.chi2.sf(q_stat * first / second, first**2 / second))
 
 
 def per_run_p(r: np.ndarray, within: np.ndarray) -> np.ndarray:
