@@ -59,8 +59,8 @@ pooled estimate is referred to Student's t with Satterthwaite's degrees of
 freedom for the runs' spread: the ratio weighs each run by its scale, so a
 run's ``u`` varies as its scale, and the spread of ``R`` runs of unequal
 scales counts as ``(sum scale²)² / sum scale⁴`` runs, less the one the mean
-takes (``R - 1`` for equal scales; ``R - 1`` with unequal ones rejected 7-8 %
-of planted nulls, ``benchmarks/results/crossed_verdicts.csv``). Its interval is
+takes (``R - 1`` for equal scales; ``R - 1`` with unequal ones rejected 7 to 10 %
+of 100-150 planted nulls at 5 %). Its interval is
 symmetric about the estimate, so it never excludes it, and clipped to [-1, 1].
 
 **Per run** (significance, heterogeneity): each run's ``r*`` has a
