@@ -22,10 +22,21 @@ BROWSER_PACKAGES := chromium chromium-driver
 # `make cluster` installs Debian's packages (as root) and starts them (tests/cluster/start.sh);
 # `make cluster-stop` stops them by PID. CI runs both around `make test`.
 CLUSTER_PACKAGES := slurm-wlm slurmdbd munge mariadb-server
+# DuckLake stores' tests (pytest -m lake) run in an environment of their own, $(LAKE_VENV): the lake extra pins
+# DuckDB to 1.5.5, for which DuckLake's extensions are on PyPI (.venv keeps the newest DuckDB). No torch: the
+# lake tests evaluate nothing. `make postgres` installs Debian's postgresql (as root) and starts a private
+# PostgreSQL for the catalog (tests/lake/start.sh; it writes $(LAKE_ENV), the connection strings);
+# `make postgres-stop` stops it by PID. `make test-lake` runs the lake tests against it (OOD_STORE_TEST_LAKE,
+# from $(LAKE_ENV), names the catalog; without it, OOD_STORE_TEST_LAKE is unset). CI runs all three.
+LAKE_VENV ?= .venv-lake
+LAKE_BIN := $(LAKE_VENV)/bin
+LAKE_EXTRAS := lake,test,bootstrap,serve
+LAKE_ENV := build/lake/pg.env
 # The library folders, type-checked as the one package they install as.
 PACKAGE_DIRS := finetune evaluate ingest store schema analysis export serve
 
-.PHONY: demo test lint typecheck tree docs check bench latex browser strace reference cluster cluster-stop clean
+.PHONY: demo test test-lake lint typecheck tree docs check bench latex browser strace reference cluster cluster-stop \
+	postgres postgres-stop clean
 
 demo: $(VENV)/.installed-eval
 	$(BIN)/ood-store demo
@@ -34,6 +45,11 @@ test: $(VENV)/.installed-test
 	@command -v pdflatex >/dev/null || echo "No pdflatex: the LaTeX compile tests will skip (make latex installs $(LATEX_PACKAGES))"
 	@command -v chromedriver >/dev/null || echo "No chromedriver: the viewer's browser tests will skip (make browser installs $(BROWSER_PACKAGES))"
 	$(BIN)/python -m pytest -n 2
+
+# The environment variables of $(LAKE_ENV) (OOD_STORE_TEST_LAKE: the catalog's connection string) reach pytest.
+test-lake: $(LAKE_VENV)/.installed
+	@[ -f $(LAKE_ENV) ] || echo "No $(LAKE_ENV): OOD_STORE_TEST_LAKE is unset, no PostgreSQL catalog (make postgres starts one)"
+	if [ -f $(LAKE_ENV) ]; then set -a; . ./$(LAKE_ENV); set +a; fi; $(LAKE_BIN)/python -m pytest -n 2 -m lake
 
 # ruff's lint rules and formatting, over the whole tree.
 lint: $(VENV)/.installed-lint
@@ -123,6 +139,19 @@ cluster: $(VENV)/.installed-test
 cluster-stop:
 	tests/cluster/stop.sh
 
+# Debian's initdb and pg_ctl are in /usr/lib/postgresql/VERSION/bin, not on PATH: start.sh finds them there.
+postgres:
+	@if command -v initdb >/dev/null || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		echo "Installing postgresql for the lake tests"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=900 install -y -qq \
+			--no-install-recommends postgresql >/dev/null; \
+	else echo "Cannot install postgresql (needs root and apt-get): install it yourself"; exit 1; fi
+	tests/lake/start.sh
+
+postgres-stop:
+	tests/lake/stop.sh
+
 $(VENV)/.created:
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install --quiet --upgrade pip
@@ -142,10 +171,14 @@ $(VENV)/.installed-eval: pyproject.toml $(VENV)/.installed-torch
 
 # every-eval-ever (its validator checks the EEE files the tests export) declares Python >= 3.12;
 # on 3.11 it is installed without its dependencies, which the test extra already brings.
+# $(call install-eee,VENV_BIN)
+install-eee = $(1)/python -c 'import sys; sys.exit(sys.version_info < (3, 12))' || \
+	$(1)/python -m pip --disable-pip-version-check install --quiet --no-deps --ignore-requires-python \
+	"every-eval-ever==0.3.0"
+
 $(VENV)/.installed-test: pyproject.toml $(VENV)/.installed-eval
 	$(PIP) install --quiet -e ".[$(DEMO_EXTRAS),test]"
-	$(BIN)/python -c 'import sys; sys.exit(sys.version_info < (3, 12))' || \
-		$(PIP) install --quiet --no-deps --ignore-requires-python "every-eval-ever==0.3.0"
+	$(call install-eee,$(BIN))
 	touch $@
 
 $(VENV)/.installed-lint: pyproject.toml $(VENV)/.installed-test
@@ -156,5 +189,16 @@ $(VENV)/.installed-docs: pyproject.toml $(VENV)/.installed-test
 	$(PIP) install --quiet -e ".[$(DEMO_EXTRAS),test,docs]"
 	touch $@
 
-clean:
-	rm -rf $(VENV) build site *.egg-info .mypy_cache .ruff_cache ood-store-demo.duckdb ood-store-demo lm-eval-results
+# The lake tests' environment; the .gitignore in it (as venv writes from Python 3.13 on) keeps git out of it.
+# tomli-w (of the finetune extra, which brings torch): pytest -m lake imports every test module to select,
+# and tests/test_finetune_prompt_length.py imports it.
+$(LAKE_VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(LAKE_VENV)
+	echo '*' >$(LAKE_VENV)/.gitignore
+	$(LAKE_BIN)/python -m pip --disable-pip-version-check install --quiet --upgrade pip
+	$(LAKE_BIN)/python -m pip --disable-pip-version-check install --quiet -e ".[$(LAKE_EXTRAS)]" "tomli-w>=1.0"
+	$(call install-eee,$(LAKE_BIN))
+	touch $@
+
+clean: postgres-stop
+	rm -rf $(VENV) $(LAKE_VENV) build site *.egg-info .mypy_cache .ruff_cache ood-store-demo.duckdb ood-store-demo lm-eval-results
