@@ -23,3 +23,13 @@ def execute(con, sql: str, params: dict | None = None) -> None:
     params = params or {}
     for statement in duckdb.extract_statements(sql):
         con.execute(statement, {name: params[name] for name in statement.named_parameters})
+
+
+def literal(text: str) -> str:
+    """``text`` as an SQL string literal, for the statements that take no parameters in every DuckDB this
+    supports (``ATTACH``'s path on DuckDB 1.5, which the lake extra pins).
+
+    >>> print(literal("it's.duckdb"))
+    'it''s.duckdb'
+    """
+    return "'" + text.replace("'", "''") + "'"

@@ -1,4 +1,5 @@
--- The store's own tables (not views, not schema_version, which a dump's manifest stands for), in a
+-- The store's own tables (not views, not schema_version, which a dump's manifest stands for, nor a lake's
+-- lake_writes, its writers' bookkeeping), in a
 -- stable order: their columns, whether they hold rows per evaluation (an evaluation_id column:
 -- dumped partitioned by run) and whether they have a run column of their own.
 SELECT
@@ -9,6 +10,6 @@ SELECT
 FROM duckdb_tables() t
 JOIN duckdb_columns() c ON c.table_oid = t.table_oid
 WHERE t.database_name = current_database() AND t.schema_name = 'main' AND NOT t.temporary
-  AND t.table_name <> 'schema_version'
+  AND t.table_name NOT IN ('schema_version', 'lake_writes')
 GROUP BY t.table_name
 ORDER BY t.table_name
