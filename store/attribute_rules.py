@@ -27,6 +27,7 @@ from typing import Any
 import duckdb
 
 from ood_store._errors import InputError
+from ood_store._store.lake import retried
 from ood_store._store.runs import load_run_file, parse_attributes, scalar_attributes, set_attributes
 from ood_store._store.transaction import transaction
 
@@ -144,7 +145,11 @@ def apply_rules(con: duckdb.DuckDBPyConnection, rules: Sequence[AttributeRule], 
         raise InputError(first.pattern, None, f"{what} in the store{where}{more} (see `ood-store runs`)")
     changed = {run: attributes_for(run, rules) for run in runs}
     changed = {run: attrs for run, attrs in changed.items() if attrs}
-    with transaction(con):
-        for run, attrs in sorted(changed.items()):
-            set_attributes(con, run, attrs)
+
+    def write() -> None:
+        with transaction(con, {"command": "set run attributes", "runs": sorted(changed)}):
+            for run, attrs in sorted(changed.items()):
+                set_attributes(con, run, attrs)
+
+    retried(write)
     return sorted(changed)

@@ -12,6 +12,7 @@ meets the damage: on open, in :func:`read`, in a query, and in every method of t
 
 from __future__ import annotations
 
+import datetime as _dt
 import functools
 import os
 from collections.abc import Callable, Iterable, Iterator
@@ -25,7 +26,7 @@ import polars as pl
 from ood_store import _sqlfiles as sqlfiles
 from ood_store._errors import StoreError, StoreLockedError
 from ood_store._schema import latest_version
-from ood_store._store import birth, migrations, query, sandbox
+from ood_store._store import birth, lake, migrations, query, sandbox
 from ood_store._store.connection import DEFAULT_LOCK_TIMEOUT, close, connect, fetch_value
 from ood_store._store.damage import damaged
 
@@ -36,20 +37,35 @@ _SQL = "ood_store._store"
 
 
 class Database:
-    """A store file, open (and, unless ``read_only``, created or migrated to the latest schema).
+    """A store file or a lake, open (and, unless ``read_only``, created or migrated to the latest schema).
 
-    Made by :func:`ood_store.open`, as a :class:`ood_store.Store`.
+    Made by :func:`ood_store.open`, as a :class:`ood_store.Store`. A lake (:mod:`ood_store._store.lake`)
+    is given as a :class:`~ood_store._store.lake.Lake`; ``path`` is then its URL, password left out, for
+    messages. ``data_path`` is where a new lake keeps its data; ``snapshot`` opens a lake read-only as it
+    was at that snapshot.
     """
 
     def __init__(
         self,
-        path: Path,
+        path: Path | lake.Lake,
         read_only: bool = False,
         lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
         allow_files: Iterable[str | os.PathLike[str]] = (),
+        *,
+        data_path: str | os.PathLike[str] | None = None,
+        snapshot: int | None = None,
     ):
-        self.path = path
-        self.read_only = read_only
+        self.lake: lake.Lake | None = path if isinstance(path, lake.Lake) else None
+        if self.lake is None and snapshot is not None:
+            raise StoreError(
+                f"{path}: a store file keeps no snapshots to go back to; `--at` needs a lake (ducklake:...)"
+            )
+        if self.lake is None and data_path is not None:
+            raise StoreError(f"{path}: a data path is for a lake (ducklake:...), not a store file")
+        self.path = Path(self.lake.shown) if self.lake is not None else Path(path)
+        self.snapshot = snapshot
+        self._data_path = None if data_path is None else os.fspath(data_path)
+        self.read_only = read_only or snapshot is not None
         self.lock_timeout = lock_timeout
         self.allow_files = sandbox.folders(allow_files)
         self._created = False  # whether this object made the store file (birth.create)
@@ -74,6 +90,8 @@ class Database:
         """The store's connection, waiting up to ``lock_timeout``; a store that is not there (when opened
         for writing) is made first, whole (:func:`ood_store._store.birth.create`), and what a process killed
         while it made the store left beside it is removed."""
+        if self.lake is not None:
+            return self._connect_lake()
         if not self.read_only:
             birth.remove_leftovers(self.path)
         return connect(
@@ -83,6 +101,27 @@ class Database:
             create=None if self.read_only else self._create,
         )
 
+    def _connect_lake(self) -> duckdb.DuckDBPyConnection:
+        assert self.lake is not None
+        data_path = None
+        if self._data_path is not None:
+            data_path = lake.check_data_path(self._data_path, self.lake.shown)
+        con = lake.connect(
+            self.lake,
+            read_only=self.read_only,
+            create=data_path is not None,
+            data_path=data_path,
+            snapshot=self.snapshot,
+        )
+        if data_path is not None and not self.read_only and not migrations.current_version(con):
+            try:
+                self._born = lake.create_schema(con)
+            except BaseException:
+                con.close()
+                raise
+            self._created = bool(self._born)
+        return con
+
     def _create(self, path: Path) -> None:
         applied = birth.create(path)
         if applied is not None:
@@ -91,6 +130,19 @@ class Database:
     def _prepare(self) -> list[int]:
         version = migrations.current_version(self._con)
         migrations.check_supported(version, str(self.path))
+        if self.lake is not None:
+            if version == 0:
+                raise StoreError(
+                    f"{self.path}: the lake holds no ood-store schema; create it with "
+                    f"`ood-store --db '{self.path}' init --data-path DIR_OR_S3_URL`"
+                )
+            if version < latest_version():
+                raise StoreError(
+                    f"{self.path}: the lake has schema version {version}, older than this ood-store's "
+                    f"{latest_version()}, and lakes are not migrated yet: dump it with the ood-store that made it "
+                    "and load the dump into a new lake"
+                )
+            return []
         if version == 0 and fetch_value(self._con, sqlfiles.load(_SQL, "count_tables")):
             raise StoreError(f"{self.path}: a DuckDB database, but not an ood-store (no schema_version table)")
         if self.read_only:
@@ -109,7 +161,9 @@ class Database:
         self._closed = True
         self._user_sql.close()
         if self._live is not None:
-            if discard:
+            if self.lake is not None:
+                self._live.close()
+            elif discard:
                 birth.discard(self._live, self.path)  # closes it
             else:
                 close(self._live, self.path, writer=not self.read_only)
@@ -138,12 +192,37 @@ class Database:
 
     def __repr__(self) -> str:
         mode = "read-only" if self.read_only else "read-write"
-        return f"<ood_store.Store {str(self.path)!r} {mode}>"
+        at = "" if self.snapshot is None else f" at snapshot {self.snapshot}"
+        return f"<ood_store.Store {str(self.path)!r} {mode}{at}>"
 
     @property
     def schema_version(self) -> int:
         """The schema version the store file is at (the latest, once opened for writing)."""
         return migrations.current_version(self._con)
+
+    @property
+    def location(self) -> str:
+        """Where the store is, as provenance records it: the file's absolute path, or the lake's URL
+        (its password left out)."""
+        return self.lake.shown if self.lake is not None else str(self.path.resolve())
+
+    def snapshot_marker(self) -> int | str:
+        """What the store holds now, as a table's provenance records it: a lake's snapshot id (an ``int``,
+        which ``--at`` opens again), or for a store file, which keeps no history, ``"content:<md5>"`` of
+        the evaluations and runs it holds (equal markers: the same files, runs and attributes)."""
+        with damage_reported(self.path):
+            if self.lake is not None:
+                return int(fetch_value(self._con, sqlfiles.load(_SQL, "lake_current_snapshot")))
+            return "content:" + str(fetch_value(self._con, sqlfiles.load(_SQL, "store_fingerprint")))
+
+    def snapshot_time(self) -> str | None:
+        """When a lake's snapshot that this store reads was committed (UTC, ISO 8601, seconds); None for a
+        store file. Exports of a lake record it as the time they were made, so that one made again ``--at``
+        that snapshot is the same file byte for byte."""
+        if self.lake is None:
+            return None
+        seconds = float(fetch_value(self._con, sqlfiles.load(_SQL, "lake_snapshot_time")))
+        return _dt.datetime.fromtimestamp(seconds, _dt.UTC).replace(microsecond=0, tzinfo=None).isoformat()
 
     @property
     def connection(self) -> duckdb.DuckDBPyConnection:
@@ -186,12 +265,20 @@ class Database:
     @contextmanager
     def _sandbox(self) -> Iterator[duckdb.DuckDBPyConnection]:
         """The sandbox for one query: kept between queries on a read-only store (no process can change
-        the file while this one reads it), a fresh one each time on a store opened for writing."""
+        the file while this one reads it) and on a lake (each query reads its latest snapshot), a fresh
+        one each time on a store file opened for writing."""
         if self._closed:
             raise StoreError(f"{self.path}: the store is closed")
         with ExitStack() as stack:
-            opened = sandbox.sandbox(self.path, allow_files=self.allow_files, lock_timeout=self.lock_timeout)
-            if not self.read_only:
+            opened = (
+                sandbox.lake_sandbox(self.lake, allow_files=self.allow_files, snapshot=self.snapshot)
+                if self.lake is not None
+                else sandbox.sandbox(self.path, allow_files=self.allow_files, lock_timeout=self.lock_timeout)
+            )
+            # DuckDB attaches a file once per process: a store file, or a lake's catalog in a DuckDB file, is
+            # let go of while the query runs (a lake in PostgreSQL or SQLite is attached again beside it)
+            shared_file = self.lake is None or self.lake.kind == "duckdb"
+            if shared_file and (not self.read_only or self.lake is not None):
                 stack.enter_context(released(self))
                 con = stack.enter_context(opened)
             elif self._sandbox_con is None:
@@ -204,6 +291,15 @@ class Database:
     def _require_writable(self, what: str) -> None:
         if self.read_only:
             raise StoreError(f"{self.path}: opened read-only; cannot {what}")
+
+
+def target(where: str | os.PathLike[str]) -> Path | lake.Lake:
+    """The store a string, path or URL names: a store file's path, or a :class:`~ood_store._store.lake.Lake`.
+
+    >>> target("results.duckdb"), target("ducklake:sqlite:/data/lab.sqlite").kind
+    (PosixPath('results.duckdb'), 'sqlite')
+    """
+    return lake.parse(where) if lake.is_lake(where) else Path(where)
 
 
 # -- what the stages use -------------------------------------------------------------------------
@@ -229,7 +325,10 @@ def released(db: Database) -> Iterator[None]:
     For an evaluation, whose collector opens the store for each commit only, and for a query on a
     store opened for writing, whose sandbox attaches the file read-only.
     """
-    close(db._con, db.path, writer=not db.read_only)
+    if db.lake is not None:
+        db._con.close()
+    else:
+        close(db._con, db.path, writer=not db.read_only)
     db._live = None
     try:
         yield
@@ -241,8 +340,9 @@ def released(db: Database) -> Iterator[None]:
 
 
 def discard_if_empty(db: Database) -> None:
-    """Remove the store file on close if this object created it and it still holds nothing."""
-    if db._created:
+    """Remove the store file on close if this object created it and it still holds nothing (never a lake:
+    others may be writing to it)."""
+    if db._created and db.lake is None:
         db._discard_if_empty = True
 
 

@@ -26,12 +26,16 @@ import tempfile
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import duckdb
 
 from ood_store import _sqlfiles as sqlfiles
 from ood_store._errors import InputError
 from ood_store._store.connection import guarded, waiting
+
+if TYPE_CHECKING:
+    from ood_store._store.lake import Lake
 
 # Set when the database starts: DuckDB refuses them later. Spilling goes to a folder of the sandbox's own
 # (DuckDB lets queries read its temporary folder): not one in the working directory, shared with others.
@@ -84,8 +88,34 @@ def sandbox(
         shutil.rmtree(spill, ignore_errors=True)
 
 
+@contextmanager
+def lake_sandbox(
+    lake: Lake, *, allow_files: Sequence[Path] = (), snapshot: int | None = None, memory_limit: str | None = None
+) -> Iterator[duckdb.DuckDBPyConnection]:
+    """The sandbox on a lake: attached read-only (at ``snapshot`` if given), the same settings locked as on a
+    file, with the lake's data path among the folders that may be read (DuckLake reads its Parquet files
+    there). The catalog's own database is attached read-only with it: a query can neither write through it
+    (``postgres_execute`` runs in a read-only transaction) nor attach another (tests/test_lake.py)."""
+    from ood_store._store import lake as lakes
+
+    spill = tempfile.mkdtemp(prefix="ood-store-sql-")
+    limits = {} if memory_limit is None else {"memory_limit": memory_limit}
+    con = lakes.connect(lake, read_only=True, snapshot=snapshot, config={**limits, "temp_directory": spill})
+    try:
+        data = lakes.data_path_of(con)
+        sqlfiles.execute(
+            con,
+            sqlfiles.load("ood_store._store", "sandbox_lock"),
+            {"folders": [data, *(str(f) for f in allow_files)]},
+        )
+        yield con
+    finally:
+        con.close()
+        shutil.rmtree(spill, ignore_errors=True)
+
+
 def _attach(con: duckdb.DuckDBPyConnection, path: Path) -> None:
     """Attach the store at ``path`` read-only, while no writer of it lets go
     (:func:`~ood_store._store.connection.guarded`)."""
     with guarded(path, exclusive=False):
-        con.execute(sqlfiles.load("ood_store._store", "sandbox_attach"), {"path": str(path)})
+        con.execute(sqlfiles.load("ood_store._store", "sandbox_attach").format(path=sqlfiles.literal(str(path))))

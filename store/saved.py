@@ -17,6 +17,7 @@ from ood_store import __version__
 from ood_store import _sqlfiles as sqlfiles
 from ood_store._errors import AnalysisError
 from ood_store._store.connection import fetch_one, fetch_value
+from ood_store._store.lake import retried
 from ood_store._store.transaction import registered, transaction
 
 KIND = "partial_correlations"
@@ -32,22 +33,27 @@ def save(
     """Save ``rows`` and ``params`` as analysis ``name``, in one transaction."""
     if not name or not name.strip():
         raise AnalysisError("an analysis needs a name", parameter="name")
-    exists = fetch_value(con, _sql("analysis_exists"), {"name": name})
-    if exists and not replace:
-        raise AnalysisError(
-            f"an analysis named {name!r} exists already; pass `replace` to overwrite it", parameter="name"
-        )
-    values = {
-        "name": name,
-        "kind": KIND,
-        "params": orjson.dumps(params, default=str).decode(),
-        "created_at": dt.datetime.now(dt.UTC).replace(tzinfo=None),
-        "version": __version__,
-    }
-    with registered(con, "new_rows", rows), transaction(con):
-        if exists:
-            sqlfiles.execute(con, _sql("delete_analysis"), values)
-        sqlfiles.execute(con, _sql("save_analysis"), values)
+
+    def write() -> None:
+        with registered(con, "new_rows", rows), transaction(con, {"command": "save analysis", "analysis": name}):
+            # read in the transaction that writes: on a lake, another writer may have saved one meanwhile
+            exists = fetch_value(con, _sql("analysis_exists"), {"name": name})
+            if exists and not replace:
+                raise AnalysisError(
+                    f"an analysis named {name!r} exists already; pass `replace` to overwrite it", parameter="name"
+                )
+            values = {
+                "name": name,
+                "kind": KIND,
+                "params": orjson.dumps(params, default=str).decode(),
+                "created_at": dt.datetime.now(dt.UTC).replace(tzinfo=None),
+                "version": __version__,
+            }
+            if exists:
+                sqlfiles.execute(con, _sql("delete_analysis"), values)
+            sqlfiles.execute(con, _sql("save_analysis"), values)
+
+    retried(write)
 
 
 def read_analysis(con: duckdb.DuckDBPyConnection, name: str) -> tuple[pl.DataFrame, dict[str, Any]]:
@@ -72,5 +78,9 @@ def listing(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
 def drop(con: duckdb.DuckDBPyConnection, name: str) -> None:
     """Remove saved analysis ``name`` and its rows."""
     params(con, name)  # raises when absent
-    with transaction(con):
-        sqlfiles.execute(con, _sql("delete_analysis"), {"name": name})
+
+    def write() -> None:
+        with transaction(con, {"command": "drop analysis", "analysis": name}):
+            sqlfiles.execute(con, _sql("delete_analysis"), {"name": name})
+
+    retried(write)

@@ -9,7 +9,7 @@ A Polars frame reaches DuckDB 2 through the Arrow PyCapsule stream it exports it
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager, suppress
 from typing import Any
 
@@ -17,12 +17,18 @@ import duckdb
 
 
 @contextmanager
-def transaction(con: duckdb.DuckDBPyConnection) -> Iterator[duckdb.DuckDBPyConnection]:
+def transaction(
+    con: duckdb.DuckDBPyConnection, note: Mapping[str, Any] | None = None
+) -> Iterator[duckdb.DuckDBPyConnection]:
     """``with transaction(con): ...`` runs the block in one DuckDB transaction.
 
     The block's statements are committed together when it ends, or rolled back
     when it raises (the exception then propagates). Not reentrant: DuckDB has no
-    nested transactions.
+    nested transactions. On a lake, the transaction is a write that conflicts with
+    any other writer's that overlaps it (:func:`ood_store._store.lake.begin_write`;
+    run it again with :func:`~ood_store._store.lake.retried`), and ``note`` (what is
+    written: ``{"command": "ingest", "files": 3}``, which the block may add to) is its
+    commit's message, which ``ood-store snapshots`` shows.
 
     Examples
     --------
@@ -38,9 +44,16 @@ def transaction(con: duckdb.DuckDBPyConnection) -> Iterator[duckdb.DuckDBPyConne
     >>> con.execute("SELECT count(*) FROM t").fetchone()[0]
     0
     """
+    from ood_store._store import lake
+
     con.execute("BEGIN TRANSACTION")
     try:
+        on_lake = lake.is_lake_connection(con)
+        if on_lake:
+            lake.begin_write(con)
         yield con
+        if on_lake:  # last: the block may have added to the note (rows written)
+            lake.commit_message(con, note)
     except BaseException:
         with suppress(duckdb.Error):  # an unusable connection cannot roll back: the original error says why
             con.execute("ROLLBACK")

@@ -1,0 +1,2 @@
+-- Who commits and what: shown by `ood-store snapshots`.
+CALL store.set_commit_message($author, $message, extra_info => $extra)

@@ -1,0 +1,2 @@
+-- The lake's snapshot the connection reads (its latest, or the one it was opened at).
+SELECT id FROM store.current_snapshot()
