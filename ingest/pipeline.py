@@ -51,8 +51,9 @@ from ood_store._ingest.report import (
     unexpected,
 )
 from ood_store._ingest.wandb import HistoryOptions
-from ood_store._ingest.write import BatchRefused, write_batch
+from ood_store._ingest.write import BatchRefused, StoredMeanwhile, write_batch
 from ood_store._progress import progress_bar
+from ood_store._store import lake
 from ood_store._store.attribute_rules import AttributeRule, attributes_for, unmatched
 from ood_store._store.damage import is_store_problem
 from ood_store._store.runs import parse_attributes, set_attributes
@@ -191,7 +192,7 @@ def _ingest(
     report.files.extend(outcomes[i] for i in sorted(outcomes))
     present = {f.run for f in report.present if f.run} - {f.run for f in report.ingested}
     if not read.dry_run:
-        _update_present(con, sorted(present), run_attributes, campaigns_found)
+        lake.retried(lambda: _update_present(con, sorted(present), run_attributes, campaigns_found))
     if read.samples and not read.dry_run and present_files:
         report.warnings.extend(_documents_of_present(con, present_files))
 
@@ -270,7 +271,10 @@ class Batch:
                 return
             runs = sorted({record.identity.run for record in records})
             try:
-                written = write_batch(self.con, records, self.attributes.for_runs(runs))
+                written = lake.retried(partial(write_batch, self.con, records, self.attributes.for_runs(runs)))
+            except StoredMeanwhile as meanwhile:
+                pending = self._stored_meanwhile(pending, meanwhile)
+                continue
             except BatchRefused as refused:
                 file, at = _file_of(pending, refused.position)
                 index, file_records = pending[file]
@@ -297,6 +301,27 @@ class Batch:
                 return
             self._stored(pending, written)
             return
+
+    def _stored_meanwhile(
+        self, pending: list[tuple[int, list[EvaluationRecord]]], meanwhile: StoredMeanwhile
+    ) -> list[tuple[int, list[EvaluationRecord]]]:
+        """``pending`` less the files another writer stored since this ingest read the store: each is present."""
+        out = []
+        for index, file_records in pending:
+            found = [meanwhile.stored[r.content_hash] for r in file_records if r.content_hash in meanwhile.stored]
+            if not found:
+                out.append((index, file_records))
+                continue
+            evaluation_id, path, run, campaign = found[0]
+            self.outcomes[index] = FileOutcome(
+                file_records[0].display_path,
+                "present",
+                f"same content as {path} (stored meanwhile by another writer)",
+                evaluation_id=evaluation_id,
+                run=run,
+                campaign=campaign,
+            )
+        return out
 
     def _refused(
         self, pending: list[tuple[int, list[EvaluationRecord]]], file: int, at: int, error: Exception

@@ -59,6 +59,15 @@ _EVALUATION_SCHEMA: dict[str, pl.DataType | type[pl.DataType]] = {
 }
 
 
+class StoredMeanwhile(Exception):
+    """Files of a batch that another writer stored since this ingest read the store (on a lake, where writers
+    on other hosts run at once): their content hashes, each with its stored evaluation's id, path and run."""
+
+    def __init__(self, stored: Mapping[str, tuple[int, str, str, str | None]]):
+        super().__init__(f"{len(stored)} files stored meanwhile by another writer")
+        self.stored = dict(stored)
+
+
 class BatchRefused(Exception):
     """The record at ``position`` of a batch cannot be written: ``error`` says why.
 
@@ -106,8 +115,15 @@ def _write_batch(
     grouped: bool,
 ) -> list[tuple[int, int]]:
     now = dt.datetime.now(dt.UTC).replace(tzinfo=None)
-    with transaction(con):
+    note = {
+        "command": "ingest",
+        "files": len({record.path for record in records}),
+        "evaluations": len(records),
+        "runs": sorted({record.identity.run for record in records}),
+    }
+    with transaction(con, note):
         ids = reserve_evaluation_ids(con, len(records))
+        _check_not_stored(con, records)
         evaluations = _evaluations_frame(records, ids, now)
         _run(con, "new_evaluations", evaluations, _sql("write_runs"), {"now": now})
         _run(con, "new_evaluations", evaluations, _sql("write_checkpoints"))
@@ -133,12 +149,24 @@ def _write_batch(
             samples_files.store_documents(con, files, grouped)
         except samples_files.DocumentsRefused as exc:
             raise BatchRefused(position_of[exc.key], exc.error) from None
+        note["rows"] = scores.height + sum(counts)
         for record in records:
             if record.run_attributes:  # what another format's file says of its run, where the run has none
                 fill_attributes(con, record.identity.run, record.run_attributes)
         for run, attrs in sorted((attributes or {}).items()):
             set_attributes(con, run, attrs)
     return list(zip(ids, counts, strict=True))
+
+
+def _check_not_stored(con: duckdb.DuckDBPyConnection, records: Sequence[EvaluationRecord]) -> None:
+    """Raise :class:`StoredMeanwhile` for records whose files are in the store already: stored by another
+    writer since the ingest read the store (on a lake; on a file store no other writer can have)."""
+    hashes = sorted({record.content_hash for record in records})
+    found = con.execute(_sql("stored_hashes"), {"hashes": hashes}).fetchall()
+    if found:
+        raise StoredMeanwhile(
+            {digest: (evaluation_id, path, run, campaign) for digest, evaluation_id, path, run, campaign in found}
+        )
 
 
 def _insert_sample_rows(
@@ -230,7 +258,7 @@ def _evaluations_frame(records: Sequence[EvaluationRecord], ids: list[int], now:
 
 def _run(con: duckdb.DuckDBPyConnection, name: str, frame: pl.DataFrame, sql: str, params: dict | None = None) -> None:
     with registered(con, name, frame):
-        con.execute(sql, params)
+        sqlfiles.execute(con, sql, params)
 
 
 def _json(value: Any) -> str:
