@@ -254,10 +254,12 @@ def compute(data: Database | pl.DataFrame, options: Options, *, progress: bool =
         _bootstrap.require_arch()  # before the series are read: one line, not a failure halfway
     if options.in_domain is None:
         options = dataclasses.replace(options, in_domain=in_domain_of_runs(data, options.runs))
+    snapshot = None if isinstance(data, pl.DataFrame) else data.snapshot_marker()
     series = load_series(data, options)
     options = dataclasses.replace(options, in_domain=series.in_domain)  # as the store spells it (mnli: ood_nli_mnli)
     store = None if isinstance(data, pl.DataFrame) or not series.from_store else data
-    return PartialCorrelations(analyze(series, options, progress=progress), options, series.ood, series.runs, store)
+    table = analyze(series, options, progress=progress)
+    return PartialCorrelations(table, options, series.ood, series.runs, store, snapshot if store is not None else None)
 
 
 def analyze(series: Series, options: Options, *, progress: bool = False) -> pl.DataFrame:

@@ -129,6 +129,9 @@ class PartialCorrelations(Result):
     #: The store the scores were read from (None: a frame): where :func:`~ood_store._analysis.compare` reads the
     #: per-sample rows behind its verdicts over items, while it is open.
     store: Any = field(default=None, repr=False, compare=False)
+    #: What the store held when the scores were read (:meth:`ood_store.Store.snapshot_marker`): a lake's
+    #: snapshot, which ``analyze --at`` opens again, or a store file's content hash. None for a frame.
+    snapshot: int | str | None = field(default=None, compare=False)
 
     @property
     def params(self) -> dict[str, Any]:
@@ -136,6 +139,8 @@ class PartialCorrelations(Result):
         params = self.options.to_dict()
         params["tasks"] = sorted(set(self.table["task_x"]) | set(self.table["task_y"]))
         params["runs_analyzed"] = sorted(set(self.table["run"]))
+        if self.snapshot is not None:
+            params["store_snapshot"] = self.snapshot
         return params
 
     @classmethod
@@ -147,7 +152,8 @@ class PartialCorrelations(Result):
         options = Options(**{key: value for key, value in params.items() if key in known})
         tasks = tuple(params.get("tasks") or sorted(set(table["task_x"]) | set(table["task_y"])))
         runs = tuple(params.get("runs_analyzed") or sorted(set(table["run"])))
-        return cls(partial_frame(table.select(PARTIAL_COLUMNS)), options, tasks, runs, store)
+        snapshot = params.get("store_snapshot")
+        return cls(partial_frame(table.select(PARTIAL_COLUMNS)), options, tasks, runs, store, snapshot)
 
     def _summary(self) -> str:
         o, shape = self.options, f"{len(self.runs)} runs × {len(self.tasks)} OOD tasks"

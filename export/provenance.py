@@ -42,10 +42,14 @@ class Provenance:
         shows the same).
     sql : str or None
         The query, for exports of a SQL query's rows.
+    snapshot : int or str or None
+        What the store held: a lake's snapshot id (``ood-store export --at`` remakes the file from it),
+        or a store file's content hash (``content:<md5>``); for an analysis, as it was when computed.
     version : str
         The ood-store version that wrote the file.
     created : str
-        When the file was written (UTC, ISO 8601).
+        When the file was written (UTC, ISO 8601); from a lake, when the snapshot it was read at was
+        committed, so that the file made again ``--at`` that snapshot is the same byte for byte.
     """
 
     source: str
@@ -53,28 +57,44 @@ class Provenance:
     analysis: str | None = None
     params: dict[str, Any] | None = None
     sql: str | None = None
+    snapshot: int | str | None = None
     version: str = __version__
     created: str = field(default_factory=_now)
 
     @classmethod
     def of_analysis(cls, store: Database, name: str, *, source: str | None = None) -> Provenance:
         """The provenance of saved analysis ``name`` in ``store``."""
+        params = saved.params(connection(store), name)
         return cls(
             source=source or f"analysis {name}",
-            store=str(store.path.resolve()),
+            store=store.location,
             analysis=name,
-            params=saved.params(connection(store), name),
+            params=params,
+            snapshot=params.get("store_snapshot"),
+            created=store.snapshot_time() or _now(),
         )
 
     @classmethod
     def of_query(cls, store: Database, sql: str) -> Provenance:
         """The provenance of the rows of ``sql`` run on ``store``."""
-        return cls(source="query", store=str(store.path.resolve()), sql=sql)
+        return cls(
+            source="query",
+            store=store.location,
+            sql=sql,
+            snapshot=store.snapshot_marker(),
+            created=store.snapshot_time() or _now(),
+        )
 
     @classmethod
     def of_store(cls, store: Database, source: str, *, params: dict[str, Any] | None = None) -> Provenance:
         """The provenance of something drawn from ``store`` directly, with the ``params`` that chose it."""
-        return cls(source=source, store=str(store.path.resolve()), params=params)
+        return cls(
+            source=source,
+            store=store.location,
+            params=params,
+            snapshot=store.snapshot_marker(),
+            created=store.snapshot_time() or _now(),
+        )
 
     def to_dict(self) -> dict[str, Any]:
         """The fields that are set, ``ood_store_version`` first."""
@@ -85,6 +105,7 @@ class Provenance:
             "analysis": self.analysis,
             "params": self.params,
             "sql": self.sql,
+            "snapshot": self.snapshot,
             "created": self.created,
         }
         return {key: value for key, value in items.items() if value is not None}
