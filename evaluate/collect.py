@@ -26,6 +26,7 @@ from ood_store._ingest import ingest
 from ood_store._ingest.identity import Overrides
 from ood_store._store.connection import DEFAULT_LOCK_TIMEOUT, MAX_RETRY_DELAY_S
 from ood_store._store.database import Database, connection
+from ood_store._store.database import target as store_target
 
 #: Pause after each commit when more units are waiting, so that a process waiting for the store
 #: (it tries again every MAX_RETRY_DELAY_S) gets in between commits.
@@ -88,7 +89,7 @@ def collect(
         results = Path(marker.results)
         problem = _check(results, marker.sha256)
         if problem is None:
-            with Database(Path(store or unit.store), lock_timeout=lock_timeout) as target:
+            with Database(store_target(store or unit.store), lock_timeout=lock_timeout) as target:
                 report = ingest(
                     connection(target),
                     [str(results)],

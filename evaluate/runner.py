@@ -361,7 +361,7 @@ def evaluate(
     planned = plan(
         connection(store),
         requests,
-        store=store.path.resolve(),
+        store=store.location,
         output_dir=output,
         force=bool(given.get("force")),
         log_to_file=bool(given.get("log_to_file")),

@@ -23,10 +23,11 @@ from typing import TYPE_CHECKING, Any, Unpack
 
 import polars as pl
 
-from ood_store._errors import AnalysisError, InputError
+from ood_store._errors import AnalysisError, InputError, StoreError
 from ood_store._store import selection
 from ood_store._store.connection import DEFAULT_LOCK_TIMEOUT
 from ood_store._store.database import Database, connection, damage_named, discard_if_empty, released
+from ood_store._store.database import target as store_target
 
 if TYPE_CHECKING:
     from ood_store._analysis.results import PartialCorrelations
@@ -36,6 +37,7 @@ if TYPE_CHECKING:
     from ood_store._export.eee import EeeExport, EeeSource
     from ood_store._ingest import IngestReport, Overrides
     from ood_store._store.dump import DumpReport
+    from ood_store._store.lake import VacuumReport
     from ood_store._store.merge import MergeReport
 
 DEFAULT_DB = "ood_store.duckdb"
@@ -53,13 +55,17 @@ def open(  # noqa: A001 - mirrors io.open / sqlite3.connect naming
     read_only: bool = False,
     lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
     allow_files: Iterable[str | os.PathLike[str]] = (),
+    data_path: str | os.PathLike[str] | None = None,
+    at: int | None = None,
 ) -> Store:
     """Open (and, unless ``read_only``, create or migrate) the store at ``path``.
 
     Parameters
     ----------
     path
-        The DuckDB file. Defaults to ``$OOD_STORE_DB``, else ``ood_store.duckdb``.
+        The DuckDB file, or a lake: ``ducklake:postgres:dbname=lab host=... user=...``,
+        ``ducklake:sqlite:/path/lab.sqlite`` or ``ducklake:/path/lab.ducklake`` (the ``lake``
+        extra; docs/how-to/lab.md). Defaults to ``$OOD_STORE_DB``, else ``ood_store.duckdb``.
     read_only
         Open without taking the write lock. The store must exist and be at the
         current schema version. Another process writing the file still blocks
@@ -69,6 +75,11 @@ def open(  # noqa: A001 - mirrors io.open / sqlite3.connect naming
     allow_files
         Folders whose files SQL run by :meth:`Store.query` may read (``read_csv('DIR/x.csv')``);
         by default it can read the store and nothing else.
+    data_path
+        Where a new lake keeps its Parquet files (a folder, or ``s3://bucket/prefix/``): given, the
+        lake is created when its catalog holds none. An existing lake's data path is read from its catalog.
+    at
+        Open a lake read-only as it was at this snapshot (``ood-store snapshots`` lists them).
 
     Returns
     -------
@@ -80,7 +91,8 @@ def open(  # noqa: A001 - mirrors io.open / sqlite3.connect naming
     0
     >>> store.close()
     """
-    return Store(Path(path) if path is not None else default_path(), read_only, lock_timeout, allow_files)
+    where = store_target(path if path is not None else default_path())
+    return Store(where, read_only, lock_timeout, allow_files, data_path=data_path, snapshot=at)
 
 
 class Store(Database):
@@ -399,6 +411,36 @@ class Store(Database):
 
     # -- saved analyses ----------------------------------------------------
     @damage_named
+    @damage_named
+    def snapshots(self) -> pl.DataFrame:
+        """One row per snapshot of a lake, oldest first: when it was committed (UTC), by whom, the command,
+        and what it wrote (files, runs, rows). A snapshot's id is what ``at`` (``--at``) opens again.
+
+        A store file keeps no history: it has no snapshots (:meth:`snapshot_marker` names its content)."""
+        if self.lake is None:
+            raise StoreError(f"{self.path}: a store file keeps no snapshots; a lake (ducklake:...) does")
+        from ood_store._store import lake
+
+        schema = {"snapshot": pl.Int64, "committed": pl.String, "author": pl.String, "command": pl.String,
+                  "files": pl.Int64, "runs": pl.Int64, "rows": pl.Int64}  # fmt: skip
+        rows = [{key: row[key] for key in schema} for row in lake.snapshots(connection(self))]
+        return pl.DataFrame(rows, schema=schema, orient="row")
+
+    def vacuum(self, older_than_days: float = 30.0, *, keep: Sequence[int] = (), dry_run: bool = False) -> VacuumReport:
+        """Expire a lake's snapshots older than ``older_than_days`` and delete the data files no snapshot names
+        (those that only expired snapshots named, and those of writers killed before they committed).
+
+        The latest snapshot, those in ``keep`` and those saved analyses were computed at are kept: ``at``
+        opens them as before. ``dry_run`` says what would be expired and changes nothing."""
+        self._require_writable("vacuum it")
+        if self.lake is None:
+            raise StoreError(f"{self.path}: a store file keeps no snapshots to expire; vacuum is for a lake")
+        from ood_store._store import lake
+
+        if older_than_days < 0:
+            raise InputError(None, None, "older_than_days must be 0 or more", parameter="older_than_days")
+        return lake.vacuum(connection(self), older_than_days, keep=keep, dry_run=dry_run)
+
     def save_analysis(self, name: str, result: PartialCorrelations, *, replace: bool = False) -> None:
         """Save ``result`` (of :func:`ood_store.partial_correlations`) as analysis ``name``.
 

@@ -56,7 +56,7 @@ _SUFFIXES = (".json", ".pdf", ".svg")
 class Settings:
     """What ``ood-store serve`` was started with."""
 
-    db: Path
+    db: Path | str  # a store file, or a lake's URL (ducklake:...)
     token: str | None = None
     #: Host names a request may name (DNS rebinding): the loopback names when bound to loopback; None: any.
     hosts: frozenset[str] | None = frozenset({"127.0.0.1", "localhost", "::1"})
@@ -107,7 +107,7 @@ class Viewer:
             return orjson.dumps(page.json(str(request.url.replace(query=_without_token(request)))))
         twin = url(_json_path(here), Query(request.query_params.multi_items()).pairs)
         html = self.templates.get_template(f"{page.name}.html").render(
-            page=page, here=here, json_url=twin, navigation=NAVIGATION, store=str(self.settings.db),
+            page=page, here=here, json_url=twin, navigation=NAVIGATION, store=self.reader.shown,
             version=__version__, statuses=bool(self.status_dirs), tables=page.tables,
         )  # fmt: skip
         return html.encode("utf-8")

@@ -12,6 +12,10 @@ changes the key, and the page is computed afresh.
 A store that another process is writing makes the open wait ``lock_timeout``
 seconds and then fail with :class:`~ood_store.StoreLockedError`: the app shows
 that in one line and tries again.
+
+A lake (``ducklake:...``) has no file to stat and no single writer to wait for:
+each request opens it read-only, and what a page computed is kept per snapshot,
+so that a commit by any writer, on any host, makes pages afresh.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ import polars as pl
 
 import ood_store
 from ood_store import _sqlfiles as sqlfiles
+from ood_store._store import lake
 from ood_store._store.database import read
 
 if TYPE_CHECKING:
@@ -61,8 +66,11 @@ def signature(path: Path) -> Signature | None:
 class Reader:
     """Opens the store at ``path`` read-only for each computation, and keeps what it computed per file state."""
 
-    def __init__(self, path: Path, *, lock_timeout: float = LOCK_TIMEOUT, cache_size: int = CACHE_SIZE):
-        self.path = Path(path)
+    def __init__(self, path: Path | str, *, lock_timeout: float = LOCK_TIMEOUT, cache_size: int = CACHE_SIZE):
+        self.lake = lake.is_lake(path)
+        self.path: Path | str = os.fspath(path) if self.lake else Path(path)
+        #: The store as pages name it (a lake's password left out).
+        self.shown = lake.shown(self.path)
         self.lock_timeout = lock_timeout
         self.cache_size = cache_size
         self._cache: OrderedDict[tuple[Signature, Hashable], Any] = OrderedDict()
@@ -77,8 +85,11 @@ class Reader:
     def cached(self, key: Hashable, compute: Callable[[Store], T]) -> T:
         """``compute(store)``, or what it returned before for ``key`` while the file has not changed since.
 
-        A result is kept only when the file did not change while it was computed.
+        A result is kept only when the file did not change while it was computed; a lake's, per snapshot.
         """
+        if self.lake:
+            return self._cached_per_snapshot(key, compute)
+        assert isinstance(self.path, Path)
         before = signature(self.path)
         if before is not None:
             with self._lock:
@@ -94,6 +105,22 @@ class Reader:
                 self._cache[(before, key)] = value
                 while len(self._cache) > self.cache_size:
                     self._cache.popitem(last=False)
+        return value
+
+    def _cached_per_snapshot(self, key: Hashable, compute: Callable[[Store], T]) -> T:
+        with self.opened() as store:
+            state: Signature = ((store.snapshot_marker(), 0, 0),)  # type: ignore[assignment]
+            with self._lock:
+                if (state, key) in self._cache:
+                    self._cache.move_to_end((state, key))
+                    return self._cache[(state, key)]
+            value = compute(store)
+        with self._lock:
+            for stale in [k for k in self._cache if k[0] != state]:
+                del self._cache[stale]
+            self._cache[(state, key)] = value
+            while len(self._cache) > self.cache_size:
+                self._cache.popitem(last=False)
         return value
 
 

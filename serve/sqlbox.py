@@ -22,7 +22,7 @@ import polars as pl
 from ood_store._errors import QueryError
 from ood_store._export import formats
 from ood_store._export import rows as row_formats
-from ood_store._store import query, sandbox
+from ood_store._store import lake, query, sandbox
 
 #: The rows the box shows (and downloads) at most, by default.
 ROWS = 1000
@@ -59,11 +59,16 @@ class Answer:
     seconds: float
 
 
-def run(path: Path, sql: str, limits: Limits, *, lock_timeout: float) -> Answer:
+def run(path: Path | str, sql: str, limits: Limits, *, lock_timeout: float) -> Answer:
     """Run ``sql`` on the store at ``path`` in the sandbox; a refused, failed or interrupted statement is a
     :class:`~ood_store._errors.QueryError` with one line saying why."""
     started = time.monotonic()
-    with sandbox.sandbox(path, lock_timeout=lock_timeout, memory_limit=limits.memory) as con:
+    opened = (
+        sandbox.lake_sandbox(lake.parse(path), memory_limit=limits.memory)
+        if lake.is_lake(path)
+        else sandbox.sandbox(Path(path), lock_timeout=lock_timeout, memory_limit=limits.memory)
+    )
+    with opened as con:
         stopped = threading.Event()
 
         def stop() -> None:

@@ -25,6 +25,7 @@ A store or dump of an older schema version is migrated first, in a staging copy
 from __future__ import annotations
 
 import os
+import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,10 +38,10 @@ import polars as pl
 from ood_store import _schema as schema
 from ood_store import _sqlfiles as sqlfiles
 from ood_store._errors import InputError, OodStoreError, StoreError, first_line
-from ood_store._store import equivalence, migrations
+from ood_store._store import equivalence, lake, migrations
 from ood_store._store.connection import fetch_value, guarded
 from ood_store._store.damage import damaged
-from ood_store._store.dump import quoted, read_manifest
+from ood_store._store.dump import dump, quoted, read_manifest
 from ood_store._store.ids import reserve_evaluation_ids
 from ood_store._store.runs import attributes_of, set_attributes
 from ood_store._store.staging import fill_from_dump, fill_from_store, staged
@@ -162,8 +163,11 @@ def load_dump(
 def merge(
     con: duckdb.DuckDBPyConnection, store_path: Path, other: str | os.PathLike[str], *, prefer: str | None = None
 ) -> MergeReport:
-    """Add every result of the store file ``other`` (opened read-only) to the store on ``con``."""
+    """Add every result of the store ``other`` (a file, opened read-only, or a lake, read at its latest
+    snapshot) to the store on ``con``."""
     _check_prefer(prefer)
+    if lake.is_lake(other):
+        return _merge_lake(con, store_path, lake.parse(other), prefer)
     other = Path(other)
     if not other.is_file():
         raise InputError(other, None, "no such store file")
@@ -186,11 +190,33 @@ def merge(
         raise problem from None
 
 
+def _merge_lake(con: duckdb.DuckDBPyConnection, store_path: Path, other: lake.Lake, prefer: str | None) -> MergeReport:
+    """A lake merged in: dumped (read-only, at its latest snapshot) to a temporary folder, loaded from there.
+
+    A lake cannot be attached beside a store file without DuckLake's extensions in the store's connection;
+    its dump is the same rows, checked by the manifest on the way in.
+    """
+    from ood_store._store.database import Database
+
+    if str(other) == str(store_path):
+        raise InputError(other.shown, None, "is the store itself; give another store to merge")
+    with tempfile.TemporaryDirectory(prefix="ood-store-merge-") as tmp:
+        folder = Path(tmp) / "dump"
+        source = Database(other, read_only=True)
+        try:
+            dump(source.connection, folder)
+        finally:
+            source.close()
+        report = load_dump(con, store_path, folder, prefer=prefer)
+    report.source = other.shown
+    return report
+
+
 def _attached_version(con: duckdb.DuckDBPyConnection, other: Path) -> int:
     """Attach ``other`` as ``ood_store_incoming`` and return its schema version, after checking it is an ood-store."""
     try:
         with guarded(other, exclusive=False):  # DuckDB reads the headers before its lock: not while a writer lets go
-            con.execute(_sql("attach_incoming"), {"path": str(other)})
+            con.execute(_sql("attach_incoming").format(path=sqlfiles.literal(str(other))))
     except duckdb.Error as exc:
         raise damaged(other, exc) or StoreError(f"{other}: cannot open the store to merge: {first_line(exc)}") from None
     try:
@@ -206,7 +232,7 @@ def _attached_version(con: duckdb.DuckDBPyConnection, other: Path) -> int:
 
 def _merge_file(con: duckdb.DuckDBPyConnection, path: Path, source: str, prefer: str | None) -> MergeReport:
     with guarded(path, exclusive=False):
-        con.execute(_sql("attach_incoming"), {"path": str(path)})
+        con.execute(_sql("attach_incoming").format(path=sqlfiles.literal(str(path))))
     try:
         return _merge_attached(con, source, prefer)
     finally:
@@ -215,8 +241,14 @@ def _merge_file(con: duckdb.DuckDBPyConnection, path: Path, source: str, prefer:
 
 def _merge_attached(con: duckdb.DuckDBPyConnection, source: str, prefer: str | None) -> MergeReport:
     """Merge the attached store ``ood_store_incoming`` (at the current schema) into the store, in one transaction."""
+    if lake.is_lake_connection(con):  # another writer's commit conflicts: the merge is tried again, afresh
+        return lake.retried(lambda: _merge_once(con, source, prefer))
+    return _merge_once(con, source, prefer)
+
+
+def _merge_once(con: duckdb.DuckDBPyConnection, source: str, prefer: str | None) -> MergeReport:
     report = MergeReport(source, prefer)
-    with transaction(con):
+    with transaction(con, {"merged": source}):
         _merge_evaluations(con, report)
         report.documents_added = _count(con.execute(_sql("merge_documents")))
         report.runs_added = _count(con.execute(_sql("merge_new_runs")))

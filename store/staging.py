@@ -18,7 +18,7 @@ import duckdb
 from ood_store import _sqlfiles as sqlfiles
 from ood_store._errors import InputError, StoreError, first_line
 from ood_store._progress import progress_bar
-from ood_store._store import migrations
+from ood_store._store import lake, migrations
 from ood_store._store.connection import guarded
 from ood_store._store.dump import Manifest, quoted
 
@@ -34,12 +34,12 @@ def staged(
     """A staging database built at schema ``version``, filled by ``fill`` and migrated to the latest.
 
     ``fill(con, tables)`` gets the staging connection and its tables (name → columns). The file
-    lives in a temporary folder beside ``near`` (the target store) and is removed afterwards.
+    lives in a temporary folder beside ``near`` (the target store; for a lake, in the system's temporary
+    folder) and is removed afterwards.
     """
+    beside = None if lake.is_lake(near) or not near.parent.exists() else near.parent  # a lake: the system's temp
     try:
-        folder = tempfile.TemporaryDirectory(
-            prefix=".ood-store-merge-", dir=near.parent if near.parent.exists() else None
-        )
+        folder = tempfile.TemporaryDirectory(prefix=".ood-store-merge-", dir=beside)
     except OSError as exc:
         raise StoreError(f"{near.parent}: cannot create a temporary folder: {exc.strerror}") from None
     with folder as tmp:
@@ -101,7 +101,7 @@ def fill_from_store(path: Path) -> Callable[[duckdb.DuckDBPyConnection, dict[str
 
     def fill(con: duckdb.DuckDBPyConnection, tables: dict[str, list[str]]) -> None:
         with guarded(path, exclusive=False):  # DuckDB reads the headers before its lock: not while a writer lets go
-            con.execute(_sql("attach_source"), {"path": str(path)})
+            con.execute(_sql("attach_source").format(path=sqlfiles.literal(str(path))))
         try:
             for name in tables:
                 con.execute(_sql("copy_attached_table").format(table=quoted(name)))

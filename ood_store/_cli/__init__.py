@@ -63,8 +63,12 @@ class Settings:
         self.lock_timeout = lock_timeout
         self.db_given = db_given  # --db or OOD_STORE_DB, not the default
 
-    def open(self, *, read_only: bool = False, allow_files: tuple[Path, ...] = ()) -> Store:
-        return open_store(self.db, read_only=read_only, lock_timeout=self.lock_timeout, allow_files=allow_files)
+    def open(
+        self, *, read_only: bool = False, allow_files: tuple[Path, ...] = (), at: int | None = None, **kwargs
+    ) -> Store:
+        return open_store(
+            self.db, read_only=read_only, lock_timeout=self.lock_timeout, allow_files=allow_files, at=at, **kwargs
+        )
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
@@ -75,7 +79,8 @@ class Settings:
     default=DEFAULT_DB,
     show_default=True,
     show_envvar=True,
-    help="The store (a DuckDB file).",
+    help="The store: a DuckDB file, or a lake (ducklake:postgres:dbname=... host=..., ducklake:sqlite:PATH, "
+    "ducklake:PATH).",
 )
 @click.option(
     "--lock-timeout",
@@ -115,6 +120,8 @@ MODULES = {
     "load": "stores",
     "merge": "stores",
     "suite": "suite",
+    "snapshots": "lake",
+    "vacuum": "lake",
     "serve": "serve",
     "demo": "demo",
     "finetune": "finetune",

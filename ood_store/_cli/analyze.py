@@ -18,7 +18,7 @@ from ood_store._analysis.residuals import GAM_DF, GAM_MIN_DF, RESIDUALIZERS, SMO
 from ood_store._analysis.results import Result
 from ood_store._analysis.sensitivity import sensitivity_of
 from ood_store._analysis.verdicts import AGREEMENT
-from ood_store._cli.options import alpha_option, choice, inference_option, item_options, verdict_options
+from ood_store._cli.options import alpha_option, at_option, choice, inference_option, item_options, verdict_options
 from ood_store._cli.output import emit, output_options
 
 # table, markdown and latex show a result's summary() (its main columns, rounded) unless --all-columns;
@@ -160,6 +160,7 @@ _all_columns = click.option(
 )
 @alpha_option("With --sensitivity: the level at which adjusted p-values count as significant.")
 @inference_option()
+@at_option
 @_all_columns
 @output_options
 @_analysis_kwargs
@@ -167,6 +168,7 @@ _all_columns = click.option(
 def analyze(
     settings,
     options: Options,
+    at: int | None,
     save: str | None,
     replace: bool,
     sensitivity: bool,
@@ -197,25 +199,28 @@ def analyze(
       ood-store analyze --in-domain lambada_openai --ood arc_easy,piqa,sciq --save pythia-lambada
       ood-store analyze --in-domain lambada_openai --ood arc_easy,piqa,sciq --sensitivity
       ood-store analyze --in-domain mnli --ood hans,rte --items 1000
+      ood-store analyze --in-domain mnli --ood hans,rte --at 42     # a lake as it was at snapshot 42
     """
+    if at is not None and save is not None:
+        raise click.UsageError("--at reads the lake as it was: its past cannot be written to; leave out --save.")
     if items is not None:
         if save is not None or sensitivity:
             raise click.UsageError("--items makes its own table: leave out --save and --sensitivity.")
         item_options = ItemOptions(
             **{f.name: getattr(options, f.name) for f in fields(Options)}, items=items, splits=splits
         )
-        with settings.open(read_only=True) as store:
+        with settings.open(read_only=True, at=at) as store:
             items_result = compute_items(store, item_options, progress=True)
         emit(shown(items_result, output_format, all_columns), output_format, output)
         return
     if sensitivity:
         if save is not None or options.bootstrap:
             raise click.UsageError("--sensitivity compares point estimates: leave out --save and --bootstrap.")
-        with settings.open(read_only=True) as store:
+        with settings.open(read_only=True, at=at) as store:
             report = sensitivity_of(store, options, alpha=alpha, inference=inference, progress=True)
         emit(shown(report, output_format, all_columns), output_format, output)
         return
-    with settings.open(read_only=save is None) as store:
+    with settings.open(read_only=save is None, at=at) as store:
         result = compute(store, options, progress=True)
         if save is not None:
             store.save_analysis(save, result, replace=replace)
@@ -251,6 +256,7 @@ def analyze(
 @item_options()
 @alpha_option("Significance level of the per-run tests, pooled intervals and heterogeneity tests.")
 @inference_option()
+@at_option
 @_all_columns
 @output_options
 @_analysis_kwargs
@@ -258,6 +264,7 @@ def analyze(
 def compare_command(
     settings,
     options: Options,
+    at: int | None,
     analysis_name,
     by,
     agreement,
@@ -309,7 +316,7 @@ def compare_command(
         raise click.UsageError("--between and --within go together.")
     if between is not None and by:
         raise click.UsageError("--between compares groups with each other; it does not combine with --by.")
-    with settings.open(read_only=True) as store:
+    with settings.open(read_only=True, at=at) as store:
         analyzed = store.analysis(analysis_name) if analysis_name else compute(store, options, progress=True)
         if between is not None:
             groups = between_groups(

@@ -9,6 +9,7 @@ from ood_store._cli.options import (
     FILE,
     allow_files_option,
     alpha_option,
+    at_option,
     choice,
     inference_option,
     item_options,
@@ -80,11 +81,12 @@ from ood_store._export import display, formats, tables
 @click.option("--standalone", is_flag=True, help="LaTeX: a whole document that compiles on its own.")
 @rename_options
 @order_by_option
+@at_option
 @click.pass_obj
 def export(settings, analysis_name, sql, dynamics_tasks, items_table, dynamics_runs, allow_files, compared, by, wide,
            transpose, compact, output_format, output, digits, mark, inference, alpha, adjust_pairs, test,
            item_inference, item_resamples, caption,
-           label, width, landscape, split, standalone, rename, rename_file, order_by):  # fmt: skip
+           label, width, landscape, split, standalone, rename, rename_file, order_by, at):  # fmt: skip
     """Export a saved analysis (or its comparison, or any query) as a table for a paper.
 
     LaTeX tables use booktabs, align their numbers and mark significant r by
@@ -101,6 +103,7 @@ def export(settings, analysis_name, sql, dynamics_tasks, items_table, dynamics_r
       ood-store export --analysis pythia-gam --compare -o pooled.csv
       ood-store export --sql "SELECT * FROM scores WHERE task = 'mnli'" -o mnli.parquet
       ood-store export --item-dynamics hans --items-table -o hans-items.csv
+      ood-store export --analysis pythia-gam --at 42 -o table.tex   # a lake's table as it was at snapshot 42
     """
     if sum(given is not None and given != () for given in (analysis_name, sql, dynamics_tasks)) != 1:
         raise click.UsageError("Give one of --analysis NAME, --sql SQL or --item-dynamics TASK.")
@@ -118,7 +121,7 @@ def export(settings, analysis_name, sql, dynamics_tasks, items_table, dynamics_r
     names = display.names(rename, rename_file)
     layout = {"digits": digits, "names": names, "caption": caption, "label": label, "landscape": landscape,
               "split": split, **({"width": width} if width is not None else {})}  # fmt: skip
-    with settings.open(read_only=True, allow_files=allow_files) as store:
+    with settings.open(read_only=True, allow_files=allow_files, at=at) as store:
         if dynamics_tasks:
             table = tables.from_item_dynamics(store, dynamics_tasks, dynamics_runs or None, items=items_table, **layout)
         elif sql is not None:

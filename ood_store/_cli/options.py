@@ -158,3 +158,13 @@ allow_files_option = click.option(
     metavar="DIR",
     help="Let the SQL read files in DIR (read_csv('DIR/x.csv')); by default it reads the store only. Repeatable.",
 )
+
+
+def at_option(fn):
+    """``--at SNAPSHOT``: read a lake as it was at that snapshot (``ood-store snapshots``)."""
+    return click.option(
+        "--at",
+        type=click.IntRange(min=0),
+        metavar="SNAPSHOT",
+        help="Read the lake as it was at this snapshot (`ood-store snapshots` lists them): the table as it was made.",
+    )(fn)

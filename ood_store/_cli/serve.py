@@ -98,6 +98,7 @@ def serve(settings, host: str, port: int, token: str | None, open_browser: bool,
 
         from ood_store._serve.app import Settings, create_app
         from ood_store._serve.sqlbox import Limits
+        from ood_store._store.lake import shown as shown_store
     except ImportError as exc:
         raise click.ClickException(
             f"ood-store serve needs the serve extra ({exc.name} is missing): {install_hint('serve')}"
@@ -117,7 +118,9 @@ def serve(settings, host: str, port: int, token: str | None, open_browser: bool,
     try:
         settings.open(read_only=True).close()  # a store to show: one-line errors now rather than on every page
     except StoreLockedError:
-        click.echo(f"Note: {settings.db} is being written by another process; pages will say so until it is done.")
+        click.echo(
+            f"Note: {shown_store(settings.db)} is being written by another process; pages will say so until it is done."
+        )
     listening = _listen(host, port)
     port = listening.getsockname()[1]
     shown = f"[{host}]" if ":" in host else host
@@ -134,7 +137,7 @@ def serve(settings, host: str, port: int, token: str | None, open_browser: bool,
         )  # fmt: skip
     )
     where = "this machine only" if loopback else "other machines too; requests need the token"
-    click.echo(f"Serving {settings.db} read-only at {address} ({where}). Ctrl-C stops.", err=False)
+    click.echo(f"Serving {shown_store(settings.db)} read-only at {address} ({where}). Ctrl-C stops.", err=False)
     if open_browser:
         threading.Timer(0.5, webbrowser.open, [address]).start()
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off"))
