@@ -346,12 +346,15 @@ def test_ci_runs_the_readme_test_command():
     assert command == "make test"
     ci = (ROOT / ".ci" / "run").read_text()
     steps = [line for line in ci.splitlines() if line and not line.startswith(("#", "set ", "cd ", "export "))]
-    # The README's command last, after installing LaTeX, Chromium and strace, lint, the type check and the site, and
-    # after starting the test cluster, which is stopped however CI ends; the developing page documents each.
+    # The README's command after installing LaTeX, Chromium and strace, lint, the type check and the site, and
+    # after starting the test cluster and the lake tests' PostgreSQL, both stopped however CI ends; then the lake
+    # tests, in their own environment. The developing page documents each.
     assert steps == ["make latex", "make browser", "make strace", "make lint", "make typecheck", "make docs",
-                     "trap 'make cluster-stop' EXIT", "make cluster", command]  # fmt: skip
+                     "trap 'make cluster-stop || true; make postgres-stop' EXIT", "make cluster", "make postgres",
+                     command, "make test-lake"]  # fmt: skip
     developing = (DOCS / "developing.md").read_text()
-    targets = ("lint", "typecheck", "docs", "strace", "cluster", "cluster-stop")
+    targets = ("lint", "typecheck", "docs", "strace", "cluster", "cluster-stop", "postgres", "postgres-stop",
+               "test-lake")  # fmt: skip
     assert all(f"`make {target}`" in developing for target in targets)
     makefile = (ROOT / "Makefile").read_text()
     assert re.search(r"^test: .*\n(\t@.*\n)*\t\$\(BIN\)/python -m pytest", makefile, flags=re.MULTILINE)

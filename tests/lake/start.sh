@@ -3,7 +3,9 @@
 # its own, made afresh in build/lake/pg/ (initdb, trust authentication), listening on 127.0.0.1 only, on a
 # free port, its Unix socket in that folder. Its superuser is postgres; the tests log in as
 #   - ood: LOGIN CREATEDB, and CREATE on the schema public of the database postgres;
-#   - ood_reader: LOGIN, SELECT on what ood makes (default privileges), every transaction read-only.
+#   - ood_reader: LOGIN, SELECT on what ood makes (default privileges), every transaction read-only;
+#   - ood_pw: LOGIN with the password pw-7d41 (scram-sha-256, the only role that must give one), CREATE on
+#     the schema public of the databases ood makes: the tests of a wrong password log in as it.
 # The server runs in the foreground of a process of its own (as the postgres user when run as root:
 # PostgreSQL refuses to run as root), its PID in build/lake/pg.pid; tests/lake/stop.sh stops it by that
 # PID. When it answers, build/lake/pg.env holds the connection strings, in shell syntax:
@@ -52,6 +54,10 @@ if ! "${AS[@]}" "$PGBIN/initdb" --pgdata="$DATA/data" --username=postgres --auth
     exit 1
 fi
 
+# ood_pw logs in with a password, everyone else as initdb's trust allows: pg_hba.conf's first match wins.
+hba=$DATA/data/pg_hba.conf
+"${AS[@]}" sh -c "{ echo 'host all ood_pw 127.0.0.1/32 scram-sha-256'; cat '$hba'; } >'$hba.new' && mv '$hba.new' '$hba'"
+
 # A free port: one the kernel hands out, given up just before the server takes it; tried again if taken.
 free_port() {
     python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
@@ -85,9 +91,11 @@ psql_as_postgres() {
 }
 psql_as_postgres -d postgres -c "CREATE ROLE ood LOGIN CREATEDB" \
     -c "CREATE ROLE ood_reader LOGIN" \
+    -c "SET password_encryption = 'scram-sha-256'" -c "CREATE ROLE ood_pw LOGIN PASSWORD 'pw-7d41'" \
     -c "ALTER ROLE ood_reader SET default_transaction_read_only = on"
 for db in postgres template1; do
     psql_as_postgres -d "$db" -c "GRANT CREATE ON SCHEMA public TO ood" \
+        -c "GRANT USAGE, CREATE ON SCHEMA public TO ood_pw" \
         -c "ALTER DEFAULT PRIVILEGES FOR ROLE ood GRANT USAGE ON SCHEMAS TO ood_reader" \
         -c "ALTER DEFAULT PRIVILEGES FOR ROLE ood GRANT SELECT ON TABLES TO ood_reader"
 done
