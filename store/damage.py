@@ -11,6 +11,7 @@ file or a query for it (ingest, dump, merge, queries).
 from __future__ import annotations
 
 import os
+import re
 
 import duckdb
 
@@ -97,6 +98,8 @@ def store_problem(path: str | os.PathLike[str], exc: BaseException) -> StoreErro
     A damaged file (:func:`damaged`), a transaction DuckDB could not finish or roll back (every later
     statement then fails with "Current transaction is aborted"), or a database DuckDB gave up on.
     """
+    if str(path).startswith("ducklake:"):  # a lake: no file to be damaged; the catalog's database may refuse
+        return _lake_problem(path, exc)
     found = damaged(path, exc)
     if found is not None:
         return found
@@ -106,3 +109,18 @@ def store_problem(path: str | os.PathLike[str], exc: BaseException) -> StoreErro
             f"stored; if this happens again, the store file may be damaged: {REMEDY}"
         )
     return None
+
+
+def _lake_problem(path: str | os.PathLike[str], exc: BaseException) -> StoreError | None:
+    """The error for a write a lake's catalog refused or could not finish; None when ``exc`` is about something
+    else. The catalog's own words (PostgreSQL's ``ERROR:`` line) are kept, not the statement DuckLake sent."""
+    from ood_store._store import lake
+
+    if not is_store_problem(exc):
+        return None
+    text = str(exc)
+    said = re.search(r"ERROR:\s+([^\n]+)", text)
+    words = said[1].strip() if said else first_line(exc)
+    if lake.is_refused(exc):
+        return StoreError(f"{path}: the catalog refused to write ({words}): this role may only read the lake")
+    return StoreError(f"{path}: a transaction on the lake failed ({words}), so what it was writing was not stored")

@@ -58,6 +58,8 @@ _SQL = "ood_store._store"
 _PASSWORD = re.compile(r"(password\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)", re.IGNORECASE)
 #: What DuckLake says when a commit conflicts with another writer's.
 _CONFLICT = ("Transaction conflict", "Failed to commit DuckLake transaction")
+#: A commit the catalog refused for good (a reader's role), which no retry mends.
+_REFUSED = re.compile(r"read-only transaction|permission denied|attempt to write a readonly database", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -355,9 +357,15 @@ def reserve_ids(con: duckdb.DuckDBPyConnection, n: int) -> list[int]:
     return list(range(start, start + n))
 
 
+def is_refused(exc: BaseException) -> bool:
+    """Whether ``exc`` is the catalog's refusal to be written by this role (a reader's)."""
+    return bool(_REFUSED.search(str(exc)))
+
+
 def is_conflict(exc: BaseException) -> bool:
     """Whether ``exc`` is DuckLake's refusal of a commit that conflicts with another writer's."""
-    return isinstance(exc, duckdb.Error) and any(words in str(exc) for words in _CONFLICT)
+    text = str(exc)
+    return isinstance(exc, duckdb.Error) and any(words in text for words in _CONFLICT) and not _REFUSED.search(text)
 
 
 def retried(

@@ -28,6 +28,11 @@ _WRITING_FUNCTIONS = {
     "checkpoint": "writes the store file",
     "force_checkpoint": "writes the store file",
 }
+# Functions that would show how the store was opened: a lake's credentials (its catalog's, its S3 keys').
+_PRIVATE_FUNCTIONS = {
+    "duckdb_secrets": "would list the credentials the store was opened with",
+    "which_secret": "would name the credentials the store was opened with",
+}
 
 
 def read_only(
@@ -39,7 +44,8 @@ def read_only(
     keeps a query from writing or reading other files. The check here refuses, before anything runs
     and with a message that says why, the statements that would write: any statement but a SELECT
     (or EXPLAIN of one, or PIVOT), a SELECT with a data-modifying common table expression, and one
-    that calls ``nextval()`` or ``checkpoint()``. ``limit`` keeps the first rows only (DuckDB stops there).
+    that calls ``nextval()`` or ``checkpoint()``, and one that lists secrets (``duckdb_secrets()``: a lake's
+    credentials). ``limit`` keeps the first rows only (DuckDB stops there).
     """
     check(con, sql)
     return rows(con, sql, params, limit=limit)
@@ -113,6 +119,8 @@ def _check_select(con: duckdb.DuckDBPyConnection, sql: str) -> None:
         name = node.get("function_name")
         if node.get("class") == "FUNCTION" and isinstance(name, str) and name.lower() in _WRITING_FUNCTIONS:
             raise QueryError(f"queries are read-only: {name.lower()}() {_WRITING_FUNCTIONS[name.lower()]}")
+        if node.get("class") == "FUNCTION" and isinstance(name, str) and name.lower() in _PRIVATE_FUNCTIONS:
+            raise QueryError(f"queries read the store's data: {name.lower()}() {_PRIVATE_FUNCTIONS[name.lower()]}")
 
 
 def _nodes(tree: Any) -> Iterator[dict[str, Any]]:
