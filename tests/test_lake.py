@@ -21,7 +21,7 @@ import pytest
 from lake_support import KINDS, new_catalog, new_lake, new_store, postgres
 
 import ood_store
-from conftest import INGEST_WORKER, PYTHIA_IN_DOMAIN, PYTHIA_OOD, REAL, expected_pythia_rows, pythia_files
+from conftest import INGEST_WORKER, PYTHIA_IN_DOMAIN, PYTHIA_OOD, REAL, benchmark, expected_pythia_rows, pythia_files
 from ood_store._cli import main
 
 CAMPAIGNS = REAL / "pythia-campaigns" / "pythia-410m-deduped"
@@ -146,13 +146,26 @@ def test_hostile_sql_is_refused_and_changes_nothing(kind, tmp_path, runner):
             "DELETE FROM __ducklake_metadata_store.ducklake_snapshot",
             f"ATTACH '{db}' AS again",
         ]
+    # and every attempt of the hostile-SQL benchmark (issue 17's), as tests/test_sql_sandbox.py runs them on a file
+    hostile_sql = benchmark("hostile_sql")
+    hostile = tmp_path / "hostile"
+    (hostile / "elsewhere").mkdir(parents=True)
+    planted = hostile / "elsewhere" / f"{hostile_sql.NAME_MARK}.csv"
+    planted.write_text(f"name,value\n{hostile_sql.SECRET},1\n")
+    attempts += [
+        attempt.sql.format(secret=planted, secret_dir=planted.parent, out=hostile / "out.csv",
+                           outdir=hostile / "export", other=hostile / "o.db")
+        for attempt in hostile_sql.ATTEMPTS
+    ]  # fmt: skip
+    listed = sorted(p.name for p in tmp_path.rglob("*"))
     for sql in attempts:
         result = invoke(runner, db, "query", sql, "-f", "csv")
         assert result.exit_code == 1, (sql, result.output)
         assert result.output.startswith("Error: ") and len(result.output.strip().splitlines()) == 1, result.output
-        assert "ood-store-secret-7d41" not in result.output
+        assert "ood-store-secret-7d41" not in result.output and hostile_sql.SECRET not in result.output, sql
+        assert "root:" not in result.output, sql
     assert stored_scores(db) == before
-    assert not (tmp_path / "out.csv").exists() and not (tmp_path / "o.db").exists()
+    assert sorted(p.name for p in tmp_path.rglob("*")) == listed  # nothing written, in the lake's data path neither
 
 
 @KINDS
@@ -305,6 +318,32 @@ def test_a_wrong_password_is_named_and_never_shown(tmp_path, runner):
     assert made.exit_code == 0 and password not in made.output, made.output
     shown = invoke(runner, right, "query", "SELECT path FROM duckdb_databases() WHERE path IS NOT NULL", "-f", "csv")
     assert shown.exit_code == 0 and password not in shown.output, shown.output
+
+
+@pytest.mark.lake
+def test_a_read_only_role_reads_and_its_writes_are_refused_in_one_line(tmp_path, runner):
+    spec = postgres()
+    if spec is None:
+        pytest.skip("roles need a PostgreSQL catalog")
+    from lake_support import conninfo
+
+    url = new_lake(tmp_path)
+    with ood_store.open(url) as store:
+        assert store.ingest(pythia_files("160m")).ok
+        before = store.snapshots().height
+    reader = "ducklake:postgres:" + conninfo(url.removeprefix("ducklake:postgres:"), user="ood_reader")
+    runs = invoke(runner, reader, "runs", "-f", "csv")
+    assert runs.exit_code == 0, runs.output
+    assert len(runs.stdout.strip().splitlines()) == 2  # a header and the one run
+    refused = invoke(runner, reader, "ingest", str(pythia_files("410m")[0]))
+    assert refused.exit_code == 1
+    assert refused.output.strip().splitlines() == [
+        f"Error: {reader}: the catalog refused to write (cannot execute INSERT in a read-only transaction): "
+        "this role may only read the lake"
+    ]
+    with ood_store.open(url, read_only=True) as store:
+        assert store.snapshots().height == before
+        assert store.query("SELECT count(*) AS n FROM evaluations")["n"][0] == len(pythia_files("160m"))
 
 
 @pytest.mark.lake
