@@ -191,12 +191,14 @@ $(VENV)/.installed-docs: pyproject.toml $(VENV)/.installed-test
 
 # The lake tests' environment; the .gitignore in it (as venv writes from Python 3.13 on) keeps git out of it.
 # tomli-w (of the finetune extra, which brings torch): pytest -m lake imports every test module to select,
-# and tests/test_finetune_prompt_length.py imports it.
+# and tests/test_finetune_prompt_length.py imports it. moto's S3 server and boto3: the tests of a lake whose
+# data path is on S3 (served on 127.0.0.1, offline).
 $(LAKE_VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(LAKE_VENV)
 	echo '*' >$(LAKE_VENV)/.gitignore
 	$(LAKE_BIN)/python -m pip --disable-pip-version-check install --quiet --upgrade pip
-	$(LAKE_BIN)/python -m pip --disable-pip-version-check install --quiet -e ".[$(LAKE_EXTRAS)]" "tomli-w>=1.0"
+	$(LAKE_BIN)/python -m pip --disable-pip-version-check install --quiet -e ".[$(LAKE_EXTRAS)]" "tomli-w>=1.0" \
+		"moto[server]>=5,<6" "boto3>=1.34"
 	$(call install-eee,$(LAKE_BIN))
 	touch $@
 

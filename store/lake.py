@@ -212,15 +212,20 @@ def connect(
             catalog, password = _without_password(catalog)
             if password is not None:
                 con.execute(f"CREATE SECRET (TYPE postgres, PASSWORD {_literal(password)})")
+        attach = f"ATTACH {_literal(SCHEME + catalog)} AS {ALIAS} ({', '.join(options)})"
         try:
-            con.execute(f"ATTACH {_literal(SCHEME + catalog)} AS {ALIAS} ({', '.join(options)})")
+            con.execute(attach)
         except duckdb.Error as exc:
-            raise StoreError(open_problem(lake, exc, snapshot)) from None
-        con.execute(f"USE {ALIAS}")
-        remote = data_path_of(con)
-        if data_path is None and _is_remote(remote):
+            if "requires the extension httpfs" not in str(exc):
+                raise StoreError(open_problem(lake, exc, snapshot)) from None
+            # its data is on S3 (the catalog says so): httpfs and the keys, then the lake again
             load_extensions(con, ["httpfs"], lake.shown)
             s3_secret(con)
+            try:
+                con.execute(attach)
+            except duckdb.Error as again:
+                raise StoreError(open_problem(lake, again, snapshot)) from None
+        con.execute(f"USE {ALIAS}")
     except BaseException:
         con.close()
         raise

@@ -85,3 +85,50 @@ def new_store(kind: str, tmp_path: Path) -> str:
 
 #: Parametrize a test over a store file and a lake; the lake's case is marked ``lake``.
 KINDS = pytest.mark.parametrize("kind", ["file", pytest.param("lake", marks=pytest.mark.lake)])
+
+
+def s3_server(folder: Path, bucket: str):
+    """A context: moto's S3 server on 127.0.0.1 (a free port), ``bucket`` made in it; yields its endpoint URL.
+
+    The server runs in a process of its own, stopped when the block ends. Offline: moto serves S3's API
+    from memory.
+    """
+    import contextlib
+    import socket
+    import sys
+    import time
+    import urllib.request
+
+    @contextlib.contextmanager
+    def serving():
+        try:
+            import boto3
+            import moto.server  # noqa: F401
+        except ImportError:
+            pytest.fail("the S3 lake tests need moto[server] and boto3 (make .venv-lake/.installed installs them)")
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            port = sock.getsockname()[1]
+        log = (folder / "moto.log").open("w")
+        server = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+                                  stdout=log, stderr=subprocess.STDOUT)  # fmt: skip
+        endpoint = f"http://127.0.0.1:{port}"
+        try:
+            for _ in range(120):
+                try:
+                    urllib.request.urlopen(f"{endpoint}/moto-api/", timeout=1).close()
+                    break
+                except OSError:
+                    if server.poll() is not None:
+                        pytest.fail(f"moto's server exited: {(folder / 'moto.log').read_text()[-2000:]}")
+                    time.sleep(0.25)
+            client = boto3.client("s3", endpoint_url=endpoint, aws_access_key_id="test",
+                                  aws_secret_access_key="test", region_name="us-east-1")  # fmt: skip
+            client.create_bucket(Bucket=bucket)
+            yield endpoint, client
+        finally:
+            server.terminate()
+            server.wait(timeout=30)
+            log.close()
+
+    return serving()

@@ -261,6 +261,44 @@ def test_the_viewer_and_plots_read_a_lake(tmp_path, runner):
     assert figure.read_text().lstrip().startswith(("<?xml", "<svg"))
 
 
+@pytest.mark.lake
+def test_a_lake_keeps_its_data_on_s3(tmp_path, runner, monkeypatch):
+    """The data path on S3 (moto's server on 127.0.0.1), the catalog in PostgreSQL: ingest, dedupe, analyze,
+    time travel, vacuum, as on a folder; the Parquet files are in the bucket, the AWS_* variables the keys."""
+    from lake_support import s3_server
+
+    with s3_server(tmp_path, "lab-results") as (endpoint, client):
+        for name, value in {"AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test",
+                            "AWS_REGION": "us-east-1", "AWS_ENDPOINT_URL": endpoint}.items():  # fmt: skip
+            monkeypatch.setenv(name, value)
+        url = new_catalog(tmp_path)
+        made = invoke(runner, url, "init", "--data-path", "s3://lab-results/ood-store")
+        assert made.exit_code == 0, made.output
+        assert made.output == f"Created the lake {url} (schema version 6), its data in s3://lab-results/ood-store/.\n"
+        files = [*pythia_files("160m"), *pythia_files("410m")]
+        with ood_store.open(url) as store:
+            assert store.ingest(files, attributes={"family": "pythia"}).ok
+            assert len(store.ingest(files).present) == len(files)
+            first = store.snapshots()["snapshot"].max()
+        assert stored_scores(url).keys() == expected_pythia_rows(files).keys()
+        keys = [o["Key"] for o in client.list_objects_v2(Bucket="lab-results").get("Contents", [])]
+        assert keys and all(key.startswith("ood-store/") for key in keys)
+        assert any(key.endswith(".parquet") for key in keys)
+        with ood_store.open(url) as store:
+            assert store.ingest(pythia_files("1.4b")).ok
+        with ood_store.open(url, at=first) as store:
+            assert store.query("SELECT count(*) AS n FROM evaluations")["n"][0] == len(files)
+        swept = invoke(runner, url, "vacuum", "--older-than", "0")
+        assert swept.exit_code == 0, swept.output
+        assert stored_scores(url).keys() == expected_pythia_rows([*files, *pythia_files("1.4b")]).keys()
+    # the server gone (moto checks no keys, so an unreachable S3 stands for a refused one): one line, naming the file
+    lost = invoke(runner, url, "query", "SELECT sum(value) AS total FROM evaluation_scores")
+    assert lost.exit_code == 1
+    assert lost.output.startswith("Error: IO Error: Could not connect to server"), lost.output
+    assert "/lab-results/ood-store/main/evaluation_scores/" in lost.output  # the data file it could not get
+    assert len(lost.output.strip().splitlines()) == 1
+
+
 # -- a lake's own: errors, history, time travel -------------------------------------------------------------
 @pytest.mark.lake
 def test_a_catalog_without_a_lake_is_refused_until_init(tmp_path, runner):
