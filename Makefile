@@ -35,7 +35,7 @@ LAKE_ENV := build/lake/pg.env
 # The library folders, type-checked as the one package they install as.
 PACKAGE_DIRS := finetune evaluate ingest store schema analysis export serve
 
-.PHONY: demo test test-lake lint typecheck tree docs check bench latex browser strace reference cluster cluster-stop \
+.PHONY: demo test test-lake bench-lake lint typecheck tree docs check bench latex browser strace reference cluster cluster-stop \
 	postgres postgres-stop clean
 
 demo: $(VENV)/.installed-eval
@@ -140,6 +140,11 @@ cluster-stop:
 	tests/cluster/stop.sh
 
 # Debian's initdb and pg_ctl are in /usr/lib/postgresql/VERSION/bin, not on PATH: start.sh finds them there.
+# A lake against a store file (benchmarks/lake.py): ingest, compare, many writers; on the PostgreSQL of
+# `make postgres`.
+bench-lake: $(LAKE_VENV)/.installed
+	cd benchmarks && ../$(LAKE_BIN)/python lake.py
+
 postgres:
 	@if command -v initdb >/dev/null || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then :; \
 	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \

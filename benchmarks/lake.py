@@ -87,7 +87,9 @@ def evaluations(db: str) -> tuple[int, int]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--catalog", help="postgres:dbname=... host=... port=... user=... (a role that may CREATE DATABASE)")
+    parser.add_argument(
+        "--catalog", help="postgres:dbname=... host=... port=... user=... (a role that may CREATE DATABASE)"
+    )
     parser.add_argument("--writers", type=int, default=8)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--folder", type=Path)

@@ -71,7 +71,8 @@ class Provenance:
             analysis=name,
             params=params,
             snapshot=params.get("store_snapshot"),
-            created=store.snapshot_time() or _now(),
+            # a lake's: when the snapshot it was computed at was committed; the same file whenever it is made
+            created=_analysis_time(store, params.get("store_snapshot")),
         )
 
     @classmethod
@@ -126,3 +127,9 @@ class Provenance:
     def title(self) -> str:
         """A short title for file metadata."""
         return f"ood-store: {self.source}"
+
+
+def _analysis_time(store: Database, snapshot: Any) -> str:
+    if isinstance(snapshot, int) and not isinstance(snapshot, bool):
+        return store.snapshot_time(snapshot) or store.snapshot_time() or _now()
+    return store.snapshot_time() or _now()

@@ -27,7 +27,7 @@ from ood_store import _sqlfiles as sqlfiles
 from ood_store._errors import StoreError, StoreLockedError
 from ood_store._schema import latest_version
 from ood_store._store import birth, lake, migrations, query, sandbox
-from ood_store._store.connection import DEFAULT_LOCK_TIMEOUT, close, connect, fetch_value
+from ood_store._store.connection import DEFAULT_LOCK_TIMEOUT, close, connect, fetch_one, fetch_value
 from ood_store._store.damage import damaged
 
 P = ParamSpec("P")
@@ -215,13 +215,17 @@ class Database:
                 return int(fetch_value(self._con, sqlfiles.load(_SQL, "lake_current_snapshot")))
             return "content:" + str(fetch_value(self._con, sqlfiles.load(_SQL, "store_fingerprint")))
 
-    def snapshot_time(self) -> str | None:
-        """When a lake's snapshot that this store reads was committed (UTC, ISO 8601, seconds); None for a
-        store file. Exports of a lake record it as the time they were made, so that one made again ``--at``
-        that snapshot is the same file byte for byte."""
+    def snapshot_time(self, at: int | None = None) -> str | None:
+        """When a lake's snapshot ``at`` (by default the one this store reads) was committed (UTC, ISO 8601,
+        seconds); None for a store file, or a snapshot the lake no longer holds. Exports of a lake record it
+        as the time they were made, so that one made again ``--at`` that snapshot is the same file byte for
+        byte (and a saved analysis's export, dated by the snapshot it was computed at, whenever it is made)."""
         if self.lake is None:
             return None
-        seconds = float(fetch_value(self._con, sqlfiles.load(_SQL, "lake_snapshot_time")))
+        row = fetch_one(self._con, sqlfiles.load(_SQL, "lake_snapshot_time"), {"at": at})
+        if row is None or row[0] is None:
+            return None
+        seconds = float(row[0])
         return _dt.datetime.fromtimestamp(seconds, _dt.UTC).replace(microsecond=0, tzinfo=None).isoformat()
 
     @property

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import shutil
 import signal
 import subprocess
 import sys
@@ -297,6 +298,74 @@ def test_a_lake_keeps_its_data_on_s3(tmp_path, runner, monkeypatch):
     assert lost.output.startswith("Error: IO Error: Could not connect to server"), lost.output
     assert "/lab-results/ood-store/main/evaluation_scores/" in lost.output  # the data file it could not get
     assert len(lost.output.strip().splitlines()) == 1
+
+
+@pytest.mark.lake
+def test_the_lab_how_to_runs_as_written(tmp_path, runner):
+    """docs/how-to/lab.md on the tests' PostgreSQL: its SQL as the superuser, then its shell lines in order
+    (all but the S3 ones, which test_a_lake_keeps_its_data_on_s3 runs, serve, pip and rsync), under names of
+    this test's own; what it says they do, they do."""
+    import re
+    import secrets
+
+    from lake_support import conninfo
+
+    spec = postgres()
+    if spec is None:
+        pytest.skip("the page sets up PostgreSQL")
+    page = (Path(__file__).resolve().parents[1] / "docs" / "how-to" / "lab.md").read_text()
+    fenced = re.findall(r"```(\w+)\n(.*?)```", page, flags=re.DOTALL)
+    tag = secrets.token_hex(4)
+    sql = "".join(body for lang, body in fenced if lang == "sql")
+    sql = re.sub(r"\blab_(writer|reader)\b", rf"lab_\1_{tag}", sql)
+    sql = re.sub(r"\b(DATABASE|connect) lab\b", rf"\1 lab_{tag}", sql)
+    superuser = conninfo(spec, user="postgres", dbname="postgres")
+    psql_path = shutil.which("psql") or "/usr/lib/postgresql/15/bin/psql"
+    subprocess.run([psql_path, superuser, "-qX", "-v", "ON_ERROR_STOP=1"], input=sql, text=True, check=True,
+                   capture_output=True, timeout=60)  # fmt: skip
+    pairs = dict(re.findall(r"(\w+)=(\S+)", spec.removeprefix("postgres:")))
+    shell = []
+    for lang, body in fenced:
+        for line in body.replace("\\\n", " ").splitlines():
+            if lang != "sh" or "s3://" in line or line.startswith(("pip ", "rsync ", "export AWS")) or " serve" in line:
+                continue
+            line = re.sub(r"dbname=lab\b", f"dbname=lab_{tag}", line)
+            line = re.sub(r"user=lab_(writer|reader)\b", rf"user=lab_\1_{tag}", line)
+            line = line.replace("host=db.lab.example", f"host={pairs['host']} port={pairs['port']}")
+            line = line.replace("/shared/lab/", f"{tmp_path}/shared/").replace("/backup/lab/", f"{tmp_path}/backup/")
+            shell.append(line)
+    assert any(line.startswith("ood-store ") for line in shell) and any("pg_dump" in line for line in shell)
+    (tmp_path / "results").symlink_to(REAL / "pythia-v1")
+    with ood_store.open(tmp_path / "old-study.duckdb") as store:
+        assert store.ingest(pythia_files("1.4b")).ok
+    bins = [str(Path(sys.executable).parent), str(Path(psql_path).parent), os.environ.get("PATH", "/usr/bin:/bin")]
+    env = {**os.environ, "PATH": os.pathsep.join(bins)}
+    env.pop("OOD_STORE_DB", None)
+    done = subprocess.run(["bash", "-euo", "pipefail", "-c", "\n".join(shell)], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=600)  # fmt: skip
+    assert done.returncode == 0, (done.stdout[-3000:], done.stderr[-3000:])
+    # what the page says of snapshot 3: the tables made again are the tables made then, byte for byte
+    assert (tmp_path / "table1-again.tex").read_bytes() == (tmp_path / "table1.tex").read_bytes()
+    assert (tmp_path / "acc-again.csv").read_bytes() == (tmp_path / "acc.csv").read_bytes()
+    assert "\n% snapshot: 3\n" in (tmp_path / "table1.tex").read_text()
+    assert "\n# snapshot: 3\n" in (tmp_path / "acc.csv").read_text()
+    lake = "ducklake:postgres:" + conninfo(spec, dbname=f"lab_{tag}", user=f"lab_writer_{tag}")
+    with ood_store.open(lake, read_only=True) as store:
+        held = store.query("SELECT count(*) AS n FROM evaluations")["n"][0]
+        saved_at = store.query("SELECT params FROM analyses WHERE name = 'pythia'")["params"][0]
+    expected = len(pythia_files("160m")) + len(pythia_files("410m")) + len(pythia_files("1.4b"))
+    assert held == expected
+    assert json.loads(saved_at)["store_snapshot"] == 3
+    with ood_store.open(lake, read_only=True) as store:
+        saved_r = store.analysis("pythia").table["r"].to_list()
+    assert pl.read_csv(tmp_path / "remade.csv")["r"].to_list() == saved_r
+    for copy in ("lab-copy.duckdb", "laptop.duckdb"):  # the lake, back into files
+        assert stored_scores(str(tmp_path / copy)) == stored_scores(lake)
+    assert (tmp_path / "lab-catalog.dump").stat().st_size > 0
+    reader = "ducklake:postgres:" + conninfo(spec, dbname=f"lab_{tag}", user=f"lab_reader_{tag}")
+    new_file = sorted((CAMPAIGNS / "baseline").glob("*.json"))[0]  # one the lake does not hold
+    refused = runner.invoke(main, ["--db", reader, "ingest", str(new_file)])
+    assert refused.exit_code == 1 and "this role may only read the lake" in refused.output
 
 
 # -- a lake's own: errors, history, time travel -------------------------------------------------------------
