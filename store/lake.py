@@ -155,7 +155,7 @@ def load_extensions(con: duckdb.DuckDBPyConnection, names: Sequence[str], where:
         except duckdb.Error as exc:
             raise StoreError(
                 f"{where}: a lake needs DuckDB's {name} extension, which DuckDB {duckdb.__version__} could not "
-                f'load ({first_line(exc)}); `pip install -e ".[lake]"` installs it for DuckDB 1.5.5, without a '
+                f'load ({first_line(exc)}); `pip install "ood-store[lake]"` installs it for DuckDB 1.5.5, without a '
                 "network connection"
             ) from None
 

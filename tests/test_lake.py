@@ -368,6 +368,23 @@ def test_the_lab_how_to_runs_as_written(tmp_path, runner):
     assert refused.exit_code == 1 and "this role may only read the lake" in refused.output
 
 
+def test_without_the_extension_and_offline_a_lake_is_one_line(tmp_path, runner, monkeypatch, dead_address):
+    """DuckDB without DuckLake's extension package (the default install), and its repository out of reach:
+    the lake is refused in one line that names the extension and the extra that brings it."""
+    from ood_store._store import lake
+
+    monkeypatch.setattr(lake, "packaged_extension", lambda name: None)
+    monkeypatch.setattr(lake, "_CONFIG", {**lake._CONFIG, "custom_extension_repository": f"http://{dead_address}",
+                                          "extension_directory": str(tmp_path / "extensions")})  # fmt: skip
+    url = f"ducklake:sqlite:{tmp_path / 'lab.sqlite'}"
+    result = invoke(runner, url, "runs")
+    assert result.exit_code == 1
+    (line,) = result.output.strip().splitlines()
+    assert line.startswith(f"Error: {url}: a lake needs DuckDB's ducklake extension, which DuckDB ")
+    assert line.endswith('`pip install "ood-store[lake]"` installs it for DuckDB 1.5.5, without a network connection')
+    assert not (tmp_path / "lab.sqlite").exists()
+
+
 # -- a lake's own: errors, history, time travel -------------------------------------------------------------
 @pytest.mark.lake
 def test_a_catalog_without_a_lake_is_refused_until_init(tmp_path, runner):
