@@ -259,7 +259,16 @@ def test_the_viewer_and_plots_read_a_lake(tmp_path, runner):
     figure = tmp_path / "forest.svg"
     result = invoke(runner, lake, "plot", "forest", "--analysis", "pythia", "-o", str(figure))
     assert result.exit_code == 0, result.output
-    assert figure.read_text().lstrip().startswith(("<?xml", "<svg"))
+    svg = figure.read_text()
+    assert svg.lstrip().startswith(("<?xml", "<svg"))
+    with ood_store.open(lake, read_only=True) as store:  # the figure records the snapshot the analysis read
+        computed_at = json.loads(store.query("SELECT params FROM analyses WHERE name = 'pythia'")["params"][0])
+    assert isinstance(computed_at["store_snapshot"], int)
+    import html
+    import re
+
+    recorded = re.findall(r'"snapshot":\s*(\d+)', html.unescape(svg))  # the provenance's JSON, in <dc:description>
+    assert recorded and {int(n) for n in recorded} == {computed_at["store_snapshot"]}
 
 
 @pytest.mark.lake
