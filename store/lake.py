@@ -248,6 +248,15 @@ def _without_password(conninfo: str) -> tuple[str, str | None]:
     return " ".join(rest), value
 
 
+def catalog_file(lake: Lake) -> str:
+    """The file a SQLite or DuckDB catalog lives in.
+
+    >>> catalog_file(parse("ducklake:sqlite:/data/lab.sqlite")), catalog_file(parse("ducklake:/data/lab.ducklake"))
+    ('/data/lab.sqlite', '/data/lab.ducklake')
+    """
+    return lake.catalog.removeprefix("sqlite:") if lake.kind == "sqlite" else lake.catalog
+
+
 def open_problem(lake: Lake, exc: BaseException, snapshot: int | None = None) -> str:
     """One line for a lake that cannot be attached, naming which part failed."""
     text = str(exc)
@@ -265,6 +274,8 @@ def open_problem(lake: Lake, exc: BaseException, snapshot: int | None = None) ->
         return f"{where}: the catalog's PostgreSQL server has no such database ({detail})"
     if "unable to connect to postgres" in lowered or "could not translate host" in lowered:
         return f"{where}: cannot reach the catalog's PostgreSQL server ({detail})"
+    if lake.kind in ("sqlite", "duckdb") and not Path(catalog_file(lake)).exists():
+        return f"{where}: no lake here; create one with `ood-store --db '{where}' init --data-path DIR_OR_S3_URL`"
     if (
         "does not exist" in lowered
         and "create_if_not_exists" in lowered.replace(" ", "_")

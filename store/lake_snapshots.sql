@@ -1,7 +1,7 @@
 -- Every snapshot of the lake (attached as `store`), oldest first, with the commit's author, command and
 -- what it wrote (commit_extra_info: JSON that ood-store writes, store/lake.py).
 SELECT s.snapshot_id AS snapshot,
-       epoch(s.snapshot_time) AS seconds,
+       epoch(CAST(s.snapshot_time AS TIMESTAMPTZ)) AS seconds,  -- a SQLite catalog keeps it as text
        c.author,
        c.commit_message AS command,
        c.commit_extra_info AS extra,

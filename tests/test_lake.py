@@ -394,6 +394,37 @@ def test_without_the_extension_and_offline_a_lake_is_one_line(tmp_path, runner, 
     assert not (tmp_path / "lab.sqlite").exists()
 
 
+@pytest.mark.lake
+@pytest.mark.parametrize("catalog", ["sqlite", "duckdb"])
+def test_a_lake_on_one_host_keeps_its_catalog_in_sqlite_or_duckdb(catalog, tmp_path, runner):
+    """The catalogs for one host (CI's other lake tests use PostgreSQL): the same commands, the same results."""
+    from lake_support import require_extension
+
+    require_extension()
+    url = (
+        f"ducklake:sqlite:{tmp_path / 'lab.sqlite'}" if catalog == "sqlite" else f"ducklake:{tmp_path / 'lab.ducklake'}"
+    )
+    made = invoke(runner, url, "init", "--data-path", str(tmp_path / "data"))
+    assert made.exit_code == 0, made.output
+    files = pythia_files("160m")
+    assert invoke(runner, url, "ingest", *map(str, files)).exit_code == 0
+    assert invoke(runner, url, "ingest", str(pythia_files("410m")[0])).exit_code == 0
+    listed = invoke(runner, url, "snapshots", "-f", "csv")
+    assert listed.exit_code == 0, listed.output
+    history = pl.read_csv(listed.stdout.encode())
+    assert history["command"].to_list() == ["lake created", "init", "ingest", "ingest"]
+    assert history["files"].to_list()[2:] == [len(files), 1]
+    assert history["committed"].str.contains(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d$").all()
+    at = str(history["snapshot"][2])
+    counted = invoke(runner, url, "query", "SELECT count(*) AS n FROM evaluations", "-f", "csv")
+    then = invoke(runner, url, "export", "--sql", "SELECT count(*) AS n FROM evaluations", "--at", at, "-f", "csv")
+    assert counted.stdout.strip().splitlines()[-1] == str(len(files) + 1)
+    assert then.exit_code == 0, then.output
+    assert then.stdout.strip().splitlines()[-1] == str(len(files))
+    assert invoke(runner, url, "vacuum", "--older-than", "0").exit_code == 0
+    assert stored_scores(url).keys() == expected_pythia_rows([*files, pythia_files("410m")[0]]).keys()
+
+
 # -- a lake's own: errors, history, time travel -------------------------------------------------------------
 @pytest.mark.lake
 def test_a_catalog_without_a_lake_is_refused_until_init(tmp_path, runner):
