@@ -254,7 +254,10 @@ def compute(data: Database | pl.DataFrame, options: Options, *, progress: bool =
         _bootstrap.require_arch()  # before the series are read: one line, not a failure halfway
     if options.in_domain is None:
         options = dataclasses.replace(options, in_domain=in_domain_of_runs(data, options.runs))
-    snapshot = None if isinstance(data, pl.DataFrame) else data.snapshot_marker()
+    from ood_store._store.database import Database as StoreDatabase
+
+    # what the store held, read before the rows; a frame (polars, pandas) has no snapshot
+    snapshot = data.snapshot_marker() if isinstance(data, StoreDatabase) else None
     series = load_series(data, options)
     options = dataclasses.replace(options, in_domain=series.in_domain)  # as the store spells it (mnli: ood_nli_mnli)
     store = None if isinstance(data, pl.DataFrame) or not series.from_store else data

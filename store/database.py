@@ -57,9 +57,7 @@ class Database:
     ):
         self.lake: lake.Lake | None = path if isinstance(path, lake.Lake) else None
         if self.lake is None and snapshot is not None:
-            raise StoreError(
-                f"{path}: a store file keeps no snapshots to go back to; `--at` needs a lake (ducklake:...)"
-            )
+            raise StoreError(f"{path}: a store file keeps no snapshots to go back to; `at` needs a lake (ducklake:...)")
         if self.lake is None and data_path is not None:
             raise StoreError(f"{path}: a data path is for a lake (ducklake:...), not a store file")
         self.path = Path(self.lake.shown) if self.lake is not None else Path(path)
@@ -132,10 +130,7 @@ class Database:
         migrations.check_supported(version, str(self.path))
         if self.lake is not None:
             if version == 0:
-                raise StoreError(
-                    f"{self.path}: the lake holds no ood-store schema; create it with "
-                    f"`ood-store --db '{self.path}' init --data-path DIR_OR_S3_URL`"
-                )
+                raise StoreError(f"{self.path}: the lake holds no ood-store schema; lay it out with `ood-store init`")
             if version < latest_version():
                 raise StoreError(
                     f"{self.path}: the lake has schema version {version}, older than this ood-store's "

@@ -43,7 +43,7 @@ from typing import Any, TypeVar
 import duckdb
 
 from ood_store import _sqlfiles as sqlfiles
-from ood_store._errors import StoreError, first_line
+from ood_store._errors import StoreError, first_line, install_hint
 from ood_store._store.connection import fetch_one
 
 T = TypeVar("T")
@@ -57,6 +57,8 @@ DEFAULT_RETRY_S = 120.0
 _SQL = "ood_store._store"
 _PASSWORD = re.compile(r"(password\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)", re.IGNORECASE)
 #: What DuckLake says when a commit conflicts with another writer's.
+#: What a catalog that holds no lake yet is told.
+NO_LAKE = "no lake here; create one with `ood-store init` and its `data_path` (a folder, or an S3 URL)"
 _CONFLICT = ("Transaction conflict", "Failed to commit DuckLake transaction")
 #: A commit the catalog refused for good (a reader's role), which no retry mends.
 _REFUSED = re.compile(r"read-only transaction|permission denied|attempt to write a readonly database", re.IGNORECASE)
@@ -155,7 +157,7 @@ def load_extensions(con: duckdb.DuckDBPyConnection, names: Sequence[str], where:
         except duckdb.Error as exc:
             raise StoreError(
                 f"{where}: a lake needs DuckDB's {name} extension, which DuckDB {duckdb.__version__} could not "
-                f'load ({first_line(exc)}); `pip install "ood-store[lake]"` installs it for DuckDB 1.5.5, without a '
+                f"load ({first_line(exc)}); `{install_hint('lake')}` installs it for DuckDB 1.5.5, without a "
                 "network connection"
             ) from None
 
@@ -275,13 +277,13 @@ def open_problem(lake: Lake, exc: BaseException, snapshot: int | None = None) ->
     if "unable to connect to postgres" in lowered or "could not translate host" in lowered:
         return f"{where}: cannot reach the catalog's PostgreSQL server ({detail})"
     if lake.kind in ("sqlite", "duckdb") and not Path(catalog_file(lake)).exists():
-        return f"{where}: no lake here; create one with `ood-store --db '{where}' init --data-path DIR_OR_S3_URL`"
+        return f"{where}: {NO_LAKE}"
     if (
         "does not exist" in lowered
         and "create_if_not_exists" in lowered.replace(" ", "_")
         or ("not initialized" in lowered or "does not exist" in lowered and snapshot is None)
     ):
-        return f"{where}: no lake here; create one with `ood-store --db '{where}' init --data-path DIR_OR_S3_URL`"
+        return f"{where}: {NO_LAKE}"
     if snapshot is not None and "snapshot" in lowered:
         return f"{where}: no snapshot {snapshot} (`ood-store snapshots` lists them)"
     return f"{where}: cannot open the lake: {first_line(exc)}"
@@ -508,7 +510,7 @@ class VacuumReport:
     files_deleted: int
 
     def __str__(self) -> str:
-        kept = f"; kept {len(self.kept)} older ones that saved analyses or --keep name" if self.kept else ""
+        kept = f"; kept {len(self.kept)} older ones that saved analyses or `keep` name" if self.kept else ""
         return (
             f"Expired {len(self.expired)} snapshots{kept}; deleted {self.files_deleted} data files no snapshot names."
         )

@@ -50,9 +50,9 @@ def point(name):
             time.sleep(0.01)
 
 @contextmanager
-def transaction(con):
+def transaction(con, note=None):
     global commits
-    with real_transaction(con) as inner:
+    with real_transaction(con, note) as inner:
         yield inner
         commits += 1
         point(f"commit-{commits}-before")  # every row of the transaction written, not yet committed

@@ -40,7 +40,7 @@ def stored_scores(db: str) -> dict[tuple, tuple]:
     return {(run, step, task, metric): (value, stderr) for run, step, task, metric, value, stderr in rows}
 
 
-# -- the store's behaviour, on a file and on a lake ------------------------------------------------------------
+# -- the store's behavior, on a file and on a lake ------------------------------------------------------------
 @KINDS
 def test_ingest_stores_every_score_of_the_files_once(kind, tmp_path):
     db = new_store(kind, tmp_path)
@@ -390,7 +390,7 @@ def test_without_the_extension_and_offline_a_lake_is_one_line(tmp_path, runner, 
     assert result.exit_code == 1
     (line,) = result.output.strip().splitlines()
     assert line.startswith(f"Error: {url}: a lake needs DuckDB's ducklake extension, which DuckDB ")
-    assert line.endswith('`pip install "ood-store[lake]"` installs it for DuckDB 1.5.5, without a network connection')
+    assert line.endswith('`pip install -e ".[lake]"` installs it for DuckDB 1.5.5, without a network connection')
     assert not (tmp_path / "lab.sqlite").exists()
 
 
@@ -432,7 +432,7 @@ def test_a_catalog_without_a_lake_is_refused_until_init(tmp_path, runner):
     result = invoke(runner, url, "runs")
     assert result.exit_code == 1
     assert result.output.strip() == (
-        f"Error: {url}: no lake here; create one with `ood-store --db '{url}' init --data-path DIR_OR_S3_URL`"
+        f"Error: {url}: no lake here; create one with `ood-store init` and its --data-path (a folder, or an S3 URL)"
     )
     made = invoke(runner, url, "init", "--data-path", str(tmp_path / "data"))
     assert made.exit_code == 0, made.output
@@ -586,7 +586,7 @@ def test_the_past_cannot_be_written_and_a_file_has_no_past(tmp_path, runner):
     result = invoke(runner, file_db, "export", "--sql", "SELECT 1", "--at", "1", "-f", "csv")
     assert result.exit_code == 1
     assert result.output.strip() == (
-        f"Error: {file_db}: a store file keeps no snapshots to go back to; `--at` needs a lake (ducklake:...)"
+        f"Error: {file_db}: a store file keeps no snapshots to go back to; --at needs a lake (ducklake:...)"
     )
     result = invoke(runner, url, "export", "--sql", "SELECT 1", "--at", "999", "-f", "csv")
     assert result.exit_code == 1 and "no snapshot 999" in result.output, result.output

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from ood_store._cli.flags import spelled
 from ood_store._cli.output import emit, output_options
 
 
@@ -54,7 +55,7 @@ def vacuum(settings, older_than: float, keep: tuple[int, ...], dry_run: bool) ->
     if dry_run:
         click.echo(f"Would expire {len(report.expired)} snapshots: {', '.join(map(str, report.expired)) or 'none'}.")
         return
-    click.echo(str(report))
+    click.echo(spelled(str(report)))
 
 
 COMMANDS = [snapshots, vacuum]
