@@ -425,6 +425,32 @@ def test_a_lake_on_one_host_keeps_its_catalog_in_sqlite_or_duckdb(catalog, tmp_p
     assert stored_scores(url).keys() == expected_pythia_rows([*files, pythia_files("410m")[0]]).keys()
 
 
+@pytest.mark.lake
+def test_the_listing_and_attribute_commands_say_the_same_on_a_lake_and_a_file(tmp_path, runner):
+    file_db, lake = str(tmp_path / "reference.duckdb"), new_lake(tmp_path)
+    files = [*pythia_files("160m"), *pythia_files("410m")]
+    outputs = {}
+    for db in (file_db, lake):
+        assert invoke(runner, db, "ingest", *map(str, files)).exit_code == 0
+        changed = invoke(runner, db, "runs", "set", "--match", "*160m*", "family=pythia", "size=160m")
+        assert changed.exit_code == 0, changed.output
+        analyzed = invoke(runner, db, "analyze", "--in-domain", PYTHIA_IN_DOMAIN, "--ood", ",".join(PYTHIA_OOD),
+                          "--save", "pythia")  # fmt: skip
+        assert analyzed.exit_code == 0, analyzed.output
+        eee = tmp_path / f"eee-{len(outputs)}"
+        assert invoke(runner, db, "export-eee", str(eee)).exit_code == 0
+        listed = invoke(runner, db, "analyses", "-f", "csv").stdout
+        saved = pl.read_csv(listed.encode()).drop("created_at", "params").rows()  # when, and which snapshot: differ
+        outputs[db] = [
+            *(invoke(runner, db, *command, "-f", "csv").stdout
+              for command in (["runs"], ["tasks"], ["runs", "--where", "family=pythia"])),
+            saved,
+            sorted(p.relative_to(eee).as_posix() for p in eee.rglob("*.json")),
+        ]  # fmt: skip
+    assert outputs[lake] == outputs[file_db]
+    assert len(outputs[lake][-1]) == len(files)
+
+
 # -- a lake's own: errors, history, time travel -------------------------------------------------------------
 @pytest.mark.lake
 def test_a_catalog_without_a_lake_is_refused_until_init(tmp_path, runner):
