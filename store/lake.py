@@ -274,10 +274,24 @@ def open_problem(lake: Lake, exc: BaseException, snapshot: int | None = None) ->
         return f"{where}: the catalog's PostgreSQL server refused the login ({detail})"
     if "database" in lowered and "does not exist" in lowered and lake.kind == "postgres":
         return f"{where}: the catalog's PostgreSQL server has no such database ({detail})"
+    if "in connection info string" in lowered or "invalid connection option" in lowered:
+        return f"{where}: not a PostgreSQL connection string (libpq's key=value pairs): {_libpq_words(text)}"
     if "unable to connect to postgres" in lowered or "could not translate host" in lowered:
         return f"{where}: cannot reach the catalog's PostgreSQL server ({detail})"
-    if lake.kind in ("sqlite", "duckdb") and not Path(catalog_file(lake)).exists():
-        return f"{where}: {NO_LAKE}"
+    mismatch = re.search(
+        r'DATA_PATH parameter "([^"]*)" does not match existing data path in the catalog "([^"]*)"', text
+    )
+    if mismatch:
+        return (
+            f"{where}: the lake keeps its data in {mismatch[2]}, not {mismatch[1]}: a lake's `data_path` is set "
+            "once, when it is created"
+        )
+    if lake.kind in ("sqlite", "duckdb"):
+        folder = Path(catalog_file(lake)).parent
+        if not folder.is_dir():
+            return f"{where}: the catalog's folder {folder} does not exist"
+        if not Path(catalog_file(lake)).exists():
+            return f"{where}: {NO_LAKE}"
     if (
         "does not exist" in lowered
         and "create_if_not_exists" in lowered.replace(" ", "_")
@@ -287,6 +301,12 @@ def open_problem(lake: Lake, exc: BaseException, snapshot: int | None = None) ->
     if snapshot is not None and "snapshot" in lowered:
         return f"{where}: no snapshot {snapshot} (`ood-store snapshots` lists them)"
     return f"{where}: cannot open the lake: {first_line(exc)}"
+
+
+def _libpq_words(text: str) -> str:
+    """What libpq said of a connection string, from DuckDB's longer message."""
+    said = re.search(r'Unable to connect to Postgres at "[^"]*":\s*(.+)', text)
+    return _PASSWORD.sub(r"\1***", (said[1] if said else text).strip().splitlines()[0])
 
 
 def data_path_of(con: duckdb.DuckDBPyConnection) -> str:

@@ -537,6 +537,33 @@ def test_a_read_only_role_reads_and_its_writes_are_refused_in_one_line(tmp_path,
 
 
 @pytest.mark.lake
+def test_bad_catalogs_and_data_paths_are_named_in_one_line(tmp_path, runner):
+    from lake_support import require_extension
+
+    require_extension()
+    missing = tmp_path / "no-such-folder" / "lab.sqlite"
+    result = invoke(runner, f"ducklake:sqlite:{missing}", "init", "--data-path", str(tmp_path / "data"))
+    assert result.exit_code == 1 and not missing.parent.exists()
+    assert result.output == f"Error: ducklake:sqlite:{missing}: the catalog's folder {missing.parent} does not exist\n"
+    garbled = "ducklake:postgres:dbname=lab bogus=1 password=hush-7d41"
+    result = invoke(runner, garbled, "runs")
+    assert result.exit_code == 1
+    assert result.output == (
+        "Error: ducklake:postgres:dbname=lab bogus=1 password=***: not a PostgreSQL connection string "
+        '(libpq\'s key=value pairs): invalid connection option "bogus"\n'
+    )
+    url = new_lake(tmp_path)  # its data in tmp_path / "lake-data"
+    before = invoke(runner, url, "snapshots", "-f", "csv").stdout
+    moved = invoke(runner, url, "init", "--data-path", str(tmp_path / "elsewhere"))
+    assert moved.exit_code == 1
+    assert moved.output == (
+        f"Error: {url}: the lake keeps its data in {tmp_path / 'lake-data'}/, not {tmp_path / 'elsewhere'}/: "
+        "a lake's --data-path is set once, when it is created\n"
+    )
+    assert invoke(runner, url, "snapshots", "-f", "csv").stdout == before
+
+
+@pytest.mark.lake
 def test_a_lake_of_a_newer_ood_store_is_refused(tmp_path, runner):
     url = new_lake(tmp_path)
     with ood_store.open(url) as store:
