@@ -92,36 +92,43 @@ class Reader:
         assert isinstance(self.path, Path)
         before = signature(self.path)
         if before is not None:
-            with self._lock:
-                if (before, key) in self._cache:
-                    self._cache.move_to_end((before, key))
-                    return self._cache[(before, key)]
+            found = self._recall(before, key)
+            if found is not _MISSING:
+                return found
         with self.opened() as store:
             value = compute(store)
         if before is not None and signature(self.path) == before:
-            with self._lock:
-                for stale in [k for k in self._cache if k[0] != before]:  # the file changed: older states go
-                    del self._cache[stale]
-                self._cache[(before, key)] = value
-                while len(self._cache) > self.cache_size:
-                    self._cache.popitem(last=False)
+            self._remember(before, key, value)
         return value
 
     def _cached_per_snapshot(self, key: Hashable, compute: Callable[[Store], T]) -> T:
         with self.opened() as store:
             state: Signature = ((store.snapshot_marker(), 0, 0),)  # type: ignore[assignment]
-            with self._lock:
-                if (state, key) in self._cache:
-                    self._cache.move_to_end((state, key))
-                    return self._cache[(state, key)]
+            found = self._recall(state, key)
+            if found is not _MISSING:
+                return found
             value = compute(store)
+        self._remember(state, key, value)
+        return value
+
+    def _recall(self, state: Signature, key: Hashable) -> Any:
+        with self._lock:
+            if (state, key) not in self._cache:
+                return _MISSING
+            self._cache.move_to_end((state, key))
+            return self._cache[(state, key)]
+
+    def _remember(self, state: Signature, key: Hashable, value: Any) -> None:
+        """Keep ``value`` for ``key`` at ``state``; pages of other states (the store has changed) go."""
         with self._lock:
             for stale in [k for k in self._cache if k[0] != state]:
                 del self._cache[stale]
             self._cache[(state, key)] = value
             while len(self._cache) > self.cache_size:
                 self._cache.popitem(last=False)
-        return value
+
+
+_MISSING = object()
 
 
 def rows(store: Store, name: str, /, **params: Any) -> pl.DataFrame:
