@@ -38,6 +38,9 @@ from pathlib import Path
 from common import OOD_STORE
 from corpus import results_corpus
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from lake_support import conninfo, psql  # noqa: E402
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -53,14 +56,10 @@ def catalog_server(given: str | None) -> str:
 
 
 def new_lake(server: str, folder: Path) -> str:
-    """A new lake: a new database on the server, its data in ``folder``; its URL."""
-    pairs = dict(re.findall(r"(\w+)=(\S+)", server.removeprefix("postgres:")))
+    """A new lake: a new database on the server (as the lake tests make theirs), its data in ``folder``; its URL."""
     name = f"ood_bench_{secrets.token_hex(4)}"
-    psql = shutil.which("psql") or "/usr/lib/postgresql/15/bin/psql"
-    conninfo = " ".join(f"{k}={v}" for k, v in pairs.items())
-    subprocess.run([psql, conninfo, "-qAt", "-c", f"CREATE DATABASE {name}"], check=True, capture_output=True)
-    pairs["dbname"] = name
-    url = "ducklake:postgres:" + " ".join(f"{k}={v}" for k, v in pairs.items())
+    psql(server, f"CREATE DATABASE {name}")
+    url = "ducklake:postgres:" + conninfo(server, dbname=name)
     run([OOD_STORE, "--db", url, "init", "--data-path", str(folder)])
     return url
 
