@@ -155,11 +155,7 @@ def compare(
     _check(alpha, inference, adjust_pairs, test)
     if not 0.5 < agreement <= 1:
         raise AnalysisError(f"must be more than 0.5 and at most 1, not {agreement}", parameter="agreement")
-    if item_inference not in crossed_module.ITEM_INFERENCE:
-        raise AnalysisError(f"must be one of {', '.join(crossed_module.ITEM_INFERENCE)}, not {item_inference!r}",
-                            parameter="item_inference")  # fmt: skip
-    if item_resamples < 2:
-        raise AnalysisError(f"must be at least 2, not {item_resamples}", parameter="item_resamples")
+    _check_items(item_inference, item_resamples)
     by = list(dict.fromkeys(by)) if by else None  # repeated names count once
     table = partial_frame(data)
     groups = with_attributes(table, by, attributes)
@@ -170,9 +166,7 @@ def compare(
                                 (("r", np.nan), ("variance", np.nan), ("significant", False)))  # fmt: skip
     pooled = _pooled(r, variance, significant, alpha, agreement, adjust_pairs, test)
     source = data if isinstance(data, PartialCorrelations) else None
-    store = items if items is not None else (attributes if _is_store(attributes) else None)
-    if store is None and source is not None:
-        store = source.store  # the store the analysis was read from
+    store = _store_of(items, attributes, source)
     evidence, basis = _item_evidence(source, table, store, item_inference, item_resamples, seed, progress)
     if evidence is not None:
         adjust_runs = source.options.adjust if source is not None else "holm"
@@ -194,6 +188,23 @@ def compare(
     resamples = item_resamples if evidence is not None else None
     return Comparison(result, tuple(by or ()), alpha, inference, source, agreement, adjust_pairs, test,
                       basis if evidence is None else crossed_module.BASIS_ITEMS, resamples)  # fmt: skip
+
+
+def _check_items(item_inference: str, item_resamples: int) -> None:
+    if item_inference not in crossed_module.ITEM_INFERENCE:
+        raise AnalysisError(f"must be one of {', '.join(crossed_module.ITEM_INFERENCE)}, not {item_inference!r}",
+                            parameter="item_inference")  # fmt: skip
+    if item_resamples < 2:
+        raise AnalysisError(f"must be at least 2, not {item_resamples}", parameter="item_resamples")
+
+
+def _store_of(items, attributes, source):
+    """Where the per-sample rows come from: ``items``, else ``attributes`` when it is a store, else the store the
+    analysis was read from."""
+    store = items if items is not None else (attributes if _is_store(attributes) else None)
+    if store is None and source is not None:
+        store = source.store
+    return store
 
 
 def _is_store(value) -> bool:
@@ -501,6 +512,11 @@ def between_groups(
     tau2_method: str = "PM",
     adjust_pairs: str = DEFAULT_ADJUST_PAIRS,
     test: str = DEFAULT_TEST,
+    items: Database | pl.DataFrame | None = None,
+    item_inference: str = "auto",
+    item_resamples: int = crossed_module.RESAMPLES,
+    seed: int = 0,
+    progress: bool = False,
 ) -> BetweenGroups:
     """Does a pair's correlation differ between groups of runs (models) beyond the variation within them (seeds)?
 
@@ -530,6 +546,17 @@ def between_groups(
         How ``p_between`` is adjusted over the pairs (as in :func:`compare`).
     test : {"knha", "z"}
         Knapp–Hartung's F test of the group means (default) or the Wald χ² test.
+    items, item_inference, item_resamples, seed, progress
+        As in :func:`compare`. Where the store holds per-sample rows of every
+        task of every run, the groups are compared over items as well as runs
+        (:func:`~ood_store._analysis.crossed.crossed_groups`): each group's
+        ``r*`` (the in-domain testset's noise taken out), their covariance from
+        the runs' spread within groups plus what the shared items give every
+        run, and a Wald test of equal group means, F with Satterthwaite's
+        within-group degrees of freedom (``knha``) or χ² (``z``). The naive r
+        of a group whose models are more or less able is biased by the
+        control's noise by more or less, so runs-only groups can differ by
+        that alone.
 
     Returns
     -------
@@ -546,6 +573,9 @@ def between_groups(
         - ``tau2_within``: the residual τ², the variance of z between runs of a group
           beyond sampling error; ``q_within``, ``df_within``, ``p_within``: the test of
           residual heterogeneity ``QE``; ``i2_within``: residual I²;
+        - ``basis``: what the test rests on: ``items and runs`` or ``runs only`` (and why);
+          over items, ``q_between`` is the Wald statistic (over ``df_between`` for F), ``df_within``
+          Satterthwaite's, ``tau2_within`` on the r scale, and ``r:<group>`` each group's r*;
         - ``verdict``: ``differs by <between> beyond <within> variation`` when
           ``p_between_adj < alpha``, else ``not shown to differ by <between> beyond
           <within> variation``; ``<between> and <within> confounded: 1 <within> per <between>``
@@ -572,6 +602,7 @@ def between_groups(
     'family and seed confounded: 1 seed per family'
     """
     _check(alpha, inference, adjust_pairs, test)
+    _check_items(item_inference, item_resamples)
     if tau2_method not in meta.TAU2_METHODS:
         raise AnalysisError(
             f"must be one of {', '.join(meta.TAU2_METHODS)}, not {tau2_method!r}", parameter="tau2_method"
@@ -597,13 +628,19 @@ def between_groups(
     with np.errstate(invalid="ignore"):
         effects = np.where(use, np.arctanh(np.where(use, R, 0.0)), np.nan)
     fit = meta.subgroups_many(effects, np.where(use, V, np.nan), runs[between].to_list(), tau2_method, test)
+    source = data if isinstance(data, PartialCorrelations) else None
+    evidence, basis = _item_evidence(source, table, _store_of(items, attributes, source), item_inference,
+                                     item_resamples, seed, progress)  # fmt: skip
+    if evidence is not None:
+        fit = _items_groups(evidence, r.select(index), runs, between, test, fit)
     p_adjusted = inference_module.adjust(fit.p_between, adjust_pairs)
     groups = (fit.sizes > 0).sum(axis=1)
     fewest = np.where(fit.sizes > 0, fit.sizes, np.iinfo(np.int64).max).min(axis=1, initial=np.iinfo(np.int64).max)
     out: dict[str, list] = {name: [] for name in BETWEEN_COLUMNS}
     out.update({f"r:{name}": [] for name in fit.groups})
     for i, (task_x, task_y) in enumerate(r.select(index).iter_rows()):
-        row = {"task_x": task_x, "task_y": task_y, "groups": int(groups[i]), "runs": int(use[i].sum())}
+        runs_used = int(fit.sizes[i].sum()) if evidence is not None else int(use[i].sum())
+        row = {"task_x": task_x, "task_y": task_y, "groups": int(groups[i]), "runs": runs_used}
         row["within_per_group"] = int(fewest[i]) if groups[i] else None
         for column, values in (("q_between", fit.q_between), ("df_between", fit.df_between),
                                ("p_between", fit.p_between), ("p_between_adj", p_adjusted),
@@ -615,17 +652,46 @@ def between_groups(
             alpha=alpha, minimum=MIN_WITHIN,
         )  # fmt: skip
         if not row["verdict"].startswith(("differs", "not shown")):  # no test: no statistics beside the verdict
-            row.update(dict.fromkeys(BETWEEN_COLUMNS[5:-1]))
-        row.update({f"r:{name}": _number(np.tanh(fit.means[i, g])) for g, name in enumerate(fit.groups)})
+            row.update(dict.fromkeys(BETWEEN_COLUMNS[5:-2]))
+        row["basis"] = basis
+        back = (lambda m: m) if evidence is not None else np.tanh  # r* is on the r scale; Fisher z is not
+        row.update({f"r:{name}": _number(back(fit.means[i, g])) for g, name in enumerate(fit.groups)})
         for name in out:
             out[name].append(row.get(name))
     schema: dict[str, pl.DataType] = {name: pl.Float64() for name in BETWEEN_COLUMNS}
     schema.update(task_x=pl.String(), task_y=pl.String(), verdict=pl.String(), groups=pl.Int64(), runs=pl.Int64())
-    schema.update(within_per_group=pl.Int64(), df_between=pl.Int64(), df_within=pl.Int64())
+    schema.update(within_per_group=pl.Int64(), df_between=pl.Int64(), basis=pl.String())
+    schema["df_within"] = pl.Float64() if evidence is not None else pl.Int64()
     schema.update({f"r:{name}": pl.Float64() for name in fit.groups})
     result = pl.DataFrame(out, schema=schema, strict=False).sort("task_x", "task_y")
-    source = data if isinstance(data, PartialCorrelations) else None
-    return BetweenGroups(result, between, within, alpha, inference, tau2_method, source, adjust_pairs, test)
+    return BetweenGroups(result, between, within, alpha, inference, tau2_method, source, adjust_pairs, test, basis,
+                         item_resamples if evidence is not None else None)  # fmt: skip
+
+
+def _items_groups(evidence, pairs: pl.DataFrame, runs: pl.DataFrame, between: str, test: str, fit):
+    """:func:`~ood_store._analysis.crossed.crossed_groups` for every pair (rows of ``pairs``), laid out as
+    :func:`~ood_store._analysis.meta.subgroups_many` lays out its fit (the runs-only ``fit``, for its groups'
+    order)."""
+    group_of = dict(zip(runs["run"], runs[between], strict=True))
+    labels = [group_of[run] for run in evidence.runs]
+    order = {name: g for g, name in enumerate(fit.groups)}
+    B, G = pairs.height, len(fit.groups)
+    names = ("q_between", "df_between", "p_between", "q_within", "df_within", "p_within", "tau2", "i2")
+    out = {name: np.full(B, np.nan) for name in names}
+    means, sizes = np.full((B, G), np.nan), np.zeros((B, G), dtype=np.int64)
+    pair_index = {pair: k for k, pair in enumerate(evidence.pairs)}
+    for i, pair in enumerate(pairs.iter_rows()):
+        k = pair_index[pair]
+        one = crossed_module.crossed_groups(evidence.tau[:, k], evidence.scale[:, k], evidence.draws_tau[:, :, k],
+                                            evidence.draws_scale[:, :, k], evidence.within[:, k], labels, test)
+        for g, name in enumerate(one.groups):
+            means[i, order[name]], sizes[i, order[name]] = one.means[g], one.sizes[g]
+        for name, value in (("q_between", one.statistic), ("df_between", one.df_between), ("p_between", one.pvalue),
+                            ("q_within", one.q_within), ("p_within", one.q_within_p),
+                            ("tau2", one.tau2), ("i2", one.i2)):  # fmt: skip
+            out[name][i] = value
+        out["df_within"][i] = one.df_within if np.isfinite(one.statistic) else np.nan
+    return dataclasses.replace(fit, sizes=sizes, means=means, se=np.full((B, G), np.nan), **out)
 
 
 def _check_design(rows: pl.DataFrame, between: str, within: str) -> None:

@@ -384,6 +384,110 @@ def crossed(tau: np.ndarray, scale: np.ndarray, draws_tau: np.ndarray, draws_sca
                    float(df), p, q_stat, q_p, i2, tau2)  # fmt: skip
 
 
+@dataclass(frozen=True)
+class CrossedGroups:
+    """The crossed test between groups of one row's runs (floats; NaN where it cannot be had)."""
+
+    groups: tuple[str, ...]  # the groups with a usable run, in the order of ``means``
+    sizes: np.ndarray  # usable runs per group
+    means: np.ndarray  # per group: its runs' tetrads summed over their scales summed (r*)
+    statistic: float  # the Wald statistic of equal group means, over its numerator degrees of freedom (F or χ²)
+    df_between: float  # groups - 1
+    df_within: float  # Satterthwaite's: each group's effective runs less one, summed
+    pvalue: float
+    q_within: float  # Cochran's Q of the runs' r* about their group's mean, with their mean jackknife variance
+    q_within_df: float  # its scaled χ²'s degrees of freedom
+    q_within_p: float
+    i2: float
+    tau2: float  # the variance of r* between runs of a group beyond their sampling variance
+
+
+def crossed_groups(tau: np.ndarray, scale: np.ndarray, draws_tau: np.ndarray, draws_scale: np.ndarray,
+                   within: np.ndarray, labels: Sequence[str], test: str = "knha") -> CrossedGroups:  # fmt: skip
+    """Do the runs' ``r*`` differ between groups (``labels``, one per run) beyond the spread of runs within groups,
+    with the runs' shared items crossed? Inputs as :func:`crossed`; runs with a NaN anywhere are left out.
+
+    Each group's estimate is its ratio ``m_g = sum tau / sum scale``; its error, linearized, is the mean of its
+    runs' ``u_r = tau_r - m_g scale_r`` over their mean scale. The covariance matrix of the group estimates is the
+    runs' spread within each group over its size (on the diagonal) plus the covariance the shared items give two
+    different runs, averaged over the pairs of runs of the two groups (from the study-wide item resamples, the
+    same draw in every run; made positive semi-definite). Items shared by every group move the groups' estimates
+    together, so they add to each group's variance and cancel from their differences, as a crossed design should.
+    The groups' equality is Wald's test of the ``G - 1`` differences from the first group, ``W / (G - 1)`` referred
+    to F with ``G - 1`` and Satterthwaite's within-group degrees of freedom (``test="knha"``; ``runs - groups``
+    for equal scales) or ``W`` to χ² with ``G - 1`` (``test="z"``).
+
+    Examples
+    --------
+    Two groups of four runs with equal scales and no item noise: ``W`` is then Welch's t² of the runs' r*.
+
+    >>> tau = np.array([0.1, 0.3, 0.2, 0.25, -0.2, -0.1, 0.0, -0.15])
+    >>> still = np.zeros((50, 8))
+    >>> fit = crossed_groups(tau, np.ones(8), still + tau, still + 1, np.full(8, 0.01), list("aaaabbbb"))
+    >>> welch = stats.ttest_ind(tau[:4], tau[4:], equal_var=False).statistic
+    >>> bool(np.isclose(fit.statistic, welch**2)), fit.df_between, fit.df_within
+    (True, 1.0, 6.0)
+    """
+    labels_all = np.asarray(labels, dtype=object)
+    use = np.isfinite(tau) & np.isfinite(scale) & (scale > 0) & np.isfinite(within)
+    use &= np.isfinite(draws_tau).all(axis=0) & np.isfinite(draws_scale).all(axis=0)
+    names = tuple(dict.fromkeys(labels_all[use].tolist()))
+    G = len(names)
+    sizes = np.array([int((labels_all[use] == g).sum()) for g in names], dtype=np.int64)
+    nan = float("nan")
+    tau, scale, within, labels_use = tau[use], scale[use], within[use], labels_all[use]
+    draws_tau, draws_scale = draws_tau[:, use], draws_scale[:, use]
+    code = np.array([names.index(g) for g in labels_use], dtype=int)
+    means = np.array([tau[code == g].sum() / scale[code == g].sum() for g in range(G)])
+    if G < 2 or sizes.min() < 2:
+        return CrossedGroups(names, sizes, np.clip(means, -1, 1), nan, nan, nan, nan, nan, nan, nan, nan, nan)
+    u = tau - means[code] * scale
+    u_drawn = draws_tau - means[code][None, :] * draws_scale
+    cov = np.cov(u_drawn, rowvar=False)
+    member = np.eye(G)[code]  # runs × groups
+    off = cov - np.diag(np.diag(cov))  # two different runs only: a run's own item noise is in the spread
+    pairs = member.T @ (1.0 - np.eye(code.size)) @ member
+    shared = (member.T @ off @ member) / pairs
+    values, vectors = np.linalg.eigh((shared + shared.T) / 2.0)
+    shared = (vectors * np.clip(values, 0.0, None)) @ vectors.T
+    mean_scale = np.array([scale[code == g].mean() for g in range(G)])
+    spread = np.array([u[code == g].var(ddof=1) / sizes[g] for g in range(G)])
+    sigma = (np.diag(spread) + shared) / np.outer(mean_scale, mean_scale)
+    contrast = np.hstack([-np.ones((G - 1, 1)), np.eye(G - 1)])
+    difference = contrast @ means
+    wald = float(difference @ np.linalg.pinv(contrast @ sigma @ contrast.T) @ difference)
+    effective = [(scale[code == g] ** 2).sum() ** 2 / (scale[code == g] ** 4).sum() for g in range(G)]
+    df_within = max(float(sum(e - 1.0 for e in effective)), 1.0)
+    if test == "z":
+        statistic, p = wald, float(stats.chi2.sf(wald, G - 1))
+    else:
+        statistic = wald / (G - 1)
+        p = float(stats.f.sf(statistic, G - 1, df_within))
+    r_runs = np.clip(tau / scale, -1.0, 1.0)
+    group_mean = np.array([r_runs[code == g].mean() for g in range(G)])
+    typical = float(within.mean())
+    q_stat = q_df = q_p = i2 = tau2 = nan
+    if typical > 0:
+        q_stat = float(((r_runs - group_mean[code]) ** 2).sum() / typical)
+        q_p, q_df = _q_p_groups(q_stat, within / typical, code)
+        dof = code.size - G
+        i2 = max(0.0, (q_stat - dof) / q_stat) if q_stat > 0 else 0.0
+        pooled_var = float(((r_runs - group_mean[code]) ** 2).sum() / dof)
+        tau2 = max(0.0, pooled_var - typical)
+    return CrossedGroups(names, sizes, np.clip(means, -1.0, 1.0), statistic, float(G - 1), df_within, p, q_stat,
+                         q_df, q_p, i2, tau2)  # fmt: skip
+
+
+def _q_p_groups(q_stat: float, relative: np.ndarray, code: np.ndarray) -> tuple[float, float]:
+    """The p (and degrees of freedom) of Q about each group's mean, as :func:`_q_p` with the centering done
+    within each group (``code``: each run's group)."""
+    member = np.eye(int(code.max()) + 1)[code]
+    centering = np.eye(code.size) - member @ np.diag(1.0 / member.sum(axis=0)) @ member.T
+    M = centering @ np.diag(relative) @ centering
+    first, second = float(np.trace(M)), float(np.trace(M @ M))
+    return float(stats.chi2.sf(q_stat * first / second, first**2 / second)), first**2 / second
+
+
 def _q_p(q_stat: float, relative: np.ndarray) -> float:
     """The p of Cochran's Q with the runs' mean variance, ``sum (r - mean r)² / mean v``, when the runs' own
     variances differ (``relative``: each over their mean): Q is then a quadratic form ``r' A Λ A r`` (``A`` the

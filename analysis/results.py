@@ -48,7 +48,7 @@ SENSITIVITY_COLUMNS = (
 #: Columns of a comparison between groups of runs, in order; ``r:<group>`` columns follow, one per group.
 BETWEEN_COLUMNS = (
     "task_x", "task_y", "groups", "runs", "within_per_group", "q_between", "df_between", "p_between",
-    "p_between_adj", "tau2_within", "q_within", "df_within", "p_within", "i2_within", "verdict",
+    "p_between_adj", "tau2_within", "q_within", "df_within", "p_within", "i2_within", "verdict", "basis",
 )  # fmt: skip
 
 #: The columns a saved analysis keeps as rows; the last four (in-domain task, metric, residualizer,
@@ -215,6 +215,7 @@ class BetweenGroups(Result):
 
     summary_columns = (
         "task_x", "task_y", "groups", "runs", "q_between", "p_between", "p_between_adj", "tau2_within", "verdict",
+        "basis",
     )  # fmt: skip
 
     #: The run attribute that makes the groups (e.g. ``family``).
@@ -233,14 +234,19 @@ class BetweenGroups(Result):
     adjust_pairs: str = "holm"
     #: The test between groups: ``knha`` (F) or ``z`` (χ²).
     test: str = "knha"
+    #: What the tests rest on: ``items and runs``, or ``runs only (item noise not included)`` and why.
+    basis: str = "runs only (item noise not included)"
+    #: Study-wide item resamples behind the tests over items (None for runs only).
+    item_resamples: int | None = None
 
     def _summary(self) -> str:
         groups = f"{self.between} beyond {self.within}"
         adjusted = "not adjusted" if self.adjust_pairs == "none" else f"{self.adjust_pairs} over pairs"
-        return (
-            f": {groups}, {self.table.height} pairs, tau2 by {self.tau2_method}, {self.test} test, "
-            f"alpha {self.alpha:g} ({adjusted})"
-        )
+        if self.item_resamples is not None:
+            over = f"{self.test} test over items and runs ({self.item_resamples} item resamples)"
+        else:
+            over = f"tau2 by {self.tau2_method}, {self.test} test; {self.basis}"
+        return f": {groups}, {self.table.height} pairs, alpha {self.alpha:g} ({adjusted}), {over}"
 
 
 @dataclass(frozen=True, repr=False)

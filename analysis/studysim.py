@@ -45,21 +45,25 @@ def planted_study(
     checkpoints: int = 30,
     items: Sequence[int] = (5000, 1500, 1500),
     signal: float = 0.3,
-    shared: float = 0.0,
-    span: float = 1.5,
+    shared: float | Sequence[float] = 0.0,
+    span: float | Sequence[float] = 1.5,
     difficulty_means: Sequence[float] = (0.0, 0.0, 0.0),
     difficulty_sd: float = 1.0,
     persistence: float = 0.5,
 ) -> PlantedStudy:
-    """One planted study (see the module); ``items``: the in-domain, X and Y testsets' sizes."""
-    if not -1.0 <= shared <= 1.0:
+    """One planted study (see the module); ``items``: the in-domain, X and Y testsets' sizes; ``shared`` and
+    ``span`` (the rise of ability over training) one for every run or one per run."""
+    shares = np.broadcast_to(np.asarray(shared, dtype=float), (runs,))
+    spans = np.broadcast_to(np.asarray(span, dtype=float), (runs,))
+    if not (np.abs(shares) <= 1.0).all():
         raise ValueError(f"shared must be a correlation, not {shared}")
     steps = np.r_[0, np.geomspace(10, 10000, checkpoints - 1)].round().astype(int)  # distinct, log-spaced
     schedule = np.log1p(steps) / np.log1p(steps[-1])
     difficulties = [rng.normal(mu, difficulty_sd, n) for mu, n in zip(difficulty_means, items, strict=True)]
     out: dict[str, tuple[np.ndarray, ...]] = {}
     for r in range(runs):
-        start, gain = rng.normal(-0.75, 0.3), span * rng.uniform(0.7, 1.3)
+        shared = float(shares[r])
+        start, gain = rng.normal(-0.75, 0.3), spans[r] * rng.uniform(0.7, 1.3)
         theta = start + gain * schedule + 0.15 * rng.standard_normal(checkpoints)
         common, own = rng.standard_normal(checkpoints), rng.standard_normal((2, checkpoints))
         signals = np.zeros((3, checkpoints))

@@ -816,7 +816,7 @@ def pair_page(store: Store, q: Query, name: str, task_x: str, task_y: str) -> Pa
     between_table = None
     try:
         result = between_groups(
-            analysis.table, between=between, within=within, attributes=store, alpha=alpha, inference=inference
+            analysis, between=between, within=within, attributes=store, alpha=alpha, inference=inference, items=store
         )
         between_table = result.table.filter(this_pair).select(
             [c for c in result.table.columns if not c.startswith("r:")]

@@ -257,3 +257,143 @@ def test_export_plot_and_viewer_give_the_verdicts_over_items(saved_samples_db, r
     page = client.get("/analyses/planted/pair/hans/rte.json")
     assert page.status_code == 200, page.text
     assert "items and runs" in page.text
+
+
+# -- between groups of runs, over items ----------------------------------------------------------------------
+
+
+def test_crossed_groups_covariance_by_hand_and_what_the_shared_items_cancel():
+    """By hand (loops over pairs of different runs): each group's ratio, its runs' spread over its size, the mean
+    covariance the item draws give two different runs of the two groups; Wald's statistic of the difference. A
+    part the draws move in every run alike cancels from the difference; a part only group a's runs share adds to
+    its variance (both planted)."""
+    rng = np.random.default_rng(8)
+    labels = ["a"] * 4 + ["b"] * 5
+    R, B = len(labels), 4000
+    tau, scale = rng.normal(0.2, 0.1, R), rng.uniform(0.5, 1.5, R)
+    every, only_a = rng.normal(0, 0.05, (B, 1)), rng.normal(0, 0.03, (B, 1)) * (np.arange(R) < 4)
+    draws_tau = tau + every + only_a + rng.normal(0, 0.02, (B, R))
+    draws_scale = np.broadcast_to(scale, (B, R))
+    fit = crossed.crossed_groups(tau, scale, draws_tau, draws_scale, np.full(R, 0.01), labels)
+    group = np.array(labels)
+    means, spread, mean_scale = {}, {}, {}
+    for g in "ab":
+        means[g] = tau[group == g].sum() / scale[group == g].sum()
+        u = tau[group == g] - means[g] * scale[group == g]
+        spread[g], mean_scale[g] = u.var(ddof=1) / u.size, scale[group == g].mean()
+    u_draws = draws_tau - np.array([means[g] for g in labels]) * draws_scale
+    cov = np.cov(u_draws, rowvar=False)
+
+    def shared(g, h):
+        values = [cov[r, s] for r in range(R) for s in range(R) if r != s and labels[r] == g and labels[s] == h]
+        return np.mean(values)
+
+    var_a = (spread["a"] + shared("a", "a")) / mean_scale["a"] ** 2
+    var_b = (spread["b"] + shared("b", "b")) / mean_scale["b"] ** 2
+    cov_ab = shared("a", "b") / (mean_scale["a"] * mean_scale["b"])
+    wald = (means["b"] - means["a"]) ** 2 / (var_a + var_b - 2 * cov_ab)
+    assert fit.groups == ("a", "b") and fit.means == pytest.approx([means["a"], means["b"]])
+    assert fit.statistic == pytest.approx(wald, rel=1e-9)
+    assert fit.df_between == 1
+    # what was planted: 0.05² shared by every pair of runs, 0.03² more by two runs of a
+    assert shared("a", "b") == pytest.approx(0.05**2, rel=0.15)
+    assert shared("a", "a") - shared("a", "b") == pytest.approx(0.03**2, rel=0.3)
+    # with the part every run shares taken away, the statistic is the same: it cancels from the difference
+    alone = crossed.crossed_groups(tau, scale, draws_tau - every, draws_scale, np.full(R, 0.01), labels)
+    assert alone.statistic == pytest.approx(fit.statistic, rel=0.1)
+    z = crossed.crossed_groups(tau, scale, draws_tau, draws_scale, np.full(R, 0.01), labels, test="z")
+    assert z.statistic == pytest.approx(wald, rel=1e-9)
+    # a group of one run: no test
+    one = crossed.crossed_groups(tau[:5], scale[:5], draws_tau[:, :5], draws_scale[:, :5], np.full(5, 0.01),
+                                 labels[:5])  # fmt: skip
+    assert one.sizes.tolist() == [4, 1] and np.isnan(one.pvalue)
+
+
+def _groups_study(seed: int, n: int, *, shared, span=1.5, signal: float = 0.3, runs: int = 12, ood: int = 300):
+    rng = np.random.default_rng([seed, n, 17])
+    study = studysim.planted_study(rng, runs=runs, items=(n, ood, ood), signal=signal, shared=shared, span=span)
+    return study
+
+
+def _groups_fit(study, seed):
+    evidence = crossed.item_evidence(
+        {run: RunItems(study.steps, m) for run, m in study.runs.items()}, ["z", "x", "y"], [("x", "y")],
+        resamples=100, seed=seed,
+    )  # fmt: skip
+    labels = ["a"] * (len(evidence.runs) // 2) + ["b"] * (len(evidence.runs) - len(evidence.runs) // 2)
+    return crossed.crossed_groups(evidence.tau[:, 0], evidence.scale[:, 0], evidence.draws_tau[:, :, 0],
+                                  evidence.draws_scale[:, :, 0], evidence.within[:, 0], labels)  # fmt: skip
+
+
+def test_between_groups_over_items_keeps_its_level_where_the_groups_differ_in_ability():
+    """Two families of 6 runs, X and Y pure functions of ability in both, but one family's ability rises 2.2
+    logits over training and the other's 0.8: the control's noise biases their naive r by different amounts.
+    120 planted nulls with 60 in-domain items: the test over items rejects at most the binomial 99 % bound of
+    0.05 (0.05 + 2.58 sqrt(0.05 · 0.95 / 120) = 0.101)."""
+    spans = [2.2] * 6 + [0.8] * 6
+    p = np.array([_groups_fit(_groups_study(seed, 60, shared=0.0, span=spans, signal=0.0), seed).pvalue
+                  for seed in range(120)])  # fmt: skip
+    assert np.isfinite(p).all()
+    assert (p < 0.05).mean() <= 0.101
+
+
+def test_between_groups_over_items_finds_a_planted_difference():
+    """A shared signal of partial r 0.8 in one family's runs and none in the other's, 500 in-domain items."""
+    shares = [0.8] * 6 + [0.0] * 6
+    p = np.array([_groups_fit(_groups_study(seed, 500, shared=shares), seed).pvalue for seed in range(30)])
+    assert (p < 0.05).mean() >= 0.9
+
+
+def test_between_groups_runs_only_is_fooled_by_the_control_where_items_are_not():
+    """The null above through the API, as a user would run it: over runs only the naive r differs between the
+    families in many studies (the control's noise, not the pair); over items and runs it seldom does."""
+    spans = [2.2] * 6 + [0.8] * 6
+    runs_only, over_items = [], []
+    for seed in range(30):
+        study = _groups_study(100 + seed, 60, shared=0.0, span=spans, signal=0.0, ood=1500)
+        scores, items = studysim.study_frames(study)
+        analysis = ood_store.partial_correlations(scores, in_domain="in-domain")
+        attributes = pl.DataFrame({"run": list(study.runs), "family": ["a"] * 6 + ["b"] * 6,
+                                   "seed": [str(k) for k in range(6)] * 2})  # fmt: skip
+        options = {"between": "family", "within": "seed", "attributes": attributes, "adjust_pairs": "none"}
+        asked = ood_store.between_groups(analysis, **options, items=items, item_resamples=100, seed=seed)
+        assert asked.basis == "items and runs" and asked.table["basis"].to_list() == ["items and runs"]
+        over_items.append(asked.table["p_between"][0])
+        plain = ood_store.between_groups(analysis, **options, item_inference="runs")
+        assert plain.table["basis"][0] == "runs only (item noise not included): as asked"
+        runs_only.append(plain.table["p_between"][0])
+    assert (np.array(runs_only) < 0.05).mean() >= 0.3
+    assert (np.array(over_items) < 0.05).mean() <= 0.15
+
+
+def test_compare_between_on_a_store_with_samples_is_over_items(runner, tmp_path):
+    """Six planted runs sharing their items, ingested with their samples, three seeds of each of two families:
+    `compare --between` tests the families over items and runs, as the API does, and says so."""
+    from test_analysis_items import _write_run
+
+    from ood_store._cli import main
+
+    rng = np.random.default_rng(6)
+    study = studysim.planted_study(rng, runs=6, checkpoints=15, items=(80, 60, 60), signal=0.3)
+    for run, matrices in study.runs.items():
+        _write_run(tmp_path / "files", run, matrices)
+    db = tmp_path / "groups.duckdb"
+    with ood_store.open(db) as store:
+        assert store.ingest([tmp_path / "files"]).ok
+        for k, run in enumerate(sorted(study.runs)):
+            store.set_run_attributes(run, {"family": "ab"[k // 3], "seed": str(k % 3)})
+    options = ["--db", str(db), "compare", "--in-domain", "mnli", "--between", "family", "--within", "seed"]
+    printed = runner.invoke(main, [*options, "--format", "csv"])
+    assert printed.exit_code == 0, printed.output
+    row = pl.read_csv(printed.stdout.encode()).row(0, named=True)
+    assert row["basis"] == "items and runs" and row["groups"] == 2 and row["runs"] == 6
+    assert row["verdict"].startswith(("differs", "not shown"))
+    with ood_store.open(db, read_only=True) as store:
+        result = ood_store.partial_correlations(store, "mnli")
+        expected = ood_store.between_groups(result, between="family", within="seed", attributes=store)
+        assert "over items and runs" in repr(expected)
+    assert row["p_between"] == pytest.approx(expected.table["p_between"][0], rel=1e-9)
+    plain = runner.invoke(main, [*options, "--item-inference", "runs", "--format", "csv"])
+    assert pl.read_csv(plain.stdout.encode())["basis"][0] == "runs only (item noise not included): as asked"
+    refused = runner.invoke(main, [*options, "--item-resamples", "1"])
+    assert refused.exit_code != 0 and "Traceback" not in refused.output

@@ -204,7 +204,8 @@ def test_planted_model_differences_are_found_and_seed_noise_is_not():
         table, runs = _planted(dataset)
         result = between_groups(table, between="family", within="seed", attributes=runs)
         assert repr(result) == (
-            "<BetweenGroups: family beyond seed, 3 pairs, tau2 by PM, knha test, alpha 0.05 (holm over pairs)>"
+            "<BetweenGroups: family beyond seed, 3 pairs, alpha 0.05 (holm over pairs), tau2 by PM, knha test; "
+            "runs only (item noise not included): no per-sample rows given>"
         )
         out = result.table
         verdicts[dataset] = dict(zip(zip(out["task_x"], out["task_y"], strict=True), out["verdict"], strict=True))

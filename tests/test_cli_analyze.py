@@ -353,5 +353,5 @@ def test_compare_between_families_within_seeds_from_the_cli(runner, tmp_path):
         text = invoke(runner, db, "compare", "--in-domain", "id", "--between", "family", "--within", "seed")
         assert text.output.splitlines()[0].split() == [
             "task_x", "task_y", "groups", "runs", "q_between", "p_between", "p_between_adj", "tau2_within", "verdict",
-            "r:olmo", "r:opt",
+            "basis", "r:olmo", "r:opt",
         ]  # fmt: skip

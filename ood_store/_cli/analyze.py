@@ -298,12 +298,14 @@ def compare_command(
 
     Where the store holds per-sample rows of every task (the same items in
     every run), the verdicts generalize over items as well as runs: the
-    in-domain testset's noise is taken out (a tetrad test on random halves of
-    its items) and the pooled interval counts the covariance that the shared
-    items give every run (study-wide item resamples); the basis column says
-    which, and a verdict the in-domain testset's noise could explain reads
-    "not distinguishable from the control's noise" (the documentation:
-    "Verdicts over items and runs"). --item-inference runs turns it off.
+    in-domain testset's noise is taken out (a vanishing-tetrad test over
+    pairs of its items) and the pooled interval counts the covariance that
+    the shared items give every run (study-wide item resamples); the basis
+    column says which, and a verdict the in-domain testset's noise could
+    explain reads "not distinguishable from the control's noise" (the
+    documentation: "Verdicts over items and runs"). --between does the same:
+    the groups' r* are compared with the covariance the shared items give
+    them. --item-inference runs turns it off.
 
     \b
     Example:
@@ -329,6 +331,10 @@ def compare_command(
                 tau2_method=tau2_method,
                 adjust_pairs=adjust_pairs,
                 test=test,
+                items=store,
+                item_inference=item_inference,
+                item_resamples=item_resamples,
+                progress=True,
             )
             emit(shown(groups, output_format, all_columns), output_format, output)
             return
