@@ -420,7 +420,9 @@ def _items_pooled(evidence, lists: pl.DataFrame, naive: dict[str, list], alpha: 
     for i, (fit, (k, chosen)) in enumerate(zip(fits, members, strict=True)):
         values_r = r_star[chosen, k]
         finite = np.isfinite(values_r)
-        significant = p_runs_adj[chosen, k] < alpha
+        # a run counts as significant once its p is adjusted over the row's runs too (Holm): with 24 runs, one of
+        # them would otherwise be "significantly against" the others in about one study in ten where none is
+        significant = inference_module.adjust(p_runs_adj[chosen, k], "holm") < alpha
         counts = {
             "runs": int(finite.sum()),
             "n_positive": int((finite & (values_r > 0)).sum()),
@@ -446,12 +448,17 @@ def _items_pooled(evidence, lists: pl.DataFrame, naive: dict[str, list], alpha: 
             "i2": _number(fit.i2),
             "tau2": _number(fit.tau2),
         }
-        runs = counts["runs"]
-        values["sign_agreement"] = (
-            verdicts.sign_agreement(counts["n_positive"], counts["n_negative"], runs, estimate) if runs else None
-        )
+        share = None
+        if counts["runs"] and estimate is not None:
+            # the runs' calibrated estimates' signs: one run's r* is too noisy for its own sign to tell
+            shrunk = crossed_module.calibrated(values_r, evidence.within[chosen, k], fit.estimate)
+            shrunk = shrunk[np.isfinite(shrunk)]
+            if shrunk.size:
+                share = float((np.sign(shrunk) == np.sign(estimate)).mean()) if estimate != 0 else None
+        values["sign_agreement"] = share
         verdict = verdicts.verdict(**counts, estimate=estimate, ci_low=_number(low_adj), ci_high=_number(high_adj),
-                                   q_p=_number(q_p_adj[i]), alpha=alpha, agreement=agreement)  # fmt: skip
+                                   q_p=_number(q_p_adj[i]), alpha=alpha, agreement=agreement,
+                                   share=share)  # fmt: skip
         naive_low, naive_high = naive["ci_low_adj"][i], naive["ci_high_adj"][i]
         naive_finds = naive_low is not None and naive_high is not None and not naive_low <= 0 <= naive_high
         if verdict == "no evidence" and naive_finds:

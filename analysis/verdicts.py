@@ -63,8 +63,10 @@ def verdict(
     q_p: float | None,
     alpha: float = 0.05,
     agreement: float = AGREEMENT,
+    share: float | None = None,
 ) -> str:
-    """The verdict for one pair (see the module's docstring for the rule).
+    """The verdict for one pair (see the module's docstring for the rule); ``share``: the sign agreement, when it
+    is not the runs' own (:func:`sign_agreement` of the counts), as over items and runs.
 
     Examples
     --------
@@ -83,7 +85,8 @@ def verdict(
     """
     if estimate is None or ci_low is None or ci_high is None or math.isnan(estimate) or runs < 2:
         return "too few runs"
-    share = sign_agreement(n_positive, n_negative, runs, estimate)
+    if share is None or math.isnan(share):
+        share = sign_agreement(n_positive, n_negative, runs, estimate)
     heterogeneous = q_p is not None and q_p < alpha
     if (n_sig_positive and n_sig_negative) or (heterogeneous and share < agreement):
         return "model-dependent"
