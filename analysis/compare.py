@@ -151,6 +151,10 @@ def compare(
         noise taken out (:mod:`~ood_store._analysis.crossed`): the interval adds to the runs' spread the
         covariance their shared items give them, the heterogeneity test uses the runs' jackknife variances,
         and ``tau2`` is on the r scale; ``test`` and ``inference`` then apply to ``r_naive`` only.
+        ``sign_agreement`` is then the share of the runs' calibrated estimates
+        (:func:`~ood_store._analysis.crossed.calibrated`) with the pooled sign, since one run's ``r*`` is too
+        noisy for its own sign to tell, and a run counts in ``n_sig_*`` once its p is adjusted over the
+        row's runs as well (Holm).
     """
     _check(alpha, inference, adjust_pairs, test)
     if not 0.5 < agreement <= 1:
@@ -690,7 +694,8 @@ def _items_groups(evidence, pairs: pl.DataFrame, runs: pl.DataFrame, between: st
     for i, pair in enumerate(pairs.iter_rows()):
         k = pair_index[pair]
         one = crossed_module.crossed_groups(evidence.tau[:, k], evidence.scale[:, k], evidence.draws_tau[:, :, k],
-                                            evidence.draws_scale[:, :, k], evidence.within[:, k], labels, test)
+                                            evidence.draws_scale[:, :, k], evidence.within[:, k], labels,
+                                            test)  # fmt: skip
         for g, name in enumerate(one.groups):
             means[i, order[name]], sizes[i, order[name]] = one.means[g], one.sizes[g]
         for name, value in (("q_between", one.statistic), ("df_between", one.df_between), ("p_between", one.pvalue),

@@ -16,7 +16,9 @@ of the pooled r (:func:`sign_agreement`), and ``agreement`` the threshold
 4. **no evidence**: the pooled interval includes 0;
 
 and **too few runs** with fewer than two runs to pool. Runs count as
-significant by their adjusted p-value at ``alpha`` (adjusted within each run).
+significant by their adjusted p-value at ``alpha`` (adjusted within each run). Over items and runs
+(:mod:`~ood_store._analysis.crossed`) the sign agreement is that of the runs' calibrated estimates and a run
+counts as significant after an adjustment over the row's runs too (:func:`~ood_store._analysis.compare.compare`).
 
 **Adjusted over pairs.** A comparison makes two tests per pair (Q, and the
 pooled estimate), and a study reports many pairs: tested at ``alpha`` each,

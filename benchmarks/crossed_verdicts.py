@@ -14,6 +14,7 @@ over items and runs) and without them (runs only). Settings (in-domain items × 
   misfit-5000       the null with X and Y harder than the in-domain testset: their noise-free scores curve
                     against it (a linear residualizer's misfit; the tetrad's one-factor model does not hold)
   shared-S-N        a shared signal: X's and Y's signals correlate S (the noise-free partial r given ability)
+  ...-24runs        the same with 24 runs instead of --runs
 
 Per setting it reports, over the studies:
 
@@ -49,6 +50,10 @@ SETTINGS = {
     "misfit-5000": {"items": 5000, "signal": 0.3, "shared": 0.0, "difficulty_means": (-0.5, 0.5, 0.3)},
     **{f"shared-0.5-{n}": {"items": n, "signal": 0.3, "shared": 0.5} for n in (60, 500, 5000)},
     **{f"shared-0.8-{n}": {"items": n, "signal": 0.3, "shared": 0.8} for n in (60, 5000)},
+    # the 60-item control with 24 runs (the size of the speed target's study): what more runs buy
+    "null-own-60-24runs": {"items": 60, "signal": 0.3, "shared": 0.0, "runs": 24},
+    "null-pure-60-24runs": {"items": 60, "signal": 0.0, "shared": 0.0, "runs": 24},
+    "shared-0.5-60-24runs": {"items": 60, "signal": 0.3, "shared": 0.5, "runs": 24},
 }
 
 
@@ -56,6 +61,7 @@ def one_study(args: tuple[str, int, int, int, int]) -> dict:
     name, index, runs, resamples, seed = args
     setting = dict(SETTINGS[name])
     n = setting.pop("items")
+    runs = setting.pop("runs", runs)
     rng = np.random.default_rng([seed, index, sum(map(ord, name))])
     study = planted_study(rng, runs=runs, items=(n, 1500, 1500), **setting)
     scores, items = study_frames(study)
@@ -119,7 +125,7 @@ def main() -> None:
     with ProcessPoolExecutor(args.processes) as pool:
         rows = pl.DataFrame(list(pool.map(one_study, jobs, chunksize=4)))
     table = summarize(rows).with_columns(pl.col("setting") + args.label)
-    print(f"{args.studies} studies per setting × {args.runs} runs, {args.resamples} item resamples "
+    print(f"{args.studies} studies per setting × {args.runs} runs (unless named), {args.resamples} item resamples "
           f"({time.perf_counter() - start:.0f} s)")  # fmt: skip
     with pl.Config(tbl_rows=-1, tbl_cols=-1, tbl_width_chars=200, float_precision=3):
         print(table)

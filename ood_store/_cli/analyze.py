@@ -243,7 +243,8 @@ def analyze(
     type=click.FloatRange(0.5, 1, min_open=True),
     default=AGREEMENT,
     show_default=True,
-    help="Share of runs that must share the pooled r's sign for a 'consistently ...' verdict.",
+    help="Share of runs that must share the pooled r's sign for a 'consistently ...' verdict (over items: of "
+    "their calibrated estimates).",
 )
 @click.option(
     "--between",
