@@ -47,3 +47,42 @@ def pythia_160m_store(folder: Path, files: int | None = None) -> Path:
         report = store.ingest(chosen)
         assert report.ok and len(report.ingested) == len(chosen), report
     return db
+
+
+def planted_arguments(description: str, settings, out: Path):
+    """The options every planted-study benchmark takes: ``--studies``, ``--resamples``, ``--seed``, ``--only``
+    (names of ``settings``), ``--processes`` and ``--out``; the parser, to add its own before parsing."""
+    import argparse
+
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--studies", type=int, default=400)
+    parser.add_argument("--resamples", type=int, default=200)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--only", nargs="*", choices=sorted(settings), default=None)
+    parser.add_argument("--processes", type=int, default=2)
+    parser.add_argument("--out", type=Path, default=out)
+    return parser
+
+
+def run_studies(one_study, jobs: list, processes: int):
+    """``one_study`` of every job, in ``processes`` processes, as a frame of its rows; and the seconds taken."""
+    import time
+    from concurrent.futures import ProcessPoolExecutor
+
+    import polars as pl
+
+    start = time.perf_counter()
+    with ProcessPoolExecutor(processes) as pool:
+        rows = pl.DataFrame(list(pool.map(one_study, jobs, chunksize=4)))
+    return rows, time.perf_counter() - start
+
+
+def write_table(table, heading: str, out: Path) -> None:
+    """Print ``heading`` and the whole ``table`` (3 decimals), and write it to ``out`` as CSV."""
+    import polars as pl
+
+    print(heading)
+    with pl.Config(tbl_rows=-1, tbl_cols=-1, tbl_width_chars=200, float_precision=3):
+        print(table)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    table.write_csv(out)

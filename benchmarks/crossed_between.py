@@ -22,11 +22,9 @@ runs and over runs only, and the median of each family's pooled r over items (``
 
 from __future__ import annotations
 
-import argparse
-import time
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
+import common
 import numpy as np
 import polars as pl
 
@@ -81,26 +79,12 @@ def summarize(rows: pl.DataFrame) -> pl.DataFrame:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--studies", type=int, default=400)
-    parser.add_argument("--resamples", type=int, default=200)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--only", nargs="*", choices=sorted(SETTINGS), default=None)
-    parser.add_argument("--processes", type=int, default=2)
-    parser.add_argument("--out", type=Path, default=OUT)
-    args = parser.parse_args()
+    args = common.planted_arguments(__doc__.splitlines()[0], SETTINGS, OUT).parse_args()
     names = args.only or list(SETTINGS)
     jobs = [(name, i, args.resamples, args.seed) for name in names for i in range(args.studies)]
-    start = time.perf_counter()
-    with ProcessPoolExecutor(args.processes) as pool:
-        rows = pl.DataFrame(list(pool.map(one_study, jobs, chunksize=4)))
-    table = summarize(rows)
-    print(f"{args.studies} studies per setting, 12 runs (two families of 6 seeds), {args.resamples} item resamples "
-          f"({time.perf_counter() - start:.0f} s)")  # fmt: skip
-    with pl.Config(tbl_rows=-1, tbl_cols=-1, tbl_width_chars=200, float_precision=3):
-        print(table)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    table.write_csv(args.out)
+    rows, seconds = common.run_studies(one_study, jobs, args.processes)
+    common.write_table(summarize(rows), f"{args.studies} studies per setting, 12 runs (two families of 6 seeds), "
+                       f"{args.resamples} item resamples ({seconds:.0f} s)", args.out)  # fmt: skip
 
 
 if __name__ == "__main__":

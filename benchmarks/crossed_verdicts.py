@@ -31,11 +31,9 @@ Per setting it reports, over the studies:
 
 from __future__ import annotations
 
-import argparse
-import time
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
+import common
 import numpy as np
 import polars as pl
 
@@ -109,28 +107,16 @@ def summarize(rows: pl.DataFrame) -> pl.DataFrame:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--studies", type=int, default=400)
+    parser = common.planted_arguments(__doc__.splitlines()[0], SETTINGS, OUT)
     parser.add_argument("--runs", type=int, default=8)
-    parser.add_argument("--resamples", type=int, default=200)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--only", nargs="*", choices=sorted(SETTINGS), default=None)
-    parser.add_argument("--processes", type=int, default=2)
-    parser.add_argument("--out", type=Path, default=OUT)
     parser.add_argument("--label", default="", help="Appended to each setting's name in the output (e.g. -24runs).")
     args = parser.parse_args()
     names = args.only or list(SETTINGS)
     jobs = [(name, i, args.runs, args.resamples, args.seed) for name in names for i in range(args.studies)]
-    start = time.perf_counter()
-    with ProcessPoolExecutor(args.processes) as pool:
-        rows = pl.DataFrame(list(pool.map(one_study, jobs, chunksize=4)))
+    rows, seconds = common.run_studies(one_study, jobs, args.processes)
     table = summarize(rows).with_columns(pl.col("setting") + args.label)
-    print(f"{args.studies} studies per setting × {args.runs} runs (unless named), {args.resamples} item resamples "
-          f"({time.perf_counter() - start:.0f} s)")  # fmt: skip
-    with pl.Config(tbl_rows=-1, tbl_cols=-1, tbl_width_chars=200, float_precision=3):
-        print(table)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    table.write_csv(args.out)
+    common.write_table(table, f"{args.studies} studies per setting × {args.runs} runs (unless named), "
+                       f"{args.resamples} item resamples ({seconds:.0f} s)", args.out)  # fmt: skip
 
 
 if __name__ == "__main__":
