@@ -139,17 +139,22 @@ def test_a_pair_related_only_through_ability_is_not_called_consistent():
 @pytest.fixture(scope="module")
 def samples_db(tmp_path_factory):
     """Four planted runs sharing their items (12 checkpoints; 40, 60 and 60 items) ingested with their samples."""
+    db, _ = _samples_store(tmp_path_factory.mktemp("crossed"), 5, runs=4, checkpoints=12, items=(40, 60, 60))
+    return db
+
+
+def _samples_store(folder, seed: int, **design):
+    """A planted study (``design``: runs, checkpoints, items) written as lm-eval files with their samples and
+    ingested into folder/samples.duckdb; the store's path and the study."""
     from test_analysis_items import _write_run
 
-    folder = tmp_path_factory.mktemp("crossed")
-    rng = np.random.default_rng(5)
-    study = studysim.planted_study(rng, runs=4, checkpoints=12, items=(40, 60, 60), signal=0.3)
+    study = studysim.planted_study(np.random.default_rng(seed), signal=0.3, **design)
     for run, matrices in study.runs.items():
         _write_run(folder / "files", run, matrices)
     db = folder / "samples.duckdb"
     with ood_store.open(db) as store:
         assert store.ingest([folder / "files"]).ok
-    return db
+    return db, study
 
 
 def test_default_compare_on_a_store_with_samples_is_over_items_and_says_so(samples_db, runner):
@@ -369,17 +374,10 @@ def test_between_groups_runs_only_is_fooled_by_the_control_where_items_are_not()
 def test_compare_between_on_a_store_with_samples_is_over_items(runner, tmp_path):
     """Six planted runs sharing their items, ingested with their samples, three seeds of each of two families:
     `compare --between` tests the families over items and runs, as the API does, and says so."""
-    from test_analysis_items import _write_run
-
     from ood_store._cli import main
 
-    rng = np.random.default_rng(6)
-    study = studysim.planted_study(rng, runs=6, checkpoints=15, items=(80, 60, 60), signal=0.3)
-    for run, matrices in study.runs.items():
-        _write_run(tmp_path / "files", run, matrices)
-    db = tmp_path / "groups.duckdb"
+    db, study = _samples_store(tmp_path, 6, runs=6, checkpoints=15, items=(80, 60, 60))
     with ood_store.open(db) as store:
-        assert store.ingest([tmp_path / "files"]).ok
         for k, run in enumerate(sorted(study.runs)):
             store.set_run_attributes(run, {"family": "ab"[k // 3], "seed": str(k % 3)})
     options = ["--db", str(db), "compare", "--in-domain", "mnli", "--between", "family", "--within", "seed"]
