@@ -8,9 +8,11 @@ probability ``logistic(theta_rt + s_jrt - d_ji)``: ``theta`` the run's ability
 (rising over a log-spaced schedule at a speed of the run's own, with a wobble),
 ``s`` the testset's own signal (0 for the in-domain testset). X's and Y's
 signals have standard deviation ``signal`` on the logit scale and correlate
-``shared`` at each checkpoint (independent over checkpoints and runs). An
-item's answers persist over checkpoints (a Gaussian AR(1) of correlation
-``persistence`` thresholded at that probability).
+``shared`` at each checkpoint (independent over runs; over checkpoints
+independent too, or a Gaussian AR(1) of lag-1 correlation
+``signal_persistence``: a testset's own drift over training, which checkpoints
+close in time share). An item's answers persist over checkpoints (a Gaussian
+AR(1) of correlation ``persistence`` thresholded at that probability).
 
 With ``shared`` 0, X and Y are independent given ability: the nulls are
 ``signal > 0`` (independent signals of their own) and ``signal`` 0 (X and Y
@@ -50,6 +52,7 @@ def planted_study(
     difficulty_means: Sequence[float] = (0.0, 0.0, 0.0),
     difficulty_sd: float = 1.0,
     persistence: float = 0.5,
+    signal_persistence: float = 0.0,
 ) -> PlantedStudy:
     """One planted study (see the module); ``items``: the in-domain, X and Y testsets' sizes; ``shared`` and
     ``span`` (the rise of ability over training) one for every run or one per run."""
@@ -65,7 +68,10 @@ def planted_study(
         shared = float(shares[r])
         start, gain = rng.normal(-0.75, 0.3), spans[r] * rng.uniform(0.7, 1.3)
         theta = start + gain * schedule + 0.15 * rng.standard_normal(checkpoints)
-        common, own = rng.standard_normal(checkpoints), rng.standard_normal((2, checkpoints))
+        if signal_persistence:
+            common, *own = _persistent(rng, 3, checkpoints, signal_persistence)
+        else:  # the draws of the studies measured before signal_persistence existed
+            common, own = rng.standard_normal(checkpoints), rng.standard_normal((2, checkpoints))
         signals = np.zeros((3, checkpoints))
         signals[1] = signal * (np.sqrt(abs(shared)) * common + np.sqrt(1.0 - abs(shared)) * own[0])
         signals[2] = signal * (

@@ -11,6 +11,7 @@ import polars as pl
 import pytest
 
 import ood_store
+from conftest import benchmark
 from ood_store._analysis import crossed, studysim
 from ood_store._analysis.compare import NOISE_VERDICT, compare
 from ood_store._analysis.items import RunItems
@@ -94,13 +95,16 @@ def _study(seed: int, n: int, *, signal: float = 0.3, shared: float = 0.0, runs:
                            evidence.draws_scale[:, :, 0], evidence.within[:, 0])  # fmt: skip
 
 
-@pytest.mark.parametrize(("n", "signal"), [(60, 0.3), (60, 0.0), (1000, 0.3)])
-def test_the_pooled_test_keeps_its_level_on_planted_nulls_with_shared_items(n, signal):
+@pytest.mark.parametrize(("n", "signal", "drift"), [(60, 0.3, 0.0), (60, 0.0, 0.0), (1000, 0.3, 0.0), (500, 0.3, 0.8)])
+def test_the_pooled_test_keeps_its_level_on_planted_nulls_with_shared_items(n, signal, drift):
     """X and Y independent given ability (own signals, or none: pure functions of ability), the same items in
     every run; 160 studies. The level is 0.05: the share of rejections must be within the binomial 99 % bound
     (0.05 + 2.58 sqrt(0.05 · 0.95 / 160) = 0.094). benchmarks/crossed_verdicts.py measures it on 400 studies
-    per setting (benchmarks/results/crossed_verdicts.csv)."""
-    fits = [_study(seed, n, signal=signal) for seed in range(160)]
+    per setting (benchmarks/results/crossed_verdicts.csv). ``drift``: X's and Y's own signals an AR(1) over the
+    checkpoints (lag-1 correlation 0.8), where a variance from each run's checkpoints (a jackknife over blocks
+    of 3) rejects about twice as often as it should (benchmarks/results/crossed_variance.csv) and the runs'
+    spread, which counts each run once, does not."""
+    fits = [_study(seed, n, signal=signal, signal_persistence=drift) for seed in range(160)]
     p = np.array([fit.pvalue for fit in fits])
     assert np.isfinite(p).all()
     assert (p < 0.05).mean() <= 0.094
@@ -108,6 +112,28 @@ def test_the_pooled_test_keeps_its_level_on_planted_nulls_with_shared_items(n, s
         for alpha in (0.05, 0.025, 0.001):
             low, high = fit.interval(alpha)
             assert -1 <= low <= fit.estimate <= high <= 1
+
+
+def test_planted_signals_drift_over_training_when_asked():
+    """``signal_persistence``: X's and Y's own signals an AR(1) over the checkpoints. With flat ability and
+    20,000 items a testset (item noise about 0.004 against a signal of 0.25 on the score), X - Y is nearly the
+    difference of the two signals, so its lag-1 autocorrelation over the 30 checkpoints is near the planted 0.8
+    (less the downward bias of a short series' estimate, about (1 + 4 · 0.8) / 30 = 0.14), and near 0 without it
+    (-1/30)."""
+
+    def lag1(persistence: float) -> float:
+        rng = np.random.default_rng(3)
+        study = studysim.planted_study(rng, runs=6, items=(50, 20000, 20000), signal=1.0, span=0.0,
+                                       signal_persistence=persistence)  # fmt: skip
+        values = []
+        for _, x, y in study.runs.values():
+            d = x.mean(axis=0) - y.mean(axis=0)
+            d = d - d.mean()
+            values.append(float((d[1:] * d[:-1]).sum() / (d * d).sum()))
+        return float(np.mean(values))
+
+    assert lag1(0.8) > 0.5
+    assert abs(lag1(0.0)) < 0.2
 
 
 def test_a_planted_shared_signal_is_found():
@@ -433,3 +459,18 @@ def test_a_shared_signal_is_consistently_positive_with_enough_runs_though_each_r
         assert row["sign_agreement"] >= row["n_positive"] / row["runs"] - 1e-12
     assert verdicts.count("consistently positive") >= 18
     assert np.mean(np.array(raw) >= 0.8) <= 0.8  # the runs' own signs would not have done
+
+
+def test_the_variance_benchmark_tests_as_the_shipped_code_and_counts_its_rejections():
+    """benchmarks/crossed_variance.py: its `spread` p is crossed.crossed's own (the study asserts it), every p is
+    a probability, and its shares are counted at both levels (a frame of planted p-values, counted by hand)."""
+    module = benchmark("crossed_variance")
+    row = module.one_study(("null-own-60-drift", 0, 20, 0))
+    assert set(row) == {"setting", *module.METHODS}
+    assert all(0 < row[method] <= 1 for method in module.METHODS)
+    planted = pl.DataFrame({"setting": ["a"] * 4, "spread": [0.01, 0.03, 0.2, 0.6], "jackknife": [0.01] * 4,
+                            "larger": [0.9] * 4})  # fmt: skip
+    summary = module.summarize(planted).row(0, named=True)
+    assert (summary["spread_05"], summary["spread_025"]) == (0.5, 0.25)
+    assert (summary["jackknife_05"], summary["larger_05"]) == (1.0, 0.0)
+    assert summary["spread_05_mc"] == pytest.approx(1.96 * np.sqrt(0.25 / 4))
