@@ -64,9 +64,19 @@ of 100-150 planted nulls at 5 %). Its interval is
 symmetric about the estimate, so it never excludes it, and clipped to [-1, 1].
 
 **Per run** (significance, heterogeneity): each run's ``r*`` has a
-delete-a-block jackknife variance over its checkpoints (blocks of
-:data:`JACKKNIFE_BLOCK` consecutive checkpoints, so that autocorrelated
-training curves are not treated as independent draws); the heterogeneity test
+delete-a-block jackknife variance over its checkpoints, in blocks of
+consecutive checkpoints so that autocorrelated training curves are not
+treated as independent draws. The block is :data:`JACKKNIFE_BLOCK` (3)
+checkpoints, longer where X's and Y's residuals on the in-domain score drift
+over training (:func:`block_length`): a block of ``b`` misses up to
+``2 rho / (b (1 - rho²))`` of the variance of a statistic whose terms
+correlate ``rho^k`` at lag ``k`` (``rho`` the product of the two residual
+series' lag-1 autocorrelations, Bretherton et al. 1999's, as the runs-only
+effective sample size uses), and the block is the shortest that keeps this
+below :data:`BLOCK_SHORTFALL`. With blocks of 3 throughout, OOD signals that
+drift over training (an AR(1) of 0.8 over 30 checkpoints) made Cochran's Q
+call 14 % of planted nulls heterogeneous at 5 % (``null-own-500-drift`` in
+``benchmarks/crossed_verdicts.py``). The heterogeneity test
 is Cochran's Q of the runs' ``r*`` with their mean jackknife variance (one
 run's own, from ten blocks, is too rough to divide by), referred to a scaled
 χ² whose two moments match those of Q given the runs' own variances
@@ -109,10 +119,14 @@ ITEM_INFERENCE = ("auto", "items", "runs")
 RESAMPLES = 500
 #: Item resamples handled in one matrix product.
 CHUNK = 500
-#: Consecutive checkpoints deleted at once by the per-run jackknife.
+#: Consecutive checkpoints deleted at once by the per-run jackknife, at the least (:func:`block_length`).
 JACKKNIFE_BLOCK = 3
 #: Fewest checkpoints a run needs for a tetrad (and a jackknife of at least 3 blocks).
 MIN_CHECKPOINTS = 2 * JACKKNIFE_BLOCK + 3
+#: The largest share of a run's variance that its jackknife's blocks may miss through autocorrelation.
+BLOCK_SHORTFALL = 0.05
+#: Fewest blocks the jackknife keeps, however long the drift asks its blocks to be.
+MIN_BLOCKS = 5
 
 BASIS_ITEMS = "items and runs"
 BASIS_RUNS = "runs only (item noise not included)"
@@ -132,6 +146,7 @@ class ItemEvidence:
     draws_scale: np.ndarray  # resamples × runs × pairs: the scale on the same resamples
     r_noise: np.ndarray  # runs × pairs: the naive r the item noise alone would give
     resamples: int
+    blocks: np.ndarray  # pairs: the checkpoints each jackknife block of ``within`` deletes (block_length)
 
 
 def tetrads(control: np.ndarray, ood: np.ndarray, weights: np.ndarray | None = None):
@@ -215,27 +230,72 @@ def tetrads(control: np.ndarray, ood: np.ndarray, weights: np.ndarray | None = N
     return tau, scale, reliability
 
 
-def run_tetrads(matrices: Sequence[np.ndarray], pairs: tuple[np.ndarray, np.ndarray]):
+def residual_lag1(matrices: Sequence[np.ndarray]) -> np.ndarray:
+    """The lag-1 autocorrelation of each OOD score's residual on the in-domain score (linear fit) over one run's
+    checkpoints (one per OOD task; NaN for a constant residual)."""
+    z = matrices[0].mean(axis=0)
+    ood = np.stack([Y.mean(axis=0) for Y in matrices[1:]], axis=-1)  # T × p
+    design = np.column_stack([np.ones_like(z), z])
+    residual = ood - design @ np.linalg.lstsq(design, ood, rcond=None)[0]
+    residual = residual - residual.mean(axis=0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return (residual[1:] * residual[:-1]).sum(axis=0) / (residual * residual).sum(axis=0)
+
+
+def block_length(lag1: np.ndarray, pairs: tuple[np.ndarray, np.ndarray], checkpoints: int) -> np.ndarray:
+    """Per pair, the jackknife's block: the shortest ``b >= JACKKNIFE_BLOCK`` with ``2 rho / (b (1 - rho²))`` at
+    most :data:`BLOCK_SHORTFALL`, ``rho`` the median over the runs of the product of X's and Y's residual lag-1
+    autocorrelations (0 where negative: Bretherton et al. 1999's product), and no longer than keeps
+    :data:`MIN_BLOCKS` blocks in ``checkpoints`` (the fewest a run has).
+
+    ``lag1``: runs × OOD tasks (:func:`residual_lag1`); ``pairs``: indices into the OOD tasks (``ix, iy``).
+
+    Examples
+    --------
+    Residuals without autocorrelation keep blocks of 3; lag-1 autocorrelations of 0.5 in both (rho 0.25) ask
+    for ``2 · 0.25 / (0.1 · (1 - 0.0625)) = 5.3``, so 6; 0.9 in both would ask for 48, and 30 checkpoints
+    keep 5 blocks of 6:
+
+    >>> lag1 = np.array([[0.0, 0.5, 0.9], [0.1, 0.5, 0.9]])
+    >>> block_length(lag1, (np.array([0, 1, 2]), np.array([1, 1, 2])), 30).tolist()
+    [3, 6, 6]
+    """
+    ix, iy = pairs
+    with np.errstate(invalid="ignore"):
+        product = np.clip(lag1[:, ix] * lag1[:, iy], 0.0, 0.99)
+        rho = np.nan_to_num(np.nanmedian(product, axis=0)) if product.size else np.zeros(ix.size)
+    wanted = np.ceil(2.0 * rho / (BLOCK_SHORTFALL * (1.0 - rho**2)) - 1e-9)
+    longest = max(JACKKNIFE_BLOCK, checkpoints // MIN_BLOCKS)
+    return np.clip(wanted, JACKKNIFE_BLOCK, longest).astype(int)
+
+
+def run_tetrads(matrices: Sequence[np.ndarray], pairs: tuple[np.ndarray, np.ndarray], blocks: np.ndarray | None = None):
     """One run's tetrads and scales per pair, its in-domain testset's reliability, and the delete-a-block
     jackknife variance of its ``r* = tau / scale`` over the checkpoints.
 
-    ``matrices``: items × T per task, in-domain first; ``pairs``: indices into the OOD tasks (``ix, iy``).
+    ``matrices``: items × T per task, in-domain first; ``pairs``: indices into the OOD tasks (``ix, iy``);
+    ``blocks``: each pair's block of consecutive checkpoints (:func:`block_length`; default
+    :data:`JACKKNIFE_BLOCK`).
     """
     ix, iy = pairs
     control = matrices[0]
     ood = np.stack([Y.mean(axis=0) for Y in matrices[1:]], axis=-1)  # T × p
     T = ood.shape[0]
     tau, scale, reliability = tetrads(control, ood)
-    leave = []
-    for start in range(0, T - JACKKNIFE_BLOCK + 1, JACKKNIFE_BLOCK):
-        keep = np.ones(T, dtype=bool)
-        keep[start : start + JACKKNIFE_BLOCK] = False
-        t_k, s_k, _ = tetrads(control[:, keep], ood[keep])
-        with np.errstate(divide="ignore", invalid="ignore"):
-            leave.append(t_k[ix, iy] / s_k[ix, iy])
-    values = np.array(leave)  # blocks × pairs
-    g = values.shape[0]
-    variance = (g - 1) / g * ((values - values.mean(axis=0)) ** 2).sum(axis=0)  # delete-a-group jackknife
+    blocks = np.full(ix.size, JACKKNIFE_BLOCK) if blocks is None else np.asarray(blocks)
+    variance = np.full(ix.size, np.nan)
+    for block in np.unique(blocks).tolist():
+        chosen = blocks == block
+        leave = []
+        for start in range(0, T - block + 1, block):
+            keep = np.ones(T, dtype=bool)
+            keep[start : start + block] = False
+            t_k, s_k, _ = tetrads(control[:, keep], ood[keep])
+            with np.errstate(divide="ignore", invalid="ignore"):
+                leave.append(t_k[ix[chosen], iy[chosen]] / s_k[ix[chosen], iy[chosen]])
+        values = np.array(leave)  # blocks × pairs
+        g = values.shape[0]
+        variance[chosen] = (g - 1) / g * ((values - values.mean(axis=0)) ** 2).sum(axis=0)  # delete-a-group
     return tau[ix, iy], scale[ix, iy], float(reliability), variance
 
 
@@ -277,6 +337,8 @@ def item_evidence(
     drawn_scale = np.full((resamples, R, P), np.nan)
     usable = [r for r, run in enumerate(runs) if by_run[run].matrices[0].shape[1] >= MIN_CHECKPOINTS]
     bounds = np.cumsum([0] + [by_run[runs[r]].matrices[0].shape[1] for r in usable])
+    lag1 = np.array([residual_lag1(by_run[runs[r]].matrices) for r in usable]).reshape(len(usable), len(tasks) - 1)
+    blocks = block_length(lag1, (ix, iy), int(np.diff(bounds).min()) if usable else MIN_CHECKPOINTS)
     with progress_bar(progress, len(usable) + len(tasks) - 1, "items across runs") as advance:
         # every run's resampled OOD scores in one product per testset (the same items, so the same draws)
         resampled = []
@@ -287,7 +349,7 @@ def item_evidence(
             advance(1, description=tasks[j])
         for k, r in enumerate(usable):
             matrices = by_run[runs[r]].matrices
-            tau[r], scale[r], reliability[r], within[r] = run_tetrads(matrices, (ix, iy))
+            tau[r], scale[r], reliability[r], within[r] = run_tetrads(matrices, (ix, iy), blocks)
             _, cov, error = itemstats.statistics(matrices)
             noise[r] = itemstats.noise_only(cov, error)[0][ix, iy]
             span = slice(int(bounds[k]), int(bounds[k + 1]))
@@ -299,7 +361,7 @@ def item_evidence(
                 drawn_scale[part, r] = scale_b[:, ix, iy]
             advance(1, description=runs[r])
     return ItemEvidence(runs, tuple(pairs), tau, scale, reliability, within, drawn_tau, drawn_scale, noise,
-                        resamples)  # fmt: skip
+                        resamples, blocks)  # fmt: skip
 
 
 @dataclass(frozen=True)

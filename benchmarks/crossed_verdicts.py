@@ -14,7 +14,8 @@ over items and runs) and without them (runs only). Settings (in-domain items × 
   misfit-5000       the null with X and Y harder than the in-domain testset: their noise-free scores curve
                     against it (a linear residualizer's misfit; the tetrad's one-factor model does not hold)
   shared-S-N        a shared signal: X's and Y's signals correlate S (the noise-free partial r given ability)
-  ...-24runs        the same with 24 runs instead of --runs
+  ...-drift         X's and Y's signals drift over training: an AR(1) over the checkpoints, lag-1 correlation 0.8
+  ...-Nruns         the same with N runs instead of --runs (12, 16, 24)
 
 Per setting it reports, over the studies:
 
@@ -48,7 +49,12 @@ SETTINGS = {
     "misfit-5000": {"items": 5000, "signal": 0.3, "shared": 0.0, "difficulty_means": (-0.5, 0.5, 0.3)},
     **{f"shared-0.5-{n}": {"items": n, "signal": 0.3, "shared": 0.5} for n in (60, 500, 5000)},
     **{f"shared-0.8-{n}": {"items": n, "signal": 0.3, "shared": 0.8} for n in (60, 5000)},
-    # the 60-item control with 24 runs (the size of the speed target's study): what more runs buy
+    # X's and Y's signals drifting over training (an AR(1) over checkpoints, lag-1 correlation 0.8)
+    **{f"null-own-{n}-drift": {"items": n, "signal": 0.3, "shared": 0.0, "signal_persistence": 0.8} for n in (60, 500)},
+    "shared-0.5-500-drift": {"items": 500, "signal": 0.3, "shared": 0.5, "signal_persistence": 0.8},
+    # the 60-item control with 12, 16 and 24 runs (24: the size of the speed target's study): what more runs buy
+    **{f"shared-0.5-60-{runs}runs": {"items": 60, "signal": 0.3, "shared": 0.5, "runs": runs} for runs in (12, 16)},
+    "null-own-60-16runs": {"items": 60, "signal": 0.3, "shared": 0.0, "runs": 16},
     "null-own-60-24runs": {"items": 60, "signal": 0.3, "shared": 0.0, "runs": 24},
     "null-pure-60-24runs": {"items": 60, "signal": 0.0, "shared": 0.0, "runs": 24},
     "shared-0.5-60-24runs": {"items": 60, "signal": 0.3, "shared": 0.5, "runs": 24},
