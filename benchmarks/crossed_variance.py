@@ -8,7 +8,8 @@ The pooled ``r* = sum tau / sum scale`` (:func:`ood_store._analysis.crossed.cros
 Three estimates of ``own``, the part each run's checkpoints and answers give its ``u``:
 
   spread    the runs' spread of u, Student's t on Satterthwaite's df (~3.6 at 8 runs of unequal scale): shipped
-  jackknife each run's own delete-a-block jackknife variance of u (blocks of 3 checkpoints, as for its r*),
+  jackknife each run's own delete-a-block jackknife variance of u (in the blocks its r*'s jackknife uses,
+            :func:`~ood_store._analysis.crossed.block_length`: 3 checkpoints, longer where the signals drift),
             averaged (runs as fixed: exact under the null that every run is 0), t on the jackknifes' pooled df
   larger    the larger of the two, with the df of the one chosen (the random-effects moment estimate
             tau² = max(0, spread - jackknife), as the modified Knapp-Hartung method takes it)
@@ -20,9 +21,7 @@ rejects at 0.05 (``*_05``) and at 0.025 (``*_025``: the level of a row's pooled 
 tests, the pooled and Cochran's Q, as ``compare`` adjusts them for one pair), and their Monte Carlo error.
 
 It is why the shipped test divides by the runs' spread though the jackknife would find more (docs/explanation/
-statistics.md, "Where 8 runs and 60 in-domain items fall short"): the jackknife's blocks of 3 checkpoints treat
-signals that drift over training as if they were independent beyond a block, and its false rejections rise
-with the drift, while the runs' spread counts each run once whatever its checkpoints do.
+statistics.md, "Where 8 runs and 60 in-domain items fall short").
 """
 
 from __future__ import annotations
@@ -50,12 +49,12 @@ SETTINGS = {**BASE, **{f"{name}-drift": {**setting, "signal_persistence": 0.8} f
 METHODS = ("spread", "jackknife", "larger")
 
 
-def leave_block(matrices: tuple[np.ndarray, ...]) -> tuple[np.ndarray, np.ndarray]:
-    """One run's tau and scale of the pair (x, y) with each block of checkpoints left out (as
+def leave_block(matrices: tuple[np.ndarray, ...], block: int) -> tuple[np.ndarray, np.ndarray]:
+    """One run's tau and scale of the pair (x, y) with each ``block`` of checkpoints left out (as
     :func:`~ood_store._analysis.crossed.run_tetrads` leaves them out for its r*)."""
     control = matrices[0]
     ood = np.stack([Y.mean(axis=0) for Y in matrices[1:]], axis=-1)
-    T, block = ood.shape[0], crossed.JACKKNIFE_BLOCK
+    T = ood.shape[0]
     taus, scales = [], []
     for start in range(0, T - block + 1, block):
         keep = np.ones(T, dtype=bool)
@@ -94,7 +93,9 @@ def one_study(args: tuple[str, int, int, int]) -> dict:
     study = planted_study(rng, runs=8, items=(n, 1500, 1500), **setting)
     matrices = {run: RunItems(study.steps, m) for run, m in study.runs.items()}
     evidence = crossed.item_evidence(matrices, ["in-domain", "x", "y"], [("x", "y")], resamples=resamples, seed=index)
-    leave_tau, leave_scale = (np.array(part) for part in zip(*map(leave_block, study.runs.values()), strict=True))
+    block = int(evidence.blocks[0])
+    left = [leave_block(m, block) for m in study.runs.values()]
+    leave_tau, leave_scale = (np.array(part) for part in zip(*left, strict=True))
     tau, scale, within = evidence.tau[:, 0], evidence.scale[:, 0], evidence.within[:, 0]
     draws_tau, draws_scale = evidence.draws_tau[:, :, 0], evidence.draws_scale[:, :, 0]
     # the runs crossed.crossed pools (a run whose r* or jackknife is not finite is left out there too)
