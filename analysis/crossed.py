@@ -261,9 +261,9 @@ def block_length(lag1: np.ndarray, pairs: tuple[np.ndarray, np.ndarray], checkpo
     [3, 6, 6]
     """
     ix, iy = pairs
-    with np.errstate(invalid="ignore"):
-        product = np.clip(lag1[:, ix] * lag1[:, iy], 0.0, 0.99)
-        rho = np.nan_to_num(np.nanmedian(product, axis=0)) if product.size else np.zeros(ix.size)
+    product = np.clip(lag1[:, ix] * lag1[:, iy], 0.0, 0.99)
+    product[~np.isfinite(product)] = 0.0  # a constant residual: nothing that drifts
+    rho = np.median(product, axis=0) if product.size else np.zeros(ix.size)
     wanted = np.ceil(2.0 * rho / (BLOCK_SHORTFALL * (1.0 - rho**2)) - 1e-9)
     longest = max(JACKKNIFE_BLOCK, checkpoints // MIN_BLOCKS)
     return np.clip(wanted, JACKKNIFE_BLOCK, longest).astype(int)

@@ -5,6 +5,7 @@ basis on stores with and without per-sample rows."""
 from __future__ import annotations
 
 import itertools
+import warnings
 
 import numpy as np
 import polars as pl
@@ -148,6 +149,17 @@ def test_residual_lag1_is_statsmodels_acf_of_the_residuals():
         fit = sm.OLS(Y.mean(axis=0), sm.add_constant(z)).fit()
         expected.append(acf(fit.resid, nlags=1, fft=False)[1])
     assert crossed.residual_lag1(matrices) == pytest.approx(expected, rel=1e-10)
+
+
+def test_block_length_by_hand_and_for_a_constant_residual():
+    """The median product 0.6 · 0.6 = 0.36 asks for blocks of 2 · 0.36 / (0.05 · (1 - 0.1296)) = 16.5, so 17 of 100
+    checkpoints (5 blocks allow up to 20), and 12 of 60 (5 blocks of 12); a constant residual (NaN) does not drift."""
+    lag1 = np.array([[0.6, 0.6, np.nan], [0.6, 0.6, np.nan], [0.7, 0.5, np.nan]])
+    pairs = (np.array([0, 0]), np.array([1, 2]))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert crossed.block_length(lag1, pairs, 100).tolist() == [17, 3]
+        assert crossed.block_length(lag1, pairs, 60).tolist() == [12, 3]
 
 
 def test_heterogeneity_keeps_its_level_when_the_signals_drift_over_training():
