@@ -69,7 +69,8 @@ def planted_study(
         start, gain = rng.normal(-0.75, 0.3), spans[r] * rng.uniform(0.7, 1.3)
         theta = start + gain * schedule + 0.15 * rng.standard_normal(checkpoints)
         if signal_persistence:
-            common, *own = _persistent(rng, 3, checkpoints, signal_persistence)
+            drifting = _persistent(rng, 3, checkpoints, signal_persistence)
+            common, own = drifting[0], drifting[1:]
         else:  # the draws of the studies measured before signal_persistence existed
             common, own = rng.standard_normal(checkpoints), rng.standard_normal((2, checkpoints))
         signals = np.zeros((3, checkpoints))
