@@ -293,9 +293,10 @@ def run_tetrads(matrices: Sequence[np.ndarray], pairs: tuple[np.ndarray, np.ndar
             t_k, s_k, _ = tetrads(control[:, keep], ood[keep])
             with np.errstate(divide="ignore", invalid="ignore"):
                 leave.append(t_k[ix[chosen], iy[chosen]] / s_k[ix[chosen], iy[chosen]])
-        values = np.array(leave)  # blocks × pairs
+        values = np.array(leave)  # blocks × pairs (inf or NaN where a block's scale is 0 or undefined: NaN out)
         g = values.shape[0]
-        variance[chosen] = (g - 1) / g * ((values - values.mean(axis=0)) ** 2).sum(axis=0)  # delete-a-group
+        with np.errstate(invalid="ignore"):
+            variance[chosen] = (g - 1) / g * ((values - values.mean(axis=0)) ** 2).sum(axis=0)  # delete-a-group
     return tau[ix, iy], scale[ix, iy], float(reliability), variance
 
 
