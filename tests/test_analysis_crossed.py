@@ -104,8 +104,8 @@ def test_the_pooled_test_keeps_its_level_on_planted_nulls_with_shared_items(n, s
     (0.05 + 2.58 sqrt(0.05 · 0.95 / 160) = 0.094). benchmarks/crossed_verdicts.py measures it on 400 studies
     per setting (benchmarks/results/crossed_verdicts.csv). ``drift``: X's and Y's own signals an AR(1) over the
     checkpoints (lag-1 correlation 0.8), where a variance from each run's checkpoints (a jackknife over blocks
-    of 3) rejects about twice as often as it should (benchmarks/results/crossed_variance.csv) and the runs'
-    spread, which counts each run once, does not."""
+    of 3) rejected 10 % of 300 planted nulls at 5 % (docs/explanation/statistics.md) and the runs' spread, which
+    counts each run once, keeps its level (benchmarks/results/crossed_variance.csv)."""
     fits = [_study(seed, n, signal=signal, signal_persistence=drift) for seed in range(160)]
     p = np.array([fit.pvalue for fit in fits])
     assert np.isfinite(p).all()
