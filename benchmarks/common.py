@@ -77,6 +77,17 @@ def run_studies(one_study, jobs: list, processes: int):
     return rows, time.perf_counter() - start
 
 
+def run_planted(args, settings, one_study, summarize, design: str, *extra):
+    """Every setting of ``args.only`` (default: all of ``settings``), ``args.studies`` studies each, through
+    ``one_study`` (its job ``(name, index, *extra, args.resamples, args.seed)``) in ``args.processes`` processes:
+    ``summarize``'s table of their rows, and a heading that says the ``design`` and the seconds taken."""
+    names = args.only or list(settings)
+    jobs = [(name, i, *extra, args.resamples, args.seed) for name in names for i in range(args.studies)]
+    rows, seconds = run_studies(one_study, jobs, args.processes)
+    heading = f"{args.studies} studies per setting{design}, {args.resamples} item resamples ({seconds:.0f} s)"
+    return summarize(rows), heading
+
+
 def write_table(table, heading: str, out: Path) -> None:
     """Print ``heading`` and the whole ``table`` (3 decimals), and write it to ``out`` as CSV."""
     import polars as pl

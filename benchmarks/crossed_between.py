@@ -80,11 +80,8 @@ def summarize(rows: pl.DataFrame) -> pl.DataFrame:
 
 def main() -> None:
     args = common.planted_arguments(__doc__.splitlines()[0], SETTINGS, OUT).parse_args()
-    names = args.only or list(SETTINGS)
-    jobs = [(name, i, args.resamples, args.seed) for name in names for i in range(args.studies)]
-    rows, seconds = common.run_studies(one_study, jobs, args.processes)
-    common.write_table(summarize(rows), f"{args.studies} studies per setting, 12 runs (two families of 6 seeds), "
-                       f"{args.resamples} item resamples ({seconds:.0f} s)", args.out)  # fmt: skip
+    design = ", 12 runs (two families of 6 seeds)"
+    common.write_table(*common.run_planted(args, SETTINGS, one_study, summarize, design), args.out)
 
 
 if __name__ == "__main__":

@@ -125,11 +125,7 @@ def main() -> None:
     parser = common.planted_arguments(__doc__.splitlines()[0], SETTINGS, OUT)
     parser.set_defaults(resamples=100)
     args = parser.parse_args()
-    names = args.only or list(SETTINGS)
-    jobs = [(name, i, args.resamples, args.seed) for name in names for i in range(args.studies)]
-    rows, seconds = common.run_studies(one_study, jobs, args.processes)
-    common.write_table(summarize(rows), f"{args.studies} studies per setting × 8 runs, {args.resamples} item "
-                       f"resamples ({seconds:.0f} s)", args.out)  # fmt: skip
+    common.write_table(*common.run_planted(args, SETTINGS, one_study, summarize, " × 8 runs"), args.out)
 
 
 if __name__ == "__main__":

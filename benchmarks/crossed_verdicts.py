@@ -117,12 +117,9 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=8)
     parser.add_argument("--label", default="", help="Appended to each setting's name in the output (e.g. -24runs).")
     args = parser.parse_args()
-    names = args.only or list(SETTINGS)
-    jobs = [(name, i, args.runs, args.resamples, args.seed) for name in names for i in range(args.studies)]
-    rows, seconds = common.run_studies(one_study, jobs, args.processes)
-    table = summarize(rows).with_columns(pl.col("setting") + args.label)
-    common.write_table(table, f"{args.studies} studies per setting × {args.runs} runs (unless named), "
-                       f"{args.resamples} item resamples ({seconds:.0f} s)", args.out)  # fmt: skip
+    design = f" × {args.runs} runs (unless named)"
+    table, heading = common.run_planted(args, SETTINGS, one_study, summarize, design, args.runs)
+    common.write_table(table.with_columns(pl.col("setting") + args.label), heading, args.out)
 
 
 if __name__ == "__main__":
