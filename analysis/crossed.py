@@ -75,8 +75,8 @@ series' lag-1 autocorrelations, Bretherton et al. 1999's, as the runs-only
 effective sample size uses), and the block is the shortest that keeps this
 below :data:`BLOCK_SHORTFALL`. With blocks of 3 throughout, OOD signals that
 drift over training (an AR(1) of 0.8 over 30 checkpoints) made Cochran's Q
-call 14 % of planted nulls heterogeneous at 5 % (``null-own-500-drift`` in
-``benchmarks/crossed_verdicts.py``). The heterogeneity test
+call 15 % of 120 planted nulls heterogeneous at 5 %, and 5.8 % with these
+blocks (``tests/test_analysis_crossed.py``). The heterogeneity test
 is Cochran's Q of the runs' ``r*`` with their mean jackknife variance (one
 run's own, from ten blocks, is too rough to divide by), referred to a scaled
 χ² whose two moments match those of Q given the runs' own variances
@@ -102,7 +102,7 @@ import numpy as np
 import polars as pl
 from scipy import stats
 
-from ood_store._analysis import itemstats
+from ood_store._analysis import inference, itemstats, residuals
 from ood_store._analysis.series import read_series_sql
 from ood_store._errors import AnalysisError
 from ood_store._progress import progress_bar
@@ -233,13 +233,8 @@ def tetrads(control: np.ndarray, ood: np.ndarray, weights: np.ndarray | None = N
 def residual_lag1(matrices: Sequence[np.ndarray]) -> np.ndarray:
     """The lag-1 autocorrelation of each OOD score's residual on the in-domain score (linear fit) over one run's
     checkpoints (one per OOD task; NaN for a constant residual)."""
-    z = matrices[0].mean(axis=0)
-    ood = np.stack([Y.mean(axis=0) for Y in matrices[1:]], axis=-1)  # T × p
-    design = np.column_stack([np.ones_like(z), z])
-    residual = ood - design @ np.linalg.lstsq(design, ood, rcond=None)[0]
-    residual = residual - residual.mean(axis=0)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return (residual[1:] * residual[:-1]).sum(axis=0) / (residual * residual).sum(axis=0)
+    ood = np.stack([Y.mean(axis=0) for Y in matrices[1:]], axis=-1).astype(float)  # T × p
+    return inference.lag1_autocorrelation(residuals.linear(matrices[0].mean(axis=0).astype(float), ood).values)
 
 
 def block_length(lag1: np.ndarray, pairs: tuple[np.ndarray, np.ndarray], checkpoints: int) -> np.ndarray:
@@ -253,12 +248,13 @@ def block_length(lag1: np.ndarray, pairs: tuple[np.ndarray, np.ndarray], checkpo
     Examples
     --------
     Residuals without autocorrelation keep blocks of 3; lag-1 autocorrelations of 0.5 in both (rho 0.25) ask
-    for ``2 · 0.25 / (0.1 · (1 - 0.0625)) = 5.3``, so 6; 0.9 in both would ask for 48, and 30 checkpoints
-    keep 5 blocks of 6:
+    for ``2 · 0.25 / (0.05 · (1 - 0.0625)) = 10.7``, so 11 of 100 checkpoints; 0.9 in both (rho 0.81) would ask
+    for 95, and 100 checkpoints keep 5 blocks of 20; 30 checkpoints keep 5 blocks of 6:
 
     >>> lag1 = np.array([[0.0, 0.5, 0.9], [0.1, 0.5, 0.9]])
-    >>> block_length(lag1, (np.array([0, 1, 2]), np.array([1, 1, 2])), 30).tolist()
-    [3, 6, 6]
+    >>> pairs = (np.array([0, 1, 2]), np.array([1, 1, 2]))
+    >>> block_length(lag1, pairs, 100).tolist(), block_length(lag1, pairs, 30).tolist()
+    ([3, 11, 20], [3, 6, 6])
     """
     ix, iy = pairs
     product = np.clip(lag1[:, ix] * lag1[:, iy], 0.0, 0.99)
