@@ -60,6 +60,8 @@ def planted_study(
     spans = np.broadcast_to(np.asarray(span, dtype=float), (runs,))
     if not (np.abs(shares) <= 1.0).all():
         raise ValueError(f"shared must be a correlation, not {shared}")
+    if not -1.0 < signal_persistence < 1.0:
+        raise ValueError(f"signal_persistence must be a lag-1 correlation in (-1, 1), not {signal_persistence}")
     steps = np.r_[0, np.geomspace(10, 10000, checkpoints - 1)].round().astype(int)  # distinct, log-spaced
     schedule = np.log1p(steps) / np.log1p(steps[-1])
     difficulties = [rng.normal(mu, difficulty_sd, n) for mu, n in zip(difficulty_means, items, strict=True)]

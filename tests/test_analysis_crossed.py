@@ -136,6 +136,8 @@ def test_planted_signals_drift_over_training_when_asked():
 
     assert lag1(0.8) > 0.5
     assert abs(lag1(0.0)) < 0.2
+    with pytest.raises(ValueError, match="signal_persistence must be"):
+        studysim.planted_study(np.random.default_rng(0), runs=2, items=(5, 5, 5), signal_persistence=1.0)
 
 
 def test_residual_lag1_is_statsmodels_acf_of_the_residuals():
