@@ -5,7 +5,8 @@
 
 The pooled ``r* = sum tau / sum scale`` (:func:`ood_store._analysis.crossed.crossed`) is tested with
 ``Var(mean u) = own / R + C`` (``u`` its linearization, ``C`` the covariance the shared items give two runs).
-Three estimates of ``own``, the part each run's checkpoints and answers give its ``u``:
+Three estimates of ``own``, the part each run's checkpoints and answers give its ``u``, and one test that weighs
+the runs otherwise:
 
   spread    the runs' spread of u, Student's t on Satterthwaite's df (~3.6 at 8 runs of unequal scale): shipped
   jackknife each run's own delete-a-block jackknife variance of u (in the blocks its r*'s jackknife uses,
@@ -13,6 +14,11 @@ Three estimates of ``own``, the part each run's checkpoints and answers give its
             averaged (runs as fixed: exact under the null that every run is 0), t on the jackknifes' pooled df
   larger    the larger of the two, with the df of the one chosen (the random-effects moment estimate
             tau² = max(0, spread - jackknife), as the modified Knapp-Hartung method takes it)
+  weighted  not the ratio but the runs' r* weighted by their precision (1 / each run's jackknife variance of
+            r*, ``ItemEvidence.within``), with Hartung & Knapp's (2001) variance, the weighted spread
+            ``sum w (r* - mean)² / ((R - 1) sum w)``, plus the shared items' weighted covariance, on R - 1 df:
+            the random-effects test that weighs a precise run more, at the cost of weights estimated from
+            the same data
 
 Per setting (:data:`SETTINGS`: crossed_verdicts' nulls and shared signals at 60 and 500 in-domain items, 8
 runs; each also with X's and Y's signals drifting over training, ``-drift``: an AR(1) over checkpoints of lag-1
@@ -46,7 +52,7 @@ BASE = {
     "shared-0.5-500": {"items": 500, "signal": 0.3, "shared": 0.5},
 }
 SETTINGS = {**BASE, **{f"{name}-drift": {**setting, "signal_persistence": 0.8} for name, setting in BASE.items()}}
-METHODS = ("spread", "jackknife", "larger")
+METHODS = ("spread", "jackknife", "larger", "weighted")
 
 
 def leave_block(matrices: tuple[np.ndarray, ...], block: int) -> tuple[np.ndarray, np.ndarray]:
@@ -65,7 +71,7 @@ def leave_block(matrices: tuple[np.ndarray, ...], block: int) -> tuple[np.ndarra
     return np.array(taus), np.array(scales)
 
 
-def pvalues(tau, scale, draws_tau, draws_scale, leave_tau, leave_scale) -> dict[str, float]:
+def pvalues(tau, scale, draws_tau, draws_scale, leave_tau, leave_scale, within) -> dict[str, float]:
     """The pooled test's p with each estimate of the runs' own variance (:data:`METHODS`)."""
     R, g = leave_tau.shape
     ratio = tau.sum() / scale.sum()
@@ -79,10 +85,24 @@ def pvalues(tau, scale, draws_tau, draws_scale, leave_tau, leave_scale) -> dict[
     jackknife, jackknife_df = own.mean(), own.sum() ** 2 / ((own**2) / (g - 1)).sum()
     chosen = (spread, spread_df) if spread > jackknife else (jackknife, jackknife_df)
     out = {}
-    for method, (variance, df) in zip(METHODS, [(spread, spread_df), (jackknife, jackknife_df), chosen], strict=True):
+    for method, (variance, df) in zip(
+        METHODS[:3], [(spread, spread_df), (jackknife, jackknife_df), chosen], strict=True
+    ):
         statistic = ratio * scale.mean() / np.sqrt(variance / R + shared)
         out[method] = float(2.0 * stats.t.sf(abs(statistic), df))
+    out["weighted"] = hartung_knapp(tau / scale, 1.0 / within, draws_tau / draws_scale)
     return out
+
+
+def hartung_knapp(r: np.ndarray, weights: np.ndarray, draws: np.ndarray) -> float:
+    """p of the ``weights``-weighted mean of the runs' ``r`` (Hartung & Knapp 2001's variance, t on R - 1 df),
+    with the covariance the shared items give two runs' ``r`` across ``draws`` (resamples × runs) added."""
+    R, total = r.size, weights.sum()
+    mean = (weights * r).sum() / total
+    spread = (weights * (r - mean) ** 2).sum() / ((R - 1) * total)
+    cov = np.outer(weights, weights) * np.cov(draws, rowvar=False)
+    shared = max((cov.sum() - np.trace(cov)) / total**2, 0.0)
+    return float(2.0 * stats.t.sf(abs(mean) / np.sqrt(spread + shared), R - 1))
 
 
 def one_study(args: tuple[str, int, int, int]) -> dict:
@@ -102,7 +122,9 @@ def one_study(args: tuple[str, int, int, int]) -> dict:
     use = np.isfinite(tau) & np.isfinite(scale) & (scale > 0) & np.isfinite(within)
     use &= np.isfinite(draws_tau).all(axis=0) & np.isfinite(draws_scale).all(axis=0)
     use &= np.isfinite(leave_tau).all(axis=1) & np.isfinite(leave_scale).all(axis=1)
-    ps = pvalues(tau[use], scale[use], draws_tau[:, use], draws_scale[:, use], leave_tau[use], leave_scale[use])
+    ps = pvalues(
+        tau[use], scale[use], draws_tau[:, use], draws_scale[:, use], leave_tau[use], leave_scale[use], within[use]
+    )
     shipped = crossed.crossed(tau, scale, draws_tau, draws_scale, within)
     assert np.isclose(ps["spread"], shipped.pvalue, rtol=1e-9, atol=0), (ps["spread"], shipped.pvalue)
     return {"setting": name, **ps}

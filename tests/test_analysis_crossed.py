@@ -516,8 +516,26 @@ def test_the_variance_benchmark_tests_as_the_shipped_code_and_counts_its_rejecti
     assert set(row) == {"setting", *module.METHODS}
     assert all(0 < row[method] <= 1 for method in module.METHODS)
     planted = pl.DataFrame({"setting": ["a"] * 4, "spread": [0.01, 0.03, 0.2, 0.6], "jackknife": [0.01] * 4,
-                            "larger": [0.9] * 4})  # fmt: skip
+                            "larger": [0.9] * 4, "weighted": [0.04, 0.9, 0.9, 0.9]})  # fmt: skip
     summary = module.summarize(planted).row(0, named=True)
     assert (summary["spread_05"], summary["spread_025"]) == (0.5, 0.25)
     assert (summary["jackknife_05"], summary["larger_05"]) == (1.0, 0.0)
+    assert (summary["weighted_05"], summary["weighted_025"]) == (0.25, 0.0)
     assert summary["spread_05_mc"] == pytest.approx(1.96 * np.sqrt(0.25 / 4))
+
+
+def test_the_variance_benchmarks_precision_weighted_test_is_hartung_and_knapps():
+    """benchmarks/crossed_variance.py's `weighted` p, by hand: r (0.1, 0.3, 0.5) weighted (1, 2, 1) have the mean
+    0.3 and Hartung & Knapp's variance (0.04 + 0 + 0.04) / (2 · 4) = 0.01; on 2 df Student's two-sided p of t is
+    1 - t / sqrt(t² + 2). Draws that covary only within a run add nothing; draws in which runs 1 and 2 move
+    together (covariance 2) add 2 · 1 · 2 · 2 / 4² = 0.5."""
+    module = benchmark("crossed_variance")
+    r, weights = np.array([0.1, 0.3, 0.5]), np.array([1.0, 2.0, 1.0])
+
+    def two_df(t: float) -> float:
+        return 1.0 - t / np.sqrt(t * t + 2.0)
+
+    apart = np.array([[1, 0, 0], [-1, 0, 0], [0, 1, 0], [0, -1, 0], [0, 0, 1], [0, 0, -1]], dtype=float)
+    assert module.hartung_knapp(r, weights, apart) == pytest.approx(two_df(3.0), rel=1e-12)
+    together = np.array([[1, 1, 0], [-1, -1, 0]], dtype=float)
+    assert module.hartung_knapp(r, weights, together) == pytest.approx(two_df(0.3 / np.sqrt(0.51)), rel=1e-12)
