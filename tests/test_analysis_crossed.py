@@ -539,3 +539,21 @@ def test_the_variance_benchmarks_precision_weighted_test_is_hartung_and_knapps()
     assert module.hartung_knapp(r, weights, apart) == pytest.approx(two_df(3.0), rel=1e-12)
     together = np.array([[1, 1, 0], [-1, -1, 0]], dtype=float)
     assert module.hartung_knapp(r, weights, together) == pytest.approx(two_df(0.3 / np.sqrt(0.51)), rel=1e-12)
+
+
+def test_the_item_variance_benchmark_measures_by_hand_checkable_pieces():
+    """benchmarks/item_variance.py: the conditional covariance and scales it compares, by hand. With unit
+    variances, in-domain covariances 0.5 and X-Y covariance 0.6, X and Y given the in-domain score have
+    covariance 0.6 - 0.25 = 0.35 and variances 0.75 each (g = 0.75); a variance not positive gives g = 0. The
+    scale of 0..4 is their interquartile range 3 - 1 over 1.349. With 5,000 control items a run's Fieller set is
+    bounded, shorter than [-1, 1]."""
+    module = benchmark("item_variance")
+    cov = np.array([[1.0, 0.5, 0.5], [0.5, 1.0, 0.6], [0.5, 0.6, 1.0]])
+    c, g = module.conditional(cov)
+    assert (float(c), float(g)) == pytest.approx((0.35, 0.75), rel=1e-12)
+    cov[1, 1] = 0.2  # X's variance given the in-domain score: 0.2 - 0.25 < 0
+    assert float(module.conditional(cov)[1]) == 0.0
+    assert module.scale(np.arange(5.0)) == pytest.approx(2.0 / 1.349)
+    assert np.isnan(module.scale(np.array([1.0, np.nan, 2.0])))
+    held = [module.fieller(np.random.default_rng(seed), 0.5, 5000, resamples=200) for seed in range(3)]
+    assert all(h is not None and 0.0 < h[1] < 1.0 for h in held)  # bounded sets with 5,000 control items
