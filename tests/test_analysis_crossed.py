@@ -557,3 +557,7 @@ def test_the_item_variance_benchmark_measures_by_hand_checkable_pieces():
     assert np.isnan(module.scale(np.array([1.0, np.nan, 2.0])))
     held = [module.fieller(np.random.default_rng(seed), 0.5, 5000, resamples=200) for seed in range(3)]
     assert all(h is not None and 0.0 < h[1] < 1.0 for h in held)  # bounded sets with 5,000 control items
+    tried = [module.calibrated(np.random.default_rng(seed), 0.5, 60, outer=20, inner=20) for seed in range(3)]
+    calibrations = [t for t in tried if t is not None]
+    assert calibrations and all(np.isfinite(t[2]) and t[2] > 0 for t in calibrations)
+    assert all(t[1] for t in calibrations if t[0] and t[2] >= 1.959964**2)  # a larger critical value keeps it
