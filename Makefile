@@ -92,6 +92,7 @@ bench: $(VENV)/.installed-test
 	$(BIN)/python benchmarks/crossed_between.py
 	$(BIN)/python benchmarks/crossed_oracle.py
 	$(BIN)/python benchmarks/crossed_variance.py
+	$(BIN)/python benchmarks/item_variance.py
 	$(BIN)/python benchmarks/finetune.py
 
 # The R reference values the analysis tests compare with (tests/reference/*.csv), made again from
