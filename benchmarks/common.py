@@ -97,3 +97,18 @@ def write_table(table, heading: str, out: Path) -> None:
         print(table)
     out.parent.mkdir(parents=True, exist_ok=True)
     table.write_csv(out)
+
+
+def planted(settings, name: str, index: int, seed: int, runs: int):
+    """Planted study ``index`` of setting ``name`` of ``settings`` (:func:`ood_store._analysis.studysim.planted_study`,
+    OOD testsets of 1,500 items; a setting's ``items`` are the in-domain testset's, its ``runs`` override ``runs``),
+    drawn from ``[seed, index, sum(map(ord, name))]``: the same studies for a name in every benchmark."""
+    import numpy as np
+
+    from ood_store._analysis.studysim import planted_study
+
+    setting = dict(settings[name])
+    n = setting.pop("items")
+    runs = setting.pop("runs", runs)
+    rng = np.random.default_rng([seed, index, sum(map(ord, name))])
+    return planted_study(rng, runs=runs, items=(n, 1500, 1500), **setting)

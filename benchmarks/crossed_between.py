@@ -29,7 +29,7 @@ import numpy as np
 import polars as pl
 
 import ood_store
-from ood_store._analysis.studysim import planted_study, study_frames
+from ood_store._analysis.studysim import study_frames
 
 OUT = Path(__file__).parent / "results" / "crossed_between.csv"
 SPANS = [2.2] * 6 + [0.8] * 6
@@ -45,10 +45,7 @@ SETTINGS = {
 
 def one_study(args: tuple[str, int, int, int]) -> dict:
     name, index, resamples, seed = args
-    setting = dict(SETTINGS[name])
-    n = setting.pop("items")
-    rng = np.random.default_rng([seed, index, sum(map(ord, name))])
-    study = planted_study(rng, runs=12, items=(n, 1500, 1500), **setting)
+    study = common.planted(SETTINGS, name, index, seed, runs=12)
     scores, items = study_frames(study)
     analysis = ood_store.partial_correlations(scores, in_domain="in-domain")
     runs = pl.DataFrame({"run": list(study.runs), "family": ["a"] * 6 + ["b"] * 6,

@@ -20,19 +20,15 @@ import numpy as np
 
 from ood_store._analysis import crossed
 from ood_store._analysis.items import RunItems
-from ood_store._analysis.studysim import planted_study
 
 sys.path.insert(0, str(Path(__file__).parent))
+import common  # noqa: E402
 from crossed_verdicts import SETTINGS  # noqa: E402
 
 
 def pooled(args: tuple[str, int]) -> float:
     name, index = args
-    setting = dict(SETTINGS[name])
-    n = setting.pop("items")
-    runs = setting.pop("runs", 8)
-    rng = np.random.default_rng([0, index, sum(map(ord, name))])  # crossed_verdicts' studies
-    study = planted_study(rng, runs=runs, items=(n, 1500, 1500), **setting)
+    study = common.planted(SETTINGS, name, index, 0, runs=8)  # crossed_verdicts' studies
     evidence = crossed.item_evidence({run: RunItems(study.steps, m) for run, m in study.runs.items()},
                                      ["in-domain", "x", "y"], [("x", "y")], resamples=20, seed=index)  # fmt: skip
     fit = crossed.crossed(evidence.tau[:, 0], evidence.scale[:, 0], evidence.draws_tau[:, :, 0],

@@ -41,7 +41,6 @@ from scipy import stats
 
 from ood_store._analysis import crossed
 from ood_store._analysis.items import RunItems
-from ood_store._analysis.studysim import planted_study
 
 OUT = Path(__file__).parent / "results" / "crossed_variance.csv"
 BASE = {
@@ -107,10 +106,7 @@ def hartung_knapp(r: np.ndarray, weights: np.ndarray, draws: np.ndarray) -> floa
 
 def one_study(args: tuple[str, int, int, int]) -> dict:
     name, index, resamples, seed = args
-    setting = dict(SETTINGS[name])
-    n = setting.pop("items")
-    rng = np.random.default_rng([seed, index, sum(map(ord, name))])
-    study = planted_study(rng, runs=8, items=(n, 1500, 1500), **setting)
+    study = common.planted(SETTINGS, name, index, seed, runs=8)
     matrices = {run: RunItems(study.steps, m) for run, m in study.runs.items()}
     evidence = crossed.item_evidence(matrices, ["in-domain", "x", "y"], [("x", "y")], resamples=resamples, seed=index)
     block = int(evidence.blocks[0])

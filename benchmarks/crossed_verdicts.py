@@ -39,7 +39,7 @@ import numpy as np
 import polars as pl
 
 import ood_store
-from ood_store._analysis.studysim import planted_study, study_frames
+from ood_store._analysis.studysim import study_frames
 
 OUT = Path(__file__).parent / "results" / "crossed_verdicts.csv"
 FINDINGS = ("consistently positive", "consistently negative", "mixed", "model-dependent")
@@ -63,11 +63,7 @@ SETTINGS = {
 
 def one_study(args: tuple[str, int, int, int, int]) -> dict:
     name, index, runs, resamples, seed = args
-    setting = dict(SETTINGS[name])
-    n = setting.pop("items")
-    runs = setting.pop("runs", runs)
-    rng = np.random.default_rng([seed, index, sum(map(ord, name))])
-    study = planted_study(rng, runs=runs, items=(n, 1500, 1500), **setting)
+    study = common.planted(SETTINGS, name, index, seed, runs)
     scores, items = study_frames(study)
     analysis = ood_store.partial_correlations(scores, in_domain="in-domain")
     with_items = ood_store.compare(analysis, items=items, item_resamples=resamples, seed=index).table.row(0, named=True)
