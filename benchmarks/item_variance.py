@@ -144,6 +144,11 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", type=Path, default=OUT)
     args = parser.parse_args()
+    for name in ("runs", "redraws", "resamples", "fieller"):
+        if getattr(args, name) < 4:  # an interquartile range, and a Fieller share, need a few
+            parser.error(f"--{name} must be at least 4, not {getattr(args, name)}")
+    if args.calibrated < 0:
+        parser.error(f"--calibrated must be a number of runs (0 to skip), not {args.calibrated}")
     rows = []
     for rho, n_z in SETTINGS:
         rng = np.random.default_rng([args.seed, n_z, int(rho * 100)])
@@ -151,7 +156,9 @@ def main() -> None:
         ratio = (runs["draws_scale"] / runs["true_scale"]).to_numpy()
         q1, median, q3 = np.nanpercentile(ratio, [25, 50, 75])
         sets = [fieller(rng, rho, n_z) for _ in range(args.fieller)]
-        held = np.array([s for s in sets if s is not None])
+        held = np.array([s for s in sets if s is not None]).reshape(-1, 2)
+        covers = float(held[:, 0].mean()) if len(held) else float("nan")  # NaN: no run had a corrected r
+        width = float(np.median(held[:, 1])) if len(held) else float("nan")
         tried = [calibrated(rng, rho, n_z) for _ in range(args.calibrated if n_z <= 60 else 0)]
         calib = np.array([t for t in tried if t is not None]).reshape(-1, 3)
         some = len(calib) > 0
@@ -164,11 +171,11 @@ def main() -> None:
         rows.append({"rho": rho, "n_in_domain": n_z, "runs": args.runs, "redraws": args.redraws,
                      "resamples": args.resamples, "ratio_median": median, "ratio_q1": q1, "ratio_q3": q3,
                      "true_scale_median": float(runs["true_scale"].median()), "fieller_runs": len(held),
-                     "fieller_covers": held[:, 0].mean(), "fieller_width": float(np.median(held[:, 1])),
+                     "fieller_covers": covers, "fieller_width": width,
                      **calibration})  # fmt: skip
         print(f"rho {rho}, {n_z} in-domain items: draws' scale / truth's {median:.2f} ({q1:.2f}-{q3:.2f}), "
-              f"{args.runs} runs × {args.redraws} draws; Fieller covers {held[:, 0].mean():.3f} of {len(held)} "
-              f"runs, median length {np.median(held[:, 1]):.2f}", flush=True)  # fmt: skip
+              f"{args.runs} runs × {args.redraws} draws; Fieller covers {covers:.3f} of {len(held)} "
+              f"runs, median length {width:.2f}", flush=True)  # fmt: skip
     pl.DataFrame(rows).write_csv(args.out, float_precision=4)
 
 
